@@ -1,0 +1,5 @@
+import sys
+
+from gamut.cli import main
+
+sys.exit(main())

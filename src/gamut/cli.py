@@ -1,0 +1,63 @@
+"""The ``gamut`` command: a thin dispatcher to each analysis' command-line module.
+
+Each module in ``SUBCOMMANDS`` exposes ``register(subparsers)``, which adds its sub-parser and
+sets ``func(args) -> int``. ``gamut miranda`` takes miRanda 3.3a's own argv and bypasses argparse.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from gamut.errors import GamutError
+
+SUBCOMMANDS = ("gamut.scan.cli", "gamut.fold.cli", "gamut.splice.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gamut import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="gamut",
+        description="GPU-accelerated dynamic programming for RNA and DNA sequence analysis.",
+        epilog="'gamut miranda QUERY REF [miRanda options]' runs a miRanda 3.3a-compatible scan.",
+    )
+    parser.add_argument("--version", action="version", version=f"gamut {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("miranda", help="miRanda 3.3a drop-in: gamut miranda QUERY REF [miRanda options]")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "miranda":
+            from gamut.scan.miranda_cli import main as miranda_main
+
+            return miranda_main(argv[1:])
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        return int(args.func(args) or 0)
+    except GamutError as exc:
+        print(f"gamut: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gamut: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Which compute device to use: ``auto`` picks a CUDA GPU when CuPy and a device are present."""
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+from gamut.errors import DeviceError, UsageError
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@functools.lru_cache(maxsize=1)
+def available_gpus() -> tuple[int, ...]:
+    """Indices of the CUDA devices CuPy can use (empty without CuPy or a GPU)."""
+    try:
+        import cupy  # noqa: F401
+        from cupy.cuda import runtime
+
+        return tuple(range(runtime.getDeviceCount()))
+    except Exception:  # ImportError, CUDARuntimeError, missing driver...
+        return ()
+
+
+def gpu_available() -> bool:
+    """True when at least one CUDA device can be used through CuPy."""
+    return bool(available_gpus())
+
+
+def resolve_device(device: str = "auto") -> str:
+    """Map ``auto|cpu|cuda`` to ``cpu`` or ``cuda``; ``cuda`` without a GPU is an error."""
+    if device not in DEVICES:
+        raise UsageError(f"unknown device '{device}' (choose from {', '.join(DEVICES)})")
+    if device == "cpu":
+        return "cpu"
+    if gpu_available():
+        return "cuda"
+    if device == "cuda":
+        raise DeviceError(
+            "--device cuda requested but no CUDA GPU is usable "
+            "(install CuPy, e.g. pip install 'gamut[cuda12]', and check the driver)"
+        )
+    return "cpu"
+
+
+def parse_gpus(spec: str | Sequence[int] | None) -> list[int]:
+    """Parse ``--gpus``: ``None``/``"0"`` style lists, ``"0,1,3"`` or ``"all"``; checks they exist."""
+    gpus = available_gpus()
+    if spec is None:
+        return [gpus[0]] if gpus else []
+    if isinstance(spec, str):
+        if spec.strip().lower() == "all":
+            return list(gpus)
+        try:
+            wanted = [int(part) for part in spec.split(",") if part.strip()]
+        except ValueError:
+            raise UsageError(f"--gpus expects 'all' or a comma-separated list of indices, got '{spec}'") from None
+    else:
+        wanted = [int(g) for g in spec]
+    missing = [g for g in wanted if g not in gpus]
+    if missing:
+        raise DeviceError(f"GPU(s) {missing} not present (available: {list(gpus) or 'none'})")
+    if not wanted:
+        raise UsageError("--gpus names no GPU")
+    return wanted

@@ -1,0 +1,31 @@
+"""Write output files atomically: a temporary file beside the target, renamed on success."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike | None, mode: str = "w") -> Iterator[IO]:
+    """Yield a file handle for ``path``; the file appears only if the block succeeds.
+
+    ``None`` or ``"-"`` yields standard output (text mode) instead.
+    """
+    if path is None or str(path) == "-":
+        yield sys.stdout if "b" not in mode else sys.stdout.buffer
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
