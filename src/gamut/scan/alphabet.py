@@ -1,0 +1,49 @@
+"""miRanda's letters, base classes and pair scores (spec §2-3).
+
+Letters map to classes A, C, G, U (T = U) and "masked" (N, X and the IUPAC ambiguity letters),
+case-insensitively. Scores: either masked -1, Watson-Crick +5, wobble (G-U) +1, otherwise -3.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+A, C, G, U, MASKED = 0, 1, 2, 3, 4
+N_CLASSES = 5
+
+#: Letters miRanda accepts in sequence files (either case).
+ALLOWED_LETTERS = frozenset("ACGUTNRYKMSWBDHVX")
+
+_CLASS_OF = np.full(256, -1, dtype=np.int8)
+for _letter, _cls in {"A": A, "C": C, "G": G, "U": U, "T": U}.items():
+    _CLASS_OF[ord(_letter)] = _cls
+    _CLASS_OF[ord(_letter.lower())] = _cls
+for _letter in "NRYKMSWBDHVX":
+    _CLASS_OF[ord(_letter)] = MASKED
+    _CLASS_OF[ord(_letter.lower())] = MASKED
+
+
+def _base_scores() -> np.ndarray:
+    table = np.full((N_CLASSES, N_CLASSES), -3, dtype=np.int32)
+    for x, y in ((A, U), (U, A), (G, C), (C, G)):
+        table[x, y] = 5
+    for x, y in ((G, U), (U, G)):
+        table[x, y] = 1
+    table[MASKED, :] = -1
+    table[:, MASKED] = -1
+    return table
+
+
+#: s(x, y) for query class x and reference class y.
+BASE_SCORES = _base_scores()
+
+#: Alignment map character per class pair: '|' complement, ':' wobble, ' ' otherwise.
+MAP_CHARS = np.full((N_CLASSES, N_CLASSES), ord(" "), dtype=np.uint8)
+MAP_CHARS[BASE_SCORES == 5] = ord("|")
+MAP_CHARS[BASE_SCORES == 1] = ord(":")
+
+
+def encode(sequence: bytes | str) -> np.ndarray:
+    """Class codes (int8, 0..4) of a sequence; letters outside miRanda's alphabet become -1."""
+    if isinstance(sequence, str):
+        sequence = sequence.encode("ascii", errors="replace")
+    return _CLASS_OF[np.frombuffer(sequence, dtype=np.uint8)]

@@ -1,0 +1,191 @@
+"""The Python API of the scan: ``gamut.scan(queries, references, **params)`` and file-to-file runs."""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import nullcontext
+from typing import IO, Iterable, Mapping, Sequence, Union
+
+import pandas as pd
+
+from gamut.errors import InputError, UsageError
+from gamut.io.atomic import atomic_output
+from gamut.scan.alignments import AlignmentEngine
+from gamut.scan.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
+from gamut.scan.params import ScanParams
+from gamut.scan.report import HIT_COLUMNS, MirandaTextWriter, TableWriter, hit_record
+from gamut.scan.runner import ScanInput, run_scan
+
+SequencesLike = Union[str, os.PathLike, Mapping[str, str], Sequence[tuple[str, str]], Sequence[SeqRecord]]
+
+OUTPUT_FORMATS = ("miranda", "tsv", "jsonl", "parquet")
+
+
+def make_engine(device: str = "auto", threads: int | None = None, gpus: str | Sequence[int] | None = None) -> AlignmentEngine:
+    """The alignment engine for ``device`` (``auto`` prefers a CUDA GPU when one is usable)."""
+    from gamut.cuda import parse_gpus, resolve_device
+
+    if resolve_device(device) == "cuda":
+        from gamut.scan.gpu import GpuEngine
+
+        return GpuEngine(parse_gpus(gpus), threads=threads)
+    from gamut.scan.cpu import CpuEngine
+
+    return CpuEngine(threads)
+
+
+def as_records(data: SequencesLike, what: str) -> list[SeqRecord]:
+    """Sequences from a FASTA path, a {id: sequence} mapping, (id, sequence) pairs or records."""
+    if isinstance(data, (str, os.PathLike)):
+        return read_miranda_fasta(data)
+    items = list(data.items()) if isinstance(data, Mapping) else list(data)
+    if not items:
+        raise InputError(f"no {what} sequences given")
+    if all(isinstance(x, SeqRecord) for x in items):
+        return list(items)
+    text = "".join(f">{name}\n{seq}\n" for name, seq in items)
+    return parse_miranda_fasta(text.encode("latin-1"), f"<{what}>")
+
+
+def read_restrict(path: str | os.PathLike) -> frozenset[tuple[str, str]]:
+    """Read a -restrict file: one 'query_id reference_id' pair per line."""
+    try:
+        with open(path, encoding="latin-1") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot open file {os.fspath(path)}: {exc.strerror or exc}") from None
+    pairs = set()
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 2:
+            raise InputError(f"{os.fspath(path)}: line {number} needs a query id and a reference id")
+        pairs.add((fields[0], fields[1]))
+    return frozenset(pairs)
+
+
+def scan(
+    queries: SequencesLike,
+    references: SequencesLike,
+    *,
+    device: str = "auto",
+    threads: int | None = None,
+    gpus: str | Sequence[int] | None = None,
+    **params,
+) -> pd.DataFrame:
+    """Scan miRNAs against references with miRanda 3.3a's model; return the reported hits.
+
+    ``params`` are :class:`ScanParams` fields (``score_threshold=140``, ``energy_threshold=1``,
+    ``scale=4.0``, ``gap_open=-9``, ``gap_extend=-4``, ``strict=False``, ``noenergy=False``,
+    ``trim=0``, ``energy_model="miranda"``, ``restrict=None``). The table has one row per
+    reported hit with every field miRanda prints (:data:`HIT_COLUMNS`), in miRanda's order.
+    """
+    try:
+        settings = ScanParams(**params)
+    except TypeError as exc:
+        raise UsageError(str(exc)) from None
+    scan_input = ScanInput(as_records(queries, "query"), as_records(references, "reference"), settings)
+    engine = make_engine(device, threads, gpus)
+    rows = [
+        hit_record(hit, settings.noenergy)
+        for result in run_scan(scan_input, engine, threads=threads)
+        for hit in result.reported
+    ]
+    return pd.DataFrame(rows, columns=list(HIT_COLUMNS))
+
+
+def scan_files(
+    query_path: str,
+    reference_path: str,
+    params: ScanParams,
+    *,
+    output: str | None = None,
+    fmt: str = "miranda",
+    quiet: bool = False,
+    keyval: bool = False,
+    banner: str = "",
+    device: str = "auto",
+    threads: int | None = None,
+    gpus: str | Sequence[int] | None = None,
+    progress: bool | None = None,
+) -> int:
+    """Scan two FASTA files and write the results (atomically when ``output`` is a path)."""
+    if fmt not in OUTPUT_FORMATS:
+        raise UsageError(f"unknown output format '{fmt}' (choose from {', '.join(OUTPUT_FORMATS)})")
+    queries = read_miranda_fasta(query_path)
+    references = read_miranda_fasta(reference_path)
+    scan_input = ScanInput(queries, references, params)
+    engine = make_engine(device, threads, gpus)
+    pairs = scan_input.pairs()
+    total = scan_input.cells(pairs)
+    if progress is None:
+        progress = sys.stderr.isatty() and total > 300_000_000
+    bar = _progress_bar(total, engine.name) if progress else nullcontext(None)
+    if fmt == "parquet":
+        if output in (None, "-"):
+            raise UsageError("--format parquet needs an output file (-o hits.parquet)")
+        return _write_parquet(scan_input, engine, output, threads, bar)
+    with atomic_output(output) as out, bar as tracker:
+        writer = _writer(out, params, fmt, quiet, keyval)
+        writer.start(banner, query_path, reference_path, None if params.restrict is None else len(params.restrict))
+        last_query = None
+        for result in run_scan(scan_input, engine, threads=threads, progress=tracker):
+            if result.query is not last_query:
+                writer.query(result.query)
+                last_query = result.query
+            writer.pair(result)
+        writer.finish()
+    return 0
+
+
+def _writer(out: IO[str], params: ScanParams, fmt: str, quiet: bool, keyval: bool):
+    if fmt == "miranda":
+        return MirandaTextWriter(out, params, quiet=quiet, keyval=keyval)
+    return TableWriter(out, params, fmt)
+
+
+def _write_parquet(scan_input: ScanInput, engine, output: str, threads, bar) -> int:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError("--format parquet needs pyarrow (pip install 'gamut[parquet]')") from None
+    with bar as tracker:
+        rows = [
+            hit_record(h, scan_input.params.noenergy)
+            for result in run_scan(scan_input, engine, threads=threads, progress=tracker)
+            for h in result.reported
+        ]
+    table = pa.Table.from_pandas(pd.DataFrame(rows, columns=list(HIT_COLUMNS)), preserve_index=False)
+    with atomic_output(output, "wb") as out:
+        pq.write_table(table, out)
+    return 0
+
+
+class _RichProgress:
+    """A rich progress bar on stderr counting aligned cells."""
+
+    def __init__(self, total: int, label: str):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn(f"scan [{label}]"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        )
+        self.total = total
+
+    def __enter__(self):
+        self.progress.__enter__()
+        task = self.progress.add_task("scan", total=self.total)
+        return lambda cells: self.progress.advance(task, cells)
+
+    def __exit__(self, *exc):
+        return self.progress.__exit__(*exc)
+
+
+def _progress_bar(total: int, label: str) -> _RichProgress:
+    return _RichProgress(total, label)
+
+

@@ -1,0 +1,251 @@
+"""The CPU alignment engine: miRanda's three-state DP, candidates, diagonal suppression, traceback.
+
+Everything here is exact integer arithmetic following spec §5-7.1. ``align_pair`` is a Numba
+function that releases the GIL, so pairs run in parallel on threads (see :class:`CpuEngine`).
+
+Trace byte per cell (column-major ``trace[j, i]``): bits 0-1 ``tA`` (0..3), bit 2 set when
+``tB`` = 2 (extension), bit 3 set when ``tC`` = 3 (extension), bits 4-5 ``tBest`` (0..3).
+``best(i, j) > 0`` exactly when ``tBest != 0``, so traceback needs only these bytes.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gamut.scan.alignments import DIAGONAL_WINDOW, OP_MATCH, OP_QGAP, OP_RGAP
+
+STATE_A, STATE_B, STATE_C = 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _grow(arr, size):
+    out = np.empty(max(2 * arr.shape[0], size), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+@njit(cache=True, nogil=True)
+def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trace):
+    """Run the DP over all cells; fill ``trace`` and return candidates (score, i, j) in any order.
+
+    ``qrev``: reversed query classes (length L, row i is ``qrev[i-1]``); ``ref``: reference classes;
+    ``profile[c, i]``: score of row i against reference class c; gap arrays and ``seed_row`` are
+    indexed by row (0..L). ``trace`` has shape (R+1, L+1).
+    """
+    L = qrev.shape[0]
+    R = ref.shape[0]
+    prevA = np.zeros(L + 1, np.int32)
+    prevB = np.zeros(L + 1, np.int32)
+    prevC = np.zeros(L + 1, np.int32)
+    curA = np.zeros(L + 1, np.int32)
+    curB = np.zeros(L + 1, np.int32)
+    curC = np.zeros(L + 1, np.int32)
+    cs = np.empty(64, np.int32)
+    ci = np.empty(64, np.int32)
+    cj = np.empty(64, np.int32)
+    n = 0
+    for j in range(1, R + 1):
+        col = profile[ref[j - 1]]
+        tcol = trace[j]
+        for i in range(1, L + 1):
+            # 1. diagonal, preferring A, then B, then C
+            a = prevA[i - 1]
+            b = prevB[i - 1]
+            c = prevC[i - 1]
+            if a >= b and a >= c:
+                m = a
+                tA = 1
+            elif b >= c:
+                m = b
+                tA = 2
+            else:
+                m = c
+                tA = 3
+            A = m + col[i]
+            if A <= 0:
+                A = 0
+                tA = 0
+            # 2. B: gap in the query, from (i, j-1)
+            o = prevA[i] + gap_open[i]
+            e = prevB[i] + gap_ext[i]
+            if e > o:
+                B = e
+                bits = 4
+            else:
+                B = o
+                bits = 0
+            # 3. C: gap in the reference, from (i-1, j)
+            if seed_row[i]:
+                C = -1
+            else:
+                o = curA[i - 1] + gap_open[i]
+                e = curC[i - 1] + gap_ext[i]
+                if e > o:
+                    C = e
+                    bits |= 8
+                else:
+                    C = o
+            # 4. best, with the same preference
+            if A >= B and A >= C:
+                best = A
+                tb = 1
+            elif B >= C:
+                best = B
+                tb = 2
+            else:
+                best = C
+                tb = 3
+            if best <= 0:
+                best = 0
+                tb = 0
+            curA[i] = A
+            curB[i] = B
+            curC[i] = C
+            tcol[i] = tA | bits | (tb << 4)
+            # 5. candidates may not end in state B
+            if best >= threshold and tb != 2:
+                if n == cs.shape[0]:
+                    cs = _grow(cs, n + 1)
+                    ci = _grow(ci, n + 1)
+                    cj = _grow(cj, n + 1)
+                cs[n] = best
+                ci[n] = i
+                cj[n] = j
+                n += 1
+        prevA, curA = curA, prevA
+        prevB, curB = curB, prevB
+        prevC, curC = curC, prevC
+    return cs[:n], ci[:n], cj[:n]
+
+
+@njit(cache=True, nogil=True)
+def order_and_suppress(scores, rows, cols, query_length, ref_length):
+    """Sort candidates (score desc, j asc, i asc) and drop those within 6 diagonals of a better one.
+
+    Returns the indices of the survivors, in processing order (spec §6).
+    """
+    n = scores.shape[0]
+    span_i = np.int64(query_length + 1)
+    span_j = np.int64(ref_length + 1) * span_i
+    top = np.int64(scores.max()) if n > 0 else np.int64(0)
+    keys = np.empty(n, np.int64)
+    for k in range(n):
+        keys[k] = (top - scores[k]) * span_j + np.int64(cols[k]) * span_i + rows[k]
+    order = np.argsort(keys)
+    # A candidate survives iff no earlier survivor lies within DIAGONAL_WINDOW diagonals.
+    offset = query_length + DIAGONAL_WINDOW
+    blocked = np.zeros(ref_length + query_length + 2 * DIAGONAL_WINDOW + 2, np.uint8)
+    keep = np.empty(n, np.int64)
+    s = 0
+    for k in range(n):
+        idx = order[k]
+        d = cols[idx] - rows[idx] + offset
+        if blocked[d]:
+            continue
+        keep[s] = idx
+        s += 1
+        for x in range(d - DIAGONAL_WINDOW, d + DIAGONAL_WINDOW + 1):
+            blocked[x] = 1
+    return keep[:s]
+
+
+@njit(cache=True, nogil=True)
+def trace_back(trace, i_end, j_end, ops):
+    """Follow the trace from (i_end, j_end); write ops (in reverse) into ``ops``.
+
+    Returns (i0, j0, n_ops): the cell where the traceback stopped and how many ops it wrote.
+    """
+    i = i_end
+    j = j_end
+    state = (trace[j, i] >> 4) & 3
+    n = 0
+    while i > 0 and j > 0:
+        t = trace[j, i]
+        if (t >> 4) & 3 == 0 or state == 0:
+            break
+        if state == STATE_A:
+            ops[n] = OP_MATCH
+            state = t & 3
+            i -= 1
+            j -= 1
+        elif state == STATE_B:
+            ops[n] = OP_QGAP
+            state = STATE_B if t & 4 else STATE_A
+            j -= 1
+        else:
+            ops[n] = OP_RGAP
+            state = STATE_C if t & 8 else STATE_A
+            i -= 1
+        n += 1
+    return i, j, n
+
+
+@njit(cache=True, nogil=True)
+def align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold):
+    """Align one (query, reference) pair: survivors of §6 with their tracebacks (§7.1).
+
+    Returns ``(score, i_end, j_end, i_start, j_start, op_offsets, ops, cells)``; ops of survivor k
+    are ``ops[op_offsets[k]:op_offsets[k+1]]`` in alignment order (query 3' side first).
+    """
+    L = qrev.shape[0]
+    R = ref.shape[0]
+    trace = np.empty((R + 1, L + 1), np.uint8)
+    cs, ci, cj = fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trace)
+    keep = order_and_suppress(cs, ci, cj, L, R)
+    s = keep.shape[0]
+    score = np.empty(s, np.int32)
+    i_end = np.empty(s, np.int32)
+    j_end = np.empty(s, np.int32)
+    i_start = np.empty(s, np.int32)
+    j_start = np.empty(s, np.int32)
+    offsets = np.zeros(s + 1, np.int64)
+    ops = np.empty(64, np.uint8)
+    buf = np.empty(L + R + 2, np.uint8)
+    for k in range(s):
+        idx = keep[k]
+        score[k] = cs[idx]
+        i_end[k] = ci[idx]
+        j_end[k] = cj[idx]
+        i0, j0, n_ops = trace_back(trace, ci[idx], cj[idx], buf)
+        i_start[k] = i0
+        j_start[k] = j0
+        base = offsets[k]
+        if base + n_ops > ops.shape[0]:
+            ops = _grow(ops, base + n_ops)
+        for x in range(n_ops):
+            ops[base + x] = buf[n_ops - 1 - x]
+        offsets[k + 1] = base + n_ops
+    return score, i_end, j_end, i_start, j_start, offsets, ops[: offsets[s]], np.int64(L) * R
+
+
+class CpuEngine:
+    """Multicore CPU engine: one Numba call per pair, pairs spread over ``threads`` threads."""
+
+    name = "cpu"
+
+    def __init__(self, threads: int | None = None) -> None:
+        import os
+
+        self.threads = max(1, threads or os.cpu_count() or 1)
+
+    def align(self, queries, references, pairs, params):
+        from concurrent.futures import ThreadPoolExecutor
+
+        from gamut.scan.alignments import PairAlignments
+        from gamut.scan.params import query_tables
+
+        tables = {}
+        for qi in np.unique(pairs[:, 0]) if len(pairs) else ():
+            tables[int(qi)] = query_tables(queries[int(qi)].codes, params)
+        threshold = int(params.score_threshold)
+
+        def one(pair) -> PairAlignments:
+            t = tables[int(pair[0])]
+            ref = references[int(pair[1])].codes
+            out = align_pair(t.qrev, ref, t.profile, t.gap_open, t.gap_extend, t.seed_row, threshold)
+            return PairAlignments(*out[:7])
+
+        if self.threads == 1 or len(pairs) < 2:
+            return [one(p) for p in pairs]
+        with ThreadPoolExecutor(self.threads) as pool:
+            return list(pool.map(one, pairs, chunksize=max(1, len(pairs) // (8 * self.threads))))
