@@ -3,7 +3,7 @@
 Everything here is exact integer arithmetic following spec §5-7.1. ``align_pair`` is a Numba
 function that releases the GIL, so pairs run in parallel on threads (see :class:`CpuEngine`).
 
-Trace byte per cell (column-major ``trace[j, i]``): bits 0-1 ``tA`` (0..3), bit 2 set when
+Trace byte per cell (row-major ``trace[i, j]``): bits 0-1 ``tA`` (0..3), bit 2 set when
 ``tB`` = 2 (extension), bit 3 set when ``tC`` = 3 (extension), bits 4-5 ``tBest`` (0..3).
 ``best(i, j) > 0`` exactly when ``tBest != 0``, so traceback needs only these bytes.
 """
@@ -26,95 +26,98 @@ def _grow(arr, size):
 
 @njit(cache=True, nogil=True)
 def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trace):
-    """Run the DP over all cells; fill ``trace`` and return candidates (score, i, j) in any order.
+    """Run the DP over all cells; fill ``trace`` and return candidates (score, i, j).
 
     ``qrev``: reversed query classes (length L, row i is ``qrev[i-1]``); ``ref``: reference classes;
     ``profile[c, i]``: score of row i against reference class c; gap arrays and ``seed_row`` are
-    indexed by row (0..L). ``trace`` has shape (R+1, L+1).
+    indexed by row (0..L). ``trace`` has shape (L+1, R+1). Candidates come in generation order
+    (i ascending, then j ascending).
+
+    Row by row: A and C depend only on the row above, so they are computed in a branch-free,
+    vectorisable pass; B (a scan along the row) and ``best`` follow in a second, serial pass.
     """
     L = qrev.shape[0]
     R = ref.shape[0]
-    prevA = np.zeros(L + 1, np.int32)
-    prevB = np.zeros(L + 1, np.int32)
-    prevC = np.zeros(L + 1, np.int32)
-    curA = np.zeros(L + 1, np.int32)
-    curB = np.zeros(L + 1, np.int32)
-    curC = np.zeros(L + 1, np.int32)
+    upA = np.zeros(R + 1, np.int32)
+    upB = np.zeros(R + 1, np.int32)
+    upC = np.zeros(R + 1, np.int32)
+    rowA = np.zeros(R + 1, np.int32)
+    rowB = np.zeros(R + 1, np.int32)
+    rowC = np.zeros(R + 1, np.int32)
+    tAC = np.zeros(R + 1, np.uint8)
+    score = np.empty(R + 1, np.int32)
+    cand = np.empty(R + 1, np.int32)
     cs = np.empty(64, np.int32)
     ci = np.empty(64, np.int32)
     cj = np.empty(64, np.int32)
     n = 0
-    for j in range(1, R + 1):
-        col = profile[ref[j - 1]]
-        tcol = trace[j]
-        for i in range(1, L + 1):
-            # 1. diagonal, preferring A, then B, then C
-            a = prevA[i - 1]
-            b = prevB[i - 1]
-            c = prevC[i - 1]
-            if a >= b and a >= c:
-                m = a
-                tA = 1
-            elif b >= c:
-                m = b
-                tA = 2
-            else:
-                m = c
-                tA = 3
-            A = m + col[i]
-            if A <= 0:
-                A = 0
-                tA = 0
-            # 2. B: gap in the query, from (i, j-1)
-            o = prevA[i] + gap_open[i]
-            e = prevB[i] + gap_ext[i]
-            if e > o:
-                B = e
-                bits = 4
-            else:
-                B = o
-                bits = 0
-            # 3. C: gap in the reference, from (i-1, j)
-            if seed_row[i]:
-                C = -1
-            else:
-                o = curA[i - 1] + gap_open[i]
-                e = curC[i - 1] + gap_ext[i]
-                if e > o:
-                    C = e
-                    bits |= 8
-                else:
-                    C = o
-            # 4. best, with the same preference
-            if A >= B and A >= C:
-                best = A
-                tb = 1
-            elif B >= C:
-                best = B
-                tb = 2
-            else:
-                best = C
-                tb = 3
+    for i in range(1, L + 1):
+        go = np.int32(gap_open[i])
+        ge = np.int32(gap_ext[i])
+        seed = seed_row[i] != 0
+        for j in range(1, R + 1):
+            score[j] = profile[ref[j - 1], i]
+        # Pass 1 (no dependence along the row): A with its diagonal choice, and C.
+        for j in range(1, R + 1):
+            dA = upA[j - 1]
+            dB = upB[j - 1]
+            dC = upC[j - 1]
+            b_ge_c = dB >= dC
+            mbc = dB if b_ge_c else dC
+            a_wins = dA >= mbc
+            m = dA if a_wins else mbc
+            tA = np.uint8(1) if a_wins else (np.uint8(2) if b_ge_c else np.uint8(3))
+            A = m + score[j]
+            pos = A > 0
+            rowA[j] = A if pos else 0
+            tA = tA if pos else np.uint8(0)
+            o = upA[j] + go
+            e = upC[j] + ge
+            ext = e > o
+            C = e if ext else o
+            rowC[j] = -1 if seed else C
+            tAC[j] = tA | (np.uint8(8) if (ext and not seed) else np.uint8(0))
+        # Pass 2 (a scan along the row): B, best, the trace byte and candidates.
+        B = np.int32(0)
+        left = np.int32(0)
+        row_cands = 0
+        trow = trace[i]
+        for j in range(1, R + 1):
+            o = left + go
+            e = B + ge
+            ext = e > o
+            B = e if ext else o
+            A = rowA[j]
+            C = rowC[j]
+            rowB[j] = B
+            left = A
+            c_wins_b = C > B
+            mbc = C if c_wins_b else B
+            a_wins = A >= mbc
+            best = A if a_wins else mbc
+            tb = 1 if a_wins else (3 if c_wins_b else 2)
             if best <= 0:
                 best = 0
                 tb = 0
-            curA[i] = A
-            curB[i] = B
-            curC[i] = C
-            tcol[i] = tA | bits | (tb << 4)
-            # 5. candidates may not end in state B
-            if best >= threshold and tb != 2:
-                if n == cs.shape[0]:
-                    cs = _grow(cs, n + 1)
-                    ci = _grow(ci, n + 1)
-                    cj = _grow(cj, n + 1)
-                cs[n] = best
-                ci[n] = i
-                cj[n] = j
-                n += 1
-        prevA, curA = curA, prevA
-        prevB, curB = curB, prevB
-        prevC, curC = curC, prevC
+            trow[j] = tAC[j] | (np.uint8(4) if ext else np.uint8(0)) | np.uint8(tb << 4)
+            # 5. candidates: best >= threshold, not ending in state B (collected below, off the hot loop)
+            is_cand = best >= threshold and tb != 2
+            cand[j] = best if is_cand else -1
+            row_cands += is_cand
+        if row_cands:
+            if n + row_cands > cs.shape[0]:
+                cs = _grow(cs, n + row_cands)
+                ci = _grow(ci, n + row_cands)
+                cj = _grow(cj, n + row_cands)
+            for j in range(1, R + 1):
+                if cand[j] >= 0:
+                    cs[n] = cand[j]
+                    ci[n] = i
+                    cj[n] = j
+                    n += 1
+        upA, rowA = rowA, upA
+        upB, rowB = rowB, upB
+        upC, rowC = rowC, upC
     return cs[:n], ci[:n], cj[:n]
 
 
@@ -157,10 +160,10 @@ def trace_back(trace, i_end, j_end, ops):
     """
     i = i_end
     j = j_end
-    state = (trace[j, i] >> 4) & 3
+    state = (trace[i, j] >> 4) & 3
     n = 0
     while i > 0 and j > 0:
-        t = trace[j, i]
+        t = trace[i, j]
         if (t >> 4) & 3 == 0 or state == 0:
             break
         if state == STATE_A:
@@ -189,7 +192,7 @@ def align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold):
     """
     L = qrev.shape[0]
     R = ref.shape[0]
-    trace = np.empty((R + 1, L + 1), np.uint8)
+    trace = np.empty((L + 1, R + 1), np.uint8)
     cs, ci, cj = fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trace)
     keep = order_and_suppress(cs, ci, cj, L, R)
     s = keep.shape[0]
