@@ -27,7 +27,7 @@ def settings_block(query_path: str, reference_path: str, params: ScanParams) -> 
         + f"Gap Open Penalty:\t{float(params.gap_open):f}\n"
         + f"Gap Extend Penalty:\t{float(params.gap_extend):f}\n"
         + f"Score Threshold:\t{float(params.score_threshold):f}\n"
-        + f"Energy Threshold:\t{float(params.energy_threshold):f} kCal/Mol\n"
+        + f"Energy Threshold:\t{float(params.energy_threshold):f} kcal/mol\n"
         + f"Scaling Parameter:\t{float(params.scale):f}\n"
         + RULE
     )

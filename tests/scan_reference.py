@@ -1,0 +1,111 @@
+"""A plain-Python, literal transcription of miRanda's recurrences (spec §3-§7.1), for testing.
+
+Deliberately naive and independent of gamut's engines: full matrices, candidates in generation
+order, a stable sort, the quadratic diagonal-suppression walk, traceback over all four tables.
+"""
+from __future__ import annotations
+
+import math
+
+COMPLEMENT = {("A", "U"), ("U", "A"), ("G", "C"), ("C", "G")}
+WOBBLE = {("G", "U"), ("U", "G")}
+
+
+def letter_class(ch: str) -> str:
+    ch = ch.upper()
+    if ch == "T":
+        return "U"
+    return ch if ch in "ACGU" else "N"
+
+
+def base_score(x: str, y: str) -> int:
+    x, y = letter_class(x), letter_class(y)
+    if x == "N" or y == "N":
+        return -1
+    if (x, y) in COMPLEMENT:
+        return 5
+    if (x, y) in WOBBLE:
+        return 1
+    return -3
+
+
+def reference_alignments(query: str, ref: str, threshold=140, scale=4.0, go=-9, ge=-4):
+    """Survivors (score, i_end, j_end, i0, j0, ops) in processing order, ops as 'M'/'B'/'C'."""
+    L, R = len(query), len(ref)
+    Q = query[::-1]
+    W = L - 8
+
+    def score(i, j):
+        if L <= 3 or i in (1, 2, L):
+            return 0
+        s = base_score(Q[i - 1], ref[j - 1])
+        return s if i <= W else int(math.trunc(scale * s))
+
+    def gaps(i):
+        if i <= W or i == L:
+            return go, ge, False
+        return int(math.trunc(scale * go)), int(math.trunc(scale * ge)), True
+
+    zero = lambda: [[0] * (R + 1) for _ in range(L + 1)]  # noqa: E731
+    A, B, C, best, tA, tB, tC, tBest = (zero() for _ in range(8))
+    candidates = []
+    for i in range(1, L + 1):
+        gopen, gext, seed = gaps(i)
+        for j in range(1, R + 1):
+            a, b, c = A[i - 1][j - 1], B[i - 1][j - 1], C[i - 1][j - 1]
+            if a >= b and a >= c:
+                m, t = a, 1
+            elif b >= c:
+                m, t = b, 2
+            else:
+                m, t = c, 3
+            A[i][j] = m + score(i, j)
+            tA[i][j] = t
+            if A[i][j] <= 0:
+                A[i][j], tA[i][j] = 0, 0
+            o, e = A[i][j - 1] + gopen, B[i][j - 1] + gext
+            B[i][j], tB[i][j] = (e, 2) if e > o else (o, 1)
+            if seed:
+                C[i][j], tC[i][j] = -1, 1
+            else:
+                o, e = A[i - 1][j] + gopen, C[i - 1][j] + gext
+                C[i][j], tC[i][j] = (e, 3) if e > o else (o, 1)
+            x, y, z = A[i][j], B[i][j], C[i][j]
+            if x >= y and x >= z:
+                best[i][j], tBest[i][j] = x, 1
+            elif y >= z:
+                best[i][j], tBest[i][j] = y, 2
+            else:
+                best[i][j], tBest[i][j] = z, 3
+            if best[i][j] <= 0:
+                best[i][j], tBest[i][j] = 0, 0
+            if best[i][j] >= threshold and tBest[i][j] != 2:
+                candidates.append((best[i][j], i, j))
+    ordered = sorted(candidates, key=lambda cand: (-cand[0], cand[2]))  # stable
+    alive = [True] * len(ordered)
+    for k, (_, i, j) in enumerate(ordered):
+        if not alive[k]:
+            continue
+        for m in range(k + 1, len(ordered)):
+            if abs((ordered[m][2] - ordered[m][1]) - (j - i)) <= 6:
+                alive[m] = False
+    survivors = []
+    for (s, i_end, j_end), keep in zip(ordered, alive):
+        if not keep:
+            continue
+        i, j, state, ops = i_end, j_end, tBest[i_end][j_end], []
+        while best[i][j] > 0 and state != 0:
+            if state == 1:
+                ops.append("M")
+                state = tA[i][j]
+                i, j = i - 1, j - 1
+            elif state == 2:
+                ops.append("B")
+                state = tB[i][j]
+                j -= 1
+            else:
+                ops.append("C")
+                state = tC[i][j]
+                i -= 1
+        survivors.append((s, i_end, j_end, i, j, "".join(reversed(ops))))
+    return survivors

@@ -1,0 +1,133 @@
+"""Command lines of the scan: bad input, output formats, the API, atomic output."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gamut
+from gamut.cli import main
+
+DATA = Path(__file__).parent / "data" / "miranda"
+QUERY = "ACUGGACUUGGAGUCAGAAGGC"
+SITE_REF = "AAAAAAAAAAGCCUUCUGACUCCAAGUCCAGUAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+
+@pytest.fixture
+def files(tmp_path):
+    q = tmp_path / "q.fa"
+    q.write_text(f">miR-x some miRNA\n{QUERY}\n")
+    r = tmp_path / "r.fa"
+    r.write_text(f">utr1\n{SITE_REF}\n>utr2\nACGUACGUACGU\n")
+    return q, r
+
+
+def run_cli(args, capsys):
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    "make_bad, message",
+    [
+        (lambda d: d / "missing.fa", "cannot open file"),
+        (lambda d: (d / "empty.fa").write_text("") and d / "empty.fa" or d / "empty.fa", "no FASTA records"),
+        (lambda d: (d / "noseq.fa").write_text(">a\nACGU\n>b\n") and d / "noseq.fa", "record 'b' has no sequence"),
+        (lambda d: (d / "bad.fa").write_text(">a\nAC1GU\n") and d / "bad.fa", "illegal character '1'"),
+        (lambda d: (d / "nogt.fa").write_text("ACGU\n") and d / "nogt.fa", "does not start with '>'"),
+    ],
+    ids=["missing", "empty", "no-sequence", "illegal-letter", "no-header"],
+)
+@pytest.mark.parametrize("as_query", [True, False], ids=["query", "reference"])
+def test_bad_input_files(files, tmp_path, capsys, make_bad, message, as_query):
+    q, r = files
+    bad = make_bad(tmp_path)
+    out = tmp_path / "out.txt"
+    args = ["miranda", str(bad), str(r)] if as_query else ["miranda", str(q), str(bad)]
+    code, stdout, err = run_cli(args + ["-noenergy", "-out", str(out)], capsys)
+    assert code != 0
+    assert message in err and str(bad) in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists() and not list(tmp_path.glob(".out.txt*"))
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["-bogus"], "unrecognized command line argument: -bogus"),
+        (["-sc"], "unrecognized command line argument: -sc"),
+        (["-trim", "-5"], "negative value"),
+        (["-go", "3"], "gap penalties may not be greater than 0"),
+    ],
+)
+def test_bad_options(files, tmp_path, capsys, extra, message):
+    q, r = files
+    out = tmp_path / "out.txt"
+    code, _, err = run_cli(["miranda", str(q), str(r), "-noenergy", "-out", str(out), *extra], capsys)
+    assert code != 0 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_usage_and_help_exit_zero(capsys):
+    code, out, _ = run_cli(["miranda"], capsys)
+    assert code == 0 and "Usage" in out
+    code, out, _ = run_cli(["miranda", "-h"], capsys)
+    assert code == 0 and "-strict" in out
+
+
+def test_atoi_and_strtod_like_miranda(files, tmp_path, capsys):
+    q, r = files
+    code, out, _ = run_cli(["miranda", str(q), str(r), "-noenergy", "-sc", "140.9", "-scale", "3.5abc"], capsys)
+    assert code == 0
+    assert "Score Threshold:\t140.000000" in out and "Scaling Parameter:\t3.500000" in out
+
+
+def test_scan_formats_agree_with_api(files, tmp_path, capsys):
+    q, r = files
+    tsv = tmp_path / "hits.tsv"
+    jsonl = tmp_path / "hits.jsonl"
+    assert main(["scan", str(q), str(r), "--noenergy", "-o", str(tsv)]) == 0
+    assert main(["scan", str(q), str(r), "--noenergy", "-o", str(jsonl), "--format", "jsonl"]) == 0
+    table = pd.read_csv(tsv, sep="\t", keep_default_na=False)
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    api = gamut.scan(str(q), str(r), noenergy=True)
+    assert len(table) == len(rows) == len(api) == 1
+    assert table.loc[0, "reference_id"] == rows[0]["reference_id"] == api.loc[0, "reference_id"] == "utr1"
+    assert int(table.loc[0, "score"]) == rows[0]["score"] == int(api.loc[0, "score"])
+    assert rows[0]["aln_mirna"] == api.loc[0, "aln_mirna"] == table.loc[0, "aln_mirna"]
+
+
+def test_api_accepts_mappings_and_matches_text(tmp_path, capsys):
+    case = DATA / "real_trim"
+    api = gamut.scan(str(case / "query.fa"), str(case / "reference.fa"), noenergy=True, trim=600)
+    expected = (case / "expected_noenergy.txt").read_text()
+    tab_lines = [line for line in expected.splitlines() if line.startswith(">") and not line.startswith(">>")]
+    assert len(api) == len(tab_lines) > 0
+    first = tab_lines[0].split("\t")
+    assert [">" + api.loc[0, "query_id"], api.loc[0, "reference_id"]] == first[:2]
+    assert f"{api.loc[0, 'score']:.2f}" == first[2]
+    small = gamut.scan({"m": QUERY}, [("t", SITE_REF)], noenergy=True, device="cpu")
+    # The planted site (the query's reverse complement) starts at reference position 11.
+    assert list(small["ref_start"]) == [11] and list(small["ref_end"]) == [32]
+
+
+def test_restrict_file(files, tmp_path, capsys):
+    q, r = files
+    restrict = tmp_path / "pairs.txt"
+    restrict.write_text("miR-x utr2\n")
+    code, out, _ = run_cli(["miranda", str(q), str(r), "-noenergy", "-restrict", str(restrict)], capsys)
+    assert code == 0
+    assert "Performing Restricted Scan on:1 pairs" in out
+    assert "vs utr2" in out and "vs utr1" not in out
+
+
+def test_module_entry_point(files):
+    q, r = files
+    proc = subprocess.run([sys.executable, "-m", "gamut", "miranda", str(q), str(r), "-noenergy", "-quiet"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and "Scan Complete" in proc.stdout
