@@ -45,6 +45,7 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
     rowB = np.zeros(R + 1, np.int32)
     rowC = np.zeros(R + 1, np.int32)
     tAC = np.zeros(R + 1, np.uint8)
+    extB = np.zeros(R + 1, np.uint8)
     score = np.empty(R + 1, np.int32)
     cand = np.empty(R + 1, np.int32)
     cs = np.empty(64, np.int32)
@@ -77,33 +78,37 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
             C = e if ext else o
             rowC[j] = -1 if seed else C
             tAC[j] = tA | (np.uint8(8) if (ext and not seed) else np.uint8(0))
-        # Pass 2 (a scan along the row): B, best, the trace byte and candidates.
+        # Pass 2 (the only serial part, a scan along the row): B and its extension bit.
         B = np.int32(0)
         left = np.int32(0)
-        row_cands = 0
-        trow = trace[i]
         for j in range(1, R + 1):
             o = left + go
             e = B + ge
             ext = e > o
             B = e if ext else o
-            A = rowA[j]
-            C = rowC[j]
             rowB[j] = B
-            left = A
+            extB[j] = np.uint8(4) if ext else np.uint8(0)
+            left = rowA[j]
+        # Pass 3 (vectorisable): best with its preference, the trace byte, candidates.
+        row_cands = 0
+        trow = trace[i]
+        for j in range(1, R + 1):
+            A = rowA[j]
+            B = rowB[j]
+            C = rowC[j]
             c_wins_b = C > B
             mbc = C if c_wins_b else B
             a_wins = A >= mbc
             best = A if a_wins else mbc
-            tb = 1 if a_wins else (3 if c_wins_b else 2)
-            if best <= 0:
-                best = 0
-                tb = 0
-            trow[j] = tAC[j] | (np.uint8(4) if ext else np.uint8(0)) | np.uint8(tb << 4)
-            # 5. candidates: best >= threshold, not ending in state B (collected below, off the hot loop)
-            is_cand = best >= threshold and tb != 2
+            tb = np.uint8(1) if a_wins else (np.uint8(3) if c_wins_b else np.uint8(2))
+            positive = best > 0
+            tb = tb if positive else np.uint8(0)
+            best = best if positive else 0
+            trow[j] = tAC[j] | extB[j] | (tb << np.uint8(4))
+            # 5. candidates: best >= threshold, not ending in state B (collected below)
+            is_cand = (best >= threshold) & (tb != 2)
             cand[j] = best if is_cand else -1
-            row_cands += is_cand
+            row_cands += np.int32(is_cand)
         if row_cands:
             if n + row_cands > cs.shape[0]:
                 cs = _grow(cs, n + row_cands)
