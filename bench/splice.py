@@ -1,0 +1,178 @@
+"""Benchmark of the exact spliced alignment: MCUPS and time per case.
+
+Workloads (generated, seeded): the paper-shaped set of 1,010 cases (Tables I-II of Nolasco &
+Moreano), an IL1RAPL1-sized case (2,168,787 nt base, 1,878 exons, ~2,355 nt target) and the
+largest cases of the set. Cells = target length x total exon length (the paper's equation 3).
+Writes ``bench/results/splice_<device-kind>.json`` (raw) and ``.md`` (table).
+
+    python bench/splice.py                       # GPU when present, plus the CPU fast engine
+    python bench/splice.py --device cpu --cases 100 --scale 0.5
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gamut.splice import cpu
+from gamut.splice.generate import il1rapl1_like_case, paper_like_cases
+from gamut.splice.model import ScoreParams, make_case
+
+
+def median_time(fn, repeat: int) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times
+
+
+def device_kind(device: str) -> tuple[str, str]:
+    if device == "cuda":
+        import cupy as cp
+
+        name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
+        kind = "h100" if "H100" in name else "h200" if "H200" in name else name.split()[-1].lower()
+        return kind, name
+    return "cpu", f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=1010)
+    parser.add_argument("--scale", type=float, default=1.0, help="shrink the generated set (quick runs)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--variants", default="8:16,16:8,4:16", help="GPU COLS:MAX_WARPS variants to time")
+    parser.add_argument("--skip-il1", action="store_true")
+    parser.add_argument("--skip-cpu", action="store_true", help="do not time the CPU fast engine")
+    parser.add_argument("--check", action="store_true", help="check GPU last/pred arrays against the CPU fast engine")
+    parser.add_argument("--largest", type=int, default=132, help="size of the 'largest cases' batch")
+    parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--json-only", help="write the JSON here instead (no .md)")
+    args = parser.parse_args(argv)
+
+    from gamut.cuda import resolve_device
+
+    device = resolve_device(args.device)
+    kind, device_name = device_kind(device)
+    params = ScoreParams()
+    t0 = time.perf_counter()
+    generated = paper_like_cases(args.cases, seed=args.seed, scale=args.scale)
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    gen_s = time.perf_counter() - t0
+    workloads = {"paper_set": cases}
+    by_cells = sorted(cases, key=lambda c: -c.cells)
+    workloads["largest"] = by_cells[: args.largest]
+    if not args.skip_il1:
+        g = il1rapl1_like_case(seed=args.seed)
+        workloads["il1rapl1_like"] = [make_case(g.base, g.exons, g.target, params, name=g.name)]
+    info = {
+        name: {
+            "cases": len(cs),
+            "cells": int(sum(c.cells for c in cs)),
+            "exons_mean": float(np.mean([c.n_exons for c in cs])),
+            "target_mean": float(np.mean([c.target.size for c in cs])),
+            "base_mean": float(np.mean([c.base.size for c in cs])),
+        }
+        for name, cs in workloads.items()
+    }
+    results: dict = {
+        "device": device_name, "device_kind": kind, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+        "generation_s": gen_s, "workloads": info, "runs": [],
+    }
+
+    def record(workload: str, engine: str, seconds: float, times: list[float], **extra) -> None:
+        cells = info[workload]["cells"]
+        row = {"workload": workload, "engine": engine, "seconds": seconds, "times": times,
+               "ms_per_case": 1000 * seconds / info[workload]["cases"], "mcups": cells / seconds / 1e6, **extra}
+        results["runs"].append(row)
+        print(f"{workload:14s} {engine:28s} {seconds * 1000:10.2f} ms  {row['mcups']:12.1f} MCUPS", flush=True)
+
+    if device == "cuda":
+        from gamut.splice.gpu import GpuTiming, forward_gpu_many
+
+        variants = [tuple(int(x) for x in v.split(":")) for v in args.variants.split(",") if v]
+        for cols, warps in variants:
+            forward_gpu_many(cases[:4], params.matrix, params.gap, cols=cols, max_warps=warps)  # compile
+            for name, cs in workloads.items():
+                kernel_times = []
+
+                def run():
+                    timing = GpuTiming()
+                    forward_gpu_many(cs, params.matrix, params.gap, cols=cols, max_warps=warps, timing=timing)
+                    kernel_times.append(timing.kernel)
+
+                wall, times = median_time(run, args.repeat)
+                record(name, f"gpu cols={cols} warps={warps} forward", wall, times)
+                record(name, f"gpu cols={cols} warps={warps} kernel", statistics.median(kernel_times), kernel_times)
+        best = min((r for r in results["runs"] if r["engine"].endswith("kernel") and r["workload"] == "paper_set"),
+                   key=lambda r: r["seconds"])
+        cols, warps = (int(best["engine"].split()[1].split("=")[1]), int(best["engine"].split()[2].split("=")[1]))
+        results["best_variant"] = {"cols": cols, "max_warps": warps}
+        from gamut.splice.result import build_result
+
+        def end_to_end(cs):
+            out = []
+            for case, (last, pred) in zip(cs, forward_gpu_many(cs, params.matrix, params.gap, cols=cols, max_warps=warps)):
+                out.append(build_result(case, *cpu.traceback(case, params.matrix, params.gap, last, pred), "gpu"))
+            return out
+
+        for name, cs in workloads.items():
+            wall, times = median_time(lambda: end_to_end(cs), max(1, args.repeat - 1))
+            record(name, f"gpu end-to-end (cols={cols}, traceback)", wall, times)
+        if args.check:
+            mismatches = 0
+            for name, cs in workloads.items():
+                got = forward_gpu_many(cs, params.matrix, params.gap, cols=cols, max_warps=warps)
+                want = cpu.forward_fast_many(cs, params.matrix, params.gap)
+                for (a, b), (c, d) in zip(got, want):
+                    mismatches += int(not (np.array_equal(a, c) and np.array_equal(b, d)))
+            results["check_mismatches"] = mismatches
+            print(f"check: {mismatches} cases differ between GPU and CPU fast engine", flush=True)
+
+    if not args.skip_cpu:
+        cpu.forward_fast_many(cases[:2], params.matrix, params.gap)  # compile
+        for name, cs in workloads.items():
+            if name == "largest" and device == "cpu":
+                continue
+            if len(cs) == 1:
+                wall, times = median_time(lambda: cpu.forward_fast(cs[0], params.matrix, params.gap), 1)
+            else:
+                wall, times = median_time(lambda: cpu.forward_fast_many(cs, params.matrix, params.gap), 1)
+            record(name, f"cpu fast ({os.cpu_count()} threads) forward", wall, times)
+
+    if args.json_only:
+        Path(args.json_only).write_text(json.dumps(results, indent=1))
+        return 0
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"splice_{kind}.json").write_text(json.dumps(results, indent=1))
+    lines = [
+        f"# Spliced alignment benchmark ({kind})", "",
+        f"- device: {device_name}", f"- date: {results['date']}", f"- command: `python bench/{results['command']}`",
+        "", "| workload | cases | Gcells | engine | time (ms) | ms/case | MCUPS |", "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for r in results["runs"]:
+        w = info[r["workload"]]
+        lines.append(f"| {r['workload']} | {w['cases']} | {w['cells'] / 1e9:.3f} | {r['engine']} | "
+                     f"{r['seconds'] * 1000:.2f} | {r['ms_per_case']:.3f} | {r['mcups']:.0f} |")
+    if "check_mismatches" in results:
+        lines += ["", f"GPU vs CPU fast engine: {results['check_mismatches']} differing cases."]
+    (out / f"splice_{kind}.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+// miRanda-exact alignment DP on the GPU (spec miranda-3.3a §5-§7.1), compiled at run time by CuPy.
+//
+// Rows are held "bottom aligned" in a register array of LM rows (LM a multiple of 8 >= L):
+// array row r is query row i = r - P + 1 with P = LM - L, rows r < P are unused. With this layout
+// the seed rows (miRNA positions 2..8) are always r in [LM-8, LM-2] and row L is r = LM-1, so the
+// row type is known at compile time.
+//
+// Pass 1 (scan_pass1): one thread per (pair, reference segment). Score-only DP that keeps, per
+// row, D = max(A, B, C) of the current column and Bn = B of the next column; a thread starts
+// `warm` columns before its segment from an all-zero column, emits candidates (best >= T, not
+// ending in state B) for its own columns, writes the exact state every `cpint` columns
+// (checkpoints) and the speculative state at its entry. The host checks every entry against the
+// previous segment's checkpoint; scan_repair recomputes the segments that differ (exactness never
+// rests on the warm-up).
+//
+// Pass 2 (scan_trace): one thread per surviving candidate. Full three-state DP with trace bytes
+// (the CPU engine's layout) over a window that starts at an exact checkpoint, then the traceback.
+// A traceback that would leave the window is reported (n = -1) and redone on the CPU.
+
+#ifndef SCAN_HOST_TEST
+#define SCAN_GLOBAL __global__
+#define SCAN_DEV __device__ __forceinline__
+#define SCAN_LDG(p) __ldg(p)
+#else
+#define SCAN_GLOBAL
+#define SCAN_DEV inline
+#define SCAN_LDG(p) (*(p))
+#endif
+
+#define SCAN_NEG_INF (-2147483647 - 1)
+
+// Candidate record: (task, i, j, score).
+struct ScanCand {
+    int task, i, j, score;
+};
+
+// Seed rows (miRNA positions 2..8) in the bottom-aligned layout; row LM-1 is row L (normal).
+#define SCAN_SEED_ROW(r, LM) ((r) >= (LM) - 8 && (r) <= (LM) - 2)
+
+SCAN_DEV int scan_addmax(int a, int b, int c) { return __viaddmax_s32(a, b, c); }  // max(a+b, c)
+SCAN_DEV int scan_max3(int a, int b, int c) { return __vimax3_s32(a, b, c); }
+
+// Set the state to that of an all-zero column: D = 0, Bn = B of the next column.
+template <int LM>
+SCAN_DEV void scan_zero_state(int (&D)[LM], int (&Bn)[LM], int P, int go, int ge, int sgo, int sge) {
+#pragma unroll
+    for (int r = 0; r < LM; ++r) {
+        const bool seed = SCAN_SEED_ROW(r, LM);
+        D[r] = 0;
+        Bn[r] = (r >= P) ? (seed ? (sgo > sge ? sgo : sge) : (go > ge ? go : ge)) : 0;
+    }
+}
+
+template <int LM>
+SCAN_DEV void scan_store_state(const int (&D)[LM], const int (&Bn)[LM], int* out) {
+#pragma unroll
+    for (int r = 0; r < LM; r += 4) {
+        *reinterpret_cast<int4*>(out + r) = make_int4(D[r], D[r + 1], D[r + 2], D[r + 3]);
+        *reinterpret_cast<int4*>(out + LM + r) = make_int4(Bn[r], Bn[r + 1], Bn[r + 2], Bn[r + 3]);
+    }
+}
+
+template <int LM>
+SCAN_DEV void scan_load_state(int (&D)[LM], int (&Bn)[LM], const int* in) {
+#pragma unroll
+    for (int r = 0; r < LM; r += 4) {
+        int4 d = *reinterpret_cast<const int4*>(in + r);
+        int4 b = *reinterpret_cast<const int4*>(in + LM + r);
+        D[r] = d.x; D[r + 1] = d.y; D[r + 2] = d.z; D[r + 3] = d.w;
+        Bn[r] = b.x; Bn[r + 1] = b.y; Bn[r + 2] = b.z; Bn[r + 3] = b.w;
+    }
+}
+
+template <int LM>
+SCAN_DEV bool scan_state_equal(const int (&D)[LM], const int (&Bn)[LM], const int* in) {
+    bool eq = true;
+#pragma unroll
+    for (int r = 0; r < LM; ++r) eq = eq && (D[r] == in[r]) && (Bn[r] == in[LM + r]);
+    return eq;
+}
+
+// One column j of the score-only DP: (Din, Bin) hold the state of column j-1, (Dout, Bout)
+// receive that of column j (they may be the same arrays). Emits the column's candidates when
+// j >= emit_from.
+//
+// Unused top rows (r < P <= 7 when LM >= 16) run branch-free as copies of row 0: their profile
+// scores are hugely negative (A = 0) and their gap costs 0 (GO/GE; then B = C = D = 0), so the
+// first real row sees exactly row 0. LM == 8 (queries of <= 8 letters) skips them with a branch.
+template <int LM>
+SCAN_DEV void scan_column(const int (&Din)[LM], const int (&Bin)[LM], int (&Dout)[LM], int (&Bout)[LM],
+                          const signed char* ref, int j, int emit_from, const int* prof, int P,
+                          const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo, int sge, int T,
+                          int task, int* cand_count, int cand_cap, ScanCand* cands) {
+    constexpr bool kBranchFree = LM > 8;
+    const int c = ref[j - 1];
+    const int4* pc = reinterpret_cast<const int4*>(prof + c * LM);
+    int dold = 0, aup = 0, cup = 0;  // row 0: all zero
+#pragma unroll
+    for (int r4 = 0; r4 < LM / 4; ++r4) {
+        const int4 s4 = SCAN_LDG(pc + r4);
+        const int sv[4] = {s4.x, s4.y, s4.z, s4.w};
+        int ga[4], gb[4], gc[4], gd[4];
+        int gm = SCAN_NEG_INF;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int r = r4 * 4 + k;
+            const bool seed = SCAN_SEED_ROW(r, LM);
+            const int rgo = seed ? sgo : (r < 8 && kBranchFree ? GO[r & 7] : go);
+            const int rge = seed ? sge : (r < 8 && kBranchFree ? GE[r & 7] : ge);
+            ga[k] = 0; gb[k] = 0; gc[k] = 0; gd[k] = 0;
+            if (kBranchFree || r >= P) {
+                const int A = scan_addmax(dold, sv[k], 0);
+                const int C = seed ? -1 : scan_addmax(aup, rgo, cup + rge);
+                const int B = Bin[r];
+                dold = Din[r];
+                const int Dn = scan_max3(A, B, C);
+                Dout[r] = Dn;
+                Bout[r] = scan_addmax(A, rgo, B + rge);
+                aup = A;
+                cup = C;
+                gm = scan_max3(gm, A, C);
+                ga[k] = A; gb[k] = B; gc[k] = C; gd[k] = Dn;
+            } else {
+                Dout[r] = Din[r];
+                Bout[r] = Bin[r];
+            }
+        }
+        // best >= T and not ending in B imply max(A, C) >= T: test that once per 4 rows.
+        if (gm >= T && j >= emit_from) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int r = r4 * 4 + k;
+                if (r >= P && gd[k] >= T && !(gb[k] > ga[k] && gb[k] >= gc[k])) {
+                    const int slot = atomicAdd(cand_count, 1);
+                    if (slot < cand_cap) {
+                        ScanCand cd;
+                        cd.task = task; cd.i = r - P + 1; cd.j = j; cd.score = gd[k];
+                        cands[slot] = cd;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Score-only sweep over columns jfrom..jto (1-based) from the state in D/Bn (that of column
+// jfrom-1), left in D/Bn at the end. Emits candidates for columns >= emit_from, stores the state
+// after column `save_col` into save_out, and the state after every column that is a multiple of
+// cpint and >= cp_from into cp_base + (j / cpint - 1) * 2 * LM. Columns go two at a time with
+// the state alternating between two register arrays (no copies between columns).
+template <int LM>
+SCAN_DEV void scan_sweep(int (&D)[LM], int (&Bn)[LM], const signed char* ref, int jfrom, int jto,
+                         int emit_from, int save_col, int* save_out, int cp_from, int cpint,
+                         int* cp_base, const int* prof, int P, int go, int ge, int sgo, int sge,
+                         int T, int task, int* cand_count, int cand_cap, ScanCand* cands) {
+    int next_cp = ((jfrom - 1) / cpint + 1) * cpint;  // next column that is a multiple of cpint
+    int GO[8], GE[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        GO[r] = r < P ? 0 : go;
+        GE[r] = r < P ? 0 : ge;
+    }
+    int D2[LM], B2[LM];
+    for (int j = jfrom; j <= jto; j += 2) {
+        scan_column<LM>(D, Bn, D2, B2, ref, j, emit_from, prof, P, GO, GE, go, ge, sgo, sge, T, task, cand_count,
+                        cand_cap, cands);
+        if (j == save_col) scan_store_state<LM>(D2, B2, save_out);
+        if (j == next_cp) {
+            if (j >= cp_from) scan_store_state<LM>(D2, B2, cp_base + (long long)(j / cpint - 1) * 2 * LM);
+            next_cp += cpint;
+        }
+        if (j == jto) {
+#pragma unroll
+            for (int r = 0; r < LM; ++r) { D[r] = D2[r]; Bn[r] = B2[r]; }
+            break;
+        }
+        scan_column<LM>(D2, B2, D, Bn, ref, j + 1, emit_from, prof, P, GO, GE, go, ge, sgo, sge, T, task,
+                        cand_count, cand_cap, cands);
+        if (j + 1 == save_col) scan_store_state<LM>(D, Bn, save_out);
+        if (j + 1 == next_cp) {
+            if (j + 1 >= cp_from) scan_store_state<LM>(D, Bn, cp_base + (long long)(j / cpint) * 2 * LM);
+            next_cp += cpint;
+        }
+    }
+}
+
+struct ScanTaskArgs {
+    const signed char* refs;
+    const long long* ref_off;
+    const int* ref_len;
+    const int* pair_q;
+    const int* pair_r;
+    const long long* pair_cp;  // index of the pair's first checkpoint (column cpint)
+    const int* prof;           // per query slot: 5 * LM ints
+    const int* q_pad;          // per query slot: P = LM - L
+    int seglen, cpint, warm;
+    int go, ge, sgo, sge, T;
+};
+
+template <int LM>
+SCAN_DEV void scan_pass1_task(int t, const int* task_pair, const int* task_seg, const ScanTaskArgs& a,
+                              int* cp, int* entry, int* cand_count, int cand_cap, ScanCand* cands) {
+    const int p = task_pair[t];
+    const int k = task_seg[t];
+    const int q = a.pair_q[p];
+    const int rr = a.pair_r[p];
+    const int R = a.ref_len[rr];
+    const signed char* ref = a.refs + a.ref_off[rr];
+    const int P = a.q_pad[q];
+    const int s = k * a.seglen + 1;
+    const int e = min(s - 1 + a.seglen, R);
+    const int w = max(0, s - 1 - a.warm);
+    int D[LM], Bn[LM];
+    scan_zero_state<LM>(D, Bn, P, a.go, a.ge, a.sgo, a.sge);
+    scan_sweep<LM>(D, Bn, ref, w + 1, e, s, k > 0 ? s - 1 : -1, entry + (long long)t * 2 * LM, s, a.cpint,
+                   cp + a.pair_cp[p] * 2 * LM, a.prof + (long long)q * 5 * LM, P, a.go, a.ge, a.sgo, a.sge,
+                   a.T, t, cand_count, cand_cap, cands);
+}
+
+// Repair: the segments of pair rp_pair[x] from rp_seg[x] on, starting from the exact checkpoint
+// before that segment; a segment is recomputed when the exact state at its start differs from its
+// speculative entry. Marks recomputed tasks; their candidates go to the repair buffer.
+template <int LM>
+SCAN_DEV void scan_repair_pair(int x, const int* rp_pair, const int* rp_seg, const long long* pair_task0,
+                               const int* pair_tasks, const ScanTaskArgs& a, int* cp, const int* entry,
+                               unsigned char* recomputed, int* cand_count, int cand_cap, ScanCand* cands) {
+    const int p = rp_pair[x];
+    const int k1 = rp_seg[x];
+    const int q = a.pair_q[p];
+    const int rr = a.pair_r[p];
+    const int R = a.ref_len[rr];
+    const signed char* ref = a.refs + a.ref_off[rr];
+    const int P = a.q_pad[q];
+    const int nseg = (R + a.seglen - 1) / a.seglen;
+    int* cpb = cp + a.pair_cp[p] * 2 * LM;
+    const int* prof = a.prof + (long long)q * 5 * LM;
+    int D[LM], Bn[LM];
+    scan_load_state<LM>(D, Bn, cpb + ((k1 * a.seglen) / a.cpint - 1) * 2 * LM);
+    for (int k = k1; k < nseg; ++k) {
+        const int t = pair_tasks[pair_task0[p] + k];
+        const int s = k * a.seglen + 1;
+        const int e = min(s - 1 + a.seglen, R);
+        const bool need = (k == k1) || !scan_state_equal<LM>(D, Bn, entry + (long long)t * 2 * LM);
+        if (need) {
+            recomputed[t] = 1;
+            scan_sweep<LM>(D, Bn, ref, s, e, s, -1, nullptr, s, a.cpint, cpb, prof, P, a.go, a.ge, a.sgo,
+                           a.sge, a.T, t, cand_count, cand_cap, cands);
+        } else if (k + 1 < nseg) {
+            scan_load_state<LM>(D, Bn, cpb + (e / a.cpint - 1) * 2 * LM);
+        }
+    }
+}
+
+// Pass 2 for survivor x: trace bytes over columns c+1..j* (c = a checkpoint column at least K
+// before j*, or 0), then the traceback. Writes i0, j0 and the ops in traceback order (end first);
+// n = -1 when the traceback needs columns before the window.
+template <int LM>
+SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const int* sv_j, const ScanTaskArgs& a,
+                             const int* cp, int K, unsigned char* scratch, long long stride, int* out_i0,
+                             int* out_j0, int* out_n, unsigned char* ops, long long opcap) {
+    const int p = sv_pair[x];
+    const int iend = sv_i[x];
+    const int jend = sv_j[x];
+    const int q = a.pair_q[p];
+    const int rr = a.pair_r[p];
+    const signed char* ref = a.refs + a.ref_off[rr];
+    const int P = a.q_pad[q];
+    const int* prof = a.prof + (long long)q * 5 * LM;
+    int c = jend - K;
+    c = c > 0 ? (c / a.cpint) * a.cpint : 0;
+    unsigned char* win = scratch + (long long)x * stride;  // column j at win + (j - c - 1) * LM
+    int A[LM], B[LM], C[LM];
+    int jstart;
+    if (c == 0) {
+#pragma unroll
+        for (int r = 0; r < LM; ++r) { A[r] = 0; B[r] = 0; C[r] = 0; }
+        jstart = 1;
+    } else {
+        // Column c+1 from the exact (D, Bn) at column c: values exact, trace bits except tBest unknown.
+        const int* st = cp + (a.pair_cp[p] + c / a.cpint - 1) * 2 * LM;
+        const int cls = ref[c];
+        int dold = 0, aup = 0, cup = 0;
+        unsigned int word = 0;
+#pragma unroll
+        for (int r = 0; r < LM; ++r) {
+            const bool seed = SCAN_SEED_ROW(r, LM);
+            unsigned int byte = 0;
+            if (r >= P) {
+                const int Av = max(dold + prof[cls * LM + r], 0);
+                const int Cv = seed ? -1 : max(aup + a.go, cup + a.ge);
+                const int Bv = st[LM + r];
+                dold = st[r];
+                const bool cwb = Cv > Bv;
+                const int mbc = cwb ? Cv : Bv;
+                const bool aw = Av >= mbc;
+                const int best = aw ? Av : mbc;
+                const int tb = best <= 0 ? 0 : (aw ? 1 : (cwb ? 3 : 2));
+                byte = (unsigned int)(tb << 4);
+                A[r] = Av; B[r] = Bv; C[r] = Cv;
+                aup = Av;
+                cup = Cv;
+            } else {
+                A[r] = 0; B[r] = 0; C[r] = 0;
+            }
+            word |= byte << (8 * (r & 3));
+            if ((r & 3) == 3) {
+                *reinterpret_cast<unsigned int*>(win + r - 3) = word;
+                word = 0;
+            }
+        }
+        jstart = c + 2;
+    }
+    for (int j = jstart; j <= jend; ++j) {
+        const int cls = ref[j - 1];
+        const int4* pc = reinterpret_cast<const int4*>(prof + cls * LM);
+        int pA = 0, pB = 0, pC = 0;    // row above, previous column
+        int aup = 0, cup = 0;          // row above, this column
+        unsigned char* col = win + (long long)(j - c - 1) * LM;
+#pragma unroll
+        for (int r4 = 0; r4 < LM / 4; ++r4) {
+            const int4 s4 = SCAN_LDG(pc + r4);
+            const int sv[4] = {s4.x, s4.y, s4.z, s4.w};
+            unsigned int word = 0;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int r = r4 * 4 + k;
+                const bool seed = SCAN_SEED_ROW(r, LM);
+                const int go = seed ? a.sgo : a.go;
+                const int ge = seed ? a.sge : a.ge;
+                if (r >= P) {
+                    // A from the diagonal, preferring A, then B, then C.
+                    const bool bgec = pB >= pC;
+                    const int mbc0 = bgec ? pB : pC;
+                    const bool awin = pA >= mbc0;
+                    const int m = awin ? pA : mbc0;
+                    int tA = awin ? 1 : (bgec ? 2 : 3);
+                    int Av = m + sv[k];
+                    if (Av <= 0) { Av = 0; tA = 0; }
+                    // C (gap in the reference), fixed at -1 in seed rows.
+                    int Cv;
+                    unsigned int extC = 0;
+                    if (seed) {
+                        Cv = -1;
+                    } else {
+                        const int o = aup + go;
+                        const int e = cup + ge;
+                        extC = e > o ? 8u : 0u;
+                        Cv = e > o ? e : o;
+                    }
+                    // B (gap in the query).
+                    const int ob = A[r] + go;
+                    const int eb = B[r] + ge;
+                    const unsigned int extB = eb > ob ? 4u : 0u;
+                    const int Bv = eb > ob ? eb : ob;
+                    const bool cwb = Cv > Bv;
+                    const int mbc = cwb ? Cv : Bv;
+                    const bool aw = Av >= mbc;
+                    const int best = aw ? Av : mbc;
+                    const int tb = best <= 0 ? 0 : (aw ? 1 : (cwb ? 3 : 2));
+                    pA = A[r]; pB = B[r]; pC = C[r];
+                    A[r] = Av; B[r] = Bv; C[r] = Cv;
+                    aup = Av;
+                    cup = Cv;
+                    word |= ((unsigned int)tA | extB | extC | (unsigned int)(tb << 4)) << (8 * k);
+                }
+            }
+            *reinterpret_cast<unsigned int*>(col + r4 * 4) = word;
+        }
+    }
+    // Traceback (cpu.trace_back).
+    int i = iend, j = jend;
+    long long n = 0;
+    unsigned char* out = ops + (long long)x * opcap;
+    int state = (win[(long long)(j - c - 1) * LM + (i + P - 1)] >> 4) & 3;
+    bool fail = false;
+    while (i > 0 && j > 0) {
+        if (j <= c) { fail = true; break; }
+        const int t = win[(long long)(j - c - 1) * LM + (i + P - 1)];
+        if (((t >> 4) & 3) == 0 || state == 0) break;
+        if (c > 0 && j == c + 1) { fail = true; break; }
+        if (n >= opcap) { fail = true; break; }
+        if (state == 1) {
+            out[n] = 1;
+            state = t & 3;
+            --i;
+            --j;
+        } else if (state == 2) {
+            out[n] = 2;
+            state = (t & 4) ? 2 : 1;
+            --j;
+        } else {
+            out[n] = 3;
+            state = (t & 8) ? 3 : 1;
+            --i;
+        }
+        ++n;
+    }
+    out_i0[x] = i;
+    out_j0[x] = j;
+    out_n[x] = fail ? -1 : (int)n;
+}
+
+// Kernel parameter lists (flat, so that CuPy and the host test harness can pass them).
+#define SCAN_ARGS_PARAMS                                                                                   \
+    const signed char *refs, const long long *ref_off, const int *ref_len, const int *pair_q,             \
+        const int *pair_r, const long long *pair_cp, const int *prof, const int *q_pad, int seglen,       \
+        int cpint, int warm, int go, int ge, int sgo, int sge, int T
+#define SCAN_ARGS_MAKE(a)                                                                                  \
+    ScanTaskArgs a;                                                                                        \
+    a.refs = refs; a.ref_off = ref_off; a.ref_len = ref_len; a.pair_q = pair_q; a.pair_r = pair_r;         \
+    a.pair_cp = pair_cp; a.prof = prof; a.q_pad = q_pad; a.seglen = seglen; a.cpint = cpint;               \
+    a.warm = warm; a.go = go; a.ge = ge; a.sgo = sgo; a.sge = sge; a.T = T
+
+#ifndef SCAN_HOST_TEST
+template <int LM>
+SCAN_GLOBAL void __launch_bounds__(128, 4) scan_pass1(int n_tasks, const int* task_pair, const int* task_seg, SCAN_ARGS_PARAMS, int* cp,
+                            int* entry, int* cand_count, int cand_cap, ScanCand* cands) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tasks) return;
+    SCAN_ARGS_MAKE(a);
+    scan_pass1_task<LM>(t, task_pair, task_seg, a, cp, entry, cand_count, cand_cap, cands);
+}
+
+template <int LM>
+SCAN_GLOBAL void scan_repair(int n, const int* rp_pair, const int* rp_seg, const long long* pair_task0,
+                             const int* pair_tasks, SCAN_ARGS_PARAMS, int* cp, const int* entry,
+                             unsigned char* recomputed, int* cand_count, int cand_cap, ScanCand* cands) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    SCAN_ARGS_MAKE(a);
+    scan_repair_pair<LM>(x, rp_pair, rp_seg, pair_task0, pair_tasks, a, cp, entry, recomputed, cand_count,
+                         cand_cap, cands);
+}
+
+template <int LM>
+SCAN_GLOBAL void scan_trace(int n, const int* sv_pair, const int* sv_i, const int* sv_j, SCAN_ARGS_PARAMS,
+                            const int* cp, int K, unsigned char* scratch, long long stride, int* out_i0,
+                            int* out_j0, int* out_n, unsigned char* ops, long long opcap) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    SCAN_ARGS_MAKE(a);
+    scan_trace_one<LM>(x, sv_pair, sv_i, sv_j, a, cp, K, scratch, stride, out_i0, out_j0, out_n, ops, opcap);
+}
+#endif

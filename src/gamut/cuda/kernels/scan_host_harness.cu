@@ -1,0 +1,62 @@
+// Host (CPU) build of scan_dp.cu for tests without a GPU: g++ -x c++ -O2 -shared -fPIC.
+// Each kernel becomes a C function that runs its threads in a loop, so the engine's whole
+// pipeline (segments, checkpoints, repair, traceback windows) can be checked on any machine.
+#include <algorithm>
+#include <cstddef>
+
+#define SCAN_HOST_TEST 1
+
+struct int4 {
+    int x, y, z, w;
+};
+static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+static inline int __viaddmax_s32(int a, int b, int c) { return std::max(a + b, c); }
+static inline int __vimax3_s32(int a, int b, int c) { return std::max(a, std::max(b, c)); }
+static inline int atomicAdd(int* p, int v) {
+    int old = *p;
+    *p += v;
+    return old;
+}
+using std::max;
+using std::min;
+
+#include "scan_dp.cu"
+
+#define SCAN_ARGS_PASS refs, ref_off, ref_len, pair_q, pair_r, pair_cp, prof, q_pad, seglen, cpint, warm, go, ge, sgo, sge, T
+
+#define SCAN_HOST_KERNELS(LM)                                                                            \
+    extern "C" void host_scan_pass1_##LM(int n_tasks, const int* task_pair, const int* task_seg,         \
+                                         SCAN_ARGS_PARAMS, int* cp, int* entry, int* cand_count,         \
+                                         int cand_cap, ScanCand* cands) {                                \
+        SCAN_ARGS_MAKE(a);                                                                               \
+        for (int t = 0; t < n_tasks; ++t)                                                                \
+            scan_pass1_task<LM>(t, task_pair, task_seg, a, cp, entry, cand_count, cand_cap, cands);      \
+    }                                                                                                    \
+    extern "C" void host_scan_repair_##LM(int n, const int* rp_pair, const int* rp_seg,                  \
+                                          const long long* pair_task0, const int* pair_tasks,            \
+                                          SCAN_ARGS_PARAMS, int* cp, const int* entry,                   \
+                                          unsigned char* recomputed, int* cand_count, int cand_cap,      \
+                                          ScanCand* cands) {                                             \
+        SCAN_ARGS_MAKE(a);                                                                               \
+        for (int x = 0; x < n; ++x)                                                                      \
+            scan_repair_pair<LM>(x, rp_pair, rp_seg, pair_task0, pair_tasks, a, cp, entry, recomputed,   \
+                                 cand_count, cand_cap, cands);                                           \
+    }                                                                                                    \
+    extern "C" void host_scan_trace_##LM(int n, const int* sv_pair, const int* sv_i, const int* sv_j,    \
+                                         SCAN_ARGS_PARAMS, const int* cp, int K, unsigned char* scratch, \
+                                         long long stride, int* out_i0, int* out_j0, int* out_n,         \
+                                         unsigned char* ops, long long opcap) {                          \
+        SCAN_ARGS_MAKE(a);                                                                               \
+        for (int x = 0; x < n; ++x)                                                                      \
+            scan_trace_one<LM>(x, sv_pair, sv_i, sv_j, a, cp, K, scratch, stride, out_i0, out_j0, out_n, \
+                               ops, opcap);                                                              \
+    }
+
+SCAN_HOST_KERNELS(8)
+SCAN_HOST_KERNELS(16)
+SCAN_HOST_KERNELS(24)
+SCAN_HOST_KERNELS(32)
+SCAN_HOST_KERNELS(40)
+SCAN_HOST_KERNELS(48)
+SCAN_HOST_KERNELS(56)
+SCAN_HOST_KERNELS(64)

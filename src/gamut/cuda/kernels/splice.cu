@@ -1,0 +1,207 @@
+// Gelfand spliced alignment (Nolasco & Moreano, equations (1)-(2)) on the GPU, many cases per launch.
+//
+// Layout of the work. The sorted exons of a case form one "exon stream": for each exon k, an
+// entry row (row 0: the best last row of its predecessors, or j*gap to start the chain) followed
+// by one DP row per exon symbol. Target columns 0..n are cut into chunks of 32*COLS columns; one
+// warp sweeps one chunk down the whole stream, lane t owning COLS adjacent columns and lagging
+// lane t-1 by one row (an anti-diagonal wavefront inside every exon, and across exon boundaries:
+// intra-exon parallelism without waiting for an exon to finish). The value of the column left of
+// a lane arrives by warp shuffle; left of a chunk it arrives through global memory from the warp
+// on the previous chunk (a per-chunk progress counter orders it). Inter-exon dependencies are
+// column-local, so each lane keeps a running best of the predecessors' last rows (with the exon
+// that gave it) for its own columns, folding exons in end order as they become predecessors.
+// Only each exon's last row (and the predecessor choice of its entry row) is written globally.
+// One block per case (the batch mode); its warps take the chunks in turn.
+//
+// Tie rule, shared with the CPU engines: entry value = max(j*gap, best predecessor last row);
+// ties go to the chain start (-1), then to the smallest sorted exon index.
+
+#ifndef COLS
+#define COLS 8
+#endif
+
+#define NEG_INF (-(1 << 29))
+#define FULL_MASK 0xffffffffu
+#define PUBLISH_EVERY 8
+
+struct __align__(16) ScoreVec {
+    short v[COLS];
+};
+
+__device__ __forceinline__ int add_max(int a, int b, int c) {
+#if __CUDA_ARCH__ >= 900
+    return __viaddmax_s32(a, b, c);  // max(a + b, c) in one DPX instruction
+#else
+    return max(a + b, c);
+#endif
+}
+
+extern "C" __global__ void splice_forward(
+    const unsigned char* __restrict__ base, const long long* __restrict__ base_off,
+    const int* __restrict__ starts, const int* __restrict__ ends, const int* __restrict__ by_end,
+    const long long* __restrict__ exon_off, const int* __restrict__ n_exons,
+    const unsigned char* __restrict__ target, const long long* __restrict__ target_off,
+    const int* __restrict__ target_len, const long long* __restrict__ out_off,
+    int* last, int* pred,
+    int* bound, const long long* __restrict__ bound_off, const long long* __restrict__ stream_rows,
+    int* progress, const long long* __restrict__ progress_off,
+    const int* __restrict__ case_order, const int* __restrict__ matrix, const int gap)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int warps = blockDim.x >> 5;
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    ScoreVec* profile = reinterpret_cast<ScoreVec*>(smem) + (size_t)warp * 5 * 32;  // [5][32] per warp
+
+    const int cs = case_order[blockIdx.x];
+    const unsigned char* b = base + base_off[cs];
+    const int* st = starts + exon_off[cs];
+    const int* en = ends + exon_off[cs];
+    const int* be = by_end + exon_off[cs];
+    const int K = n_exons[cs];
+    const unsigned char* t = target + target_off[cs];
+    const int n = target_len[cs];
+    const int width = n + 1;
+    int* lst = last + out_off[cs];
+    int* prd = pred + out_off[cs];
+    const long long rows = stream_rows[cs];
+    int* prog = progress + progress_off[cs];
+    const int chunk_cols = 32 * COLS;
+    const int chunks = (width + chunk_cols - 1) / chunk_cols;
+
+    for (int c = warp; c < chunks; c += warps) {
+        const int col0 = c * chunk_cols + lane * COLS;  // this lane's first column
+        // Score profile of this chunk: profile[a][lane].v[q] = matrix[a][target[col0 + q - 1]].
+        __syncwarp();
+        for (int a = 0; a < 5; ++a) {
+            ScoreVec sv;
+#pragma unroll
+            for (int q = 0; q < COLS; ++q) {
+                const int j = col0 + q;
+                sv.v[q] = (j >= 1 && j <= n) ? (short)matrix[a * 5 + t[j - 1]] : (short)0;
+            }
+            profile[a * 32 + lane] = sv;
+        }
+        __syncwarp();
+
+        int* my_bound = bound + bound_off[cs] + (long long)c * rows;          // written (right edge)
+        const int* in_bound = bound + bound_off[cs] + (long long)(c - 1) * rows;  // read (left edge)
+        const bool has_right = (c + 1 < chunks);
+        long long avail = 0;  // rows of the previous chunk known to be published
+
+        int h[COLS];
+        int best[COLS];
+        int best_arg[COLS];
+#pragma unroll
+        for (int q = 0; q < COLS; ++q) {
+            h[q] = NEG_INF;
+            best[q] = NEG_INF;
+            best_arg[q] = -1;
+        }
+        int folded = 0;
+        int k = 0;        // exon of this lane's current row
+        int i = 0;        // row inside exon k (0 = entry row)
+        int sk = (K > 0) ? st[0] : 0;
+        int len = (K > 0) ? en[0] - sk : 0;
+        int left_in = NEG_INF;  // H at (row, col0 - 1)
+        int diag_in = NEG_INF;  // H at (row - 1, col0 - 1)
+        int out = NEG_INF;      // H at (row, col0 + COLS - 1), for the next lane
+
+        const long long steps = rows + 31;
+        for (long long step = 0; step < steps; ++step) {
+            const long long row = step - lane;
+            const bool active = (row >= 0) && (row < rows);
+            // Left edge of this row: from the previous lane, or from the previous chunk for lane 0.
+            int recv = __shfl_up_sync(FULL_MASK, out, 1);
+            if (active) {
+                diag_in = left_in;
+                if (lane > 0) {
+                    left_in = recv;
+                } else if (c == 0) {
+                    left_in = NEG_INF;
+                } else {
+                    if (avail <= row) {
+                        volatile int* flag = prog + (c - 1);
+                        while ((avail = *flag) <= row) {
+                            __nanosleep(20);
+                        }
+                        __threadfence();
+                    }
+                    left_in = __ldcg(in_bound + row);
+                }
+                if (i == 0) {
+                    // Entry row of exon k: fold the exons that now precede k, then take the best.
+                    while (folded < K && en[be[folded]] <= sk) {
+                        const int l = be[folded];
+                        const int* src = lst + (long long)l * width + col0;
+#pragma unroll
+                        for (int q = 0; q < COLS; ++q) {
+                            if (col0 + q < width) {
+                                const int v = src[q];
+                                if (v > best[q] || (v == best[q] && l < best_arg[q])) {
+                                    best[q] = v;
+                                    best_arg[q] = l;
+                                }
+                            }
+                        }
+                        ++folded;
+                    }
+                    int* dst = prd + (long long)k * width + col0;
+#pragma unroll
+                    for (int q = 0; q < COLS; ++q) {
+                        const int start_score = (col0 + q) * gap;
+                        int arg = -1;
+                        if (best[q] > start_score) {
+                            h[q] = best[q];
+                            arg = best_arg[q];
+                        } else {
+                            h[q] = start_score;
+                        }
+                        if (col0 + q < width) dst[q] = arg;
+                    }
+                } else {
+                    const ScoreVec sv = profile[(int)b[sk + i - 1] * 32 + lane];
+                    int cand[COLS];
+#pragma unroll
+                    for (int q = 0; q < COLS; ++q) {
+                        const int up = h[q];
+                        const int dg = (q == 0) ? diag_in : h[q - 1];
+                        cand[q] = add_max(up, gap, dg + (int)sv.v[q]);
+                    }
+                    int left = left_in;
+#pragma unroll
+                    for (int q = 0; q < COLS; ++q) {
+                        left = add_max(left, gap, cand[q]);
+                        h[q] = left;
+                    }
+                    if (i == len) {
+                        int* dst = lst + (long long)k * width + col0;
+#pragma unroll
+                        for (int q = 0; q < COLS; ++q) {
+                            if (col0 + q < width) dst[q] = h[q];
+                        }
+                    }
+                }
+                out = h[COLS - 1];
+                if (lane == 31 && has_right) {
+                    __stcg(my_bound + row, out);
+                    if ((row + 1) % PUBLISH_EVERY == 0 || row + 1 == rows) {
+                        __threadfence();
+                        *((volatile int*)(prog + c)) = (int)(row + 1);
+                    }
+                }
+                // Advance along the exon stream.
+                if (i == len) {
+                    ++k;
+                    i = 0;
+                    if (k < K) {
+                        sk = st[k];
+                        len = en[k] - sk;
+                    }
+                } else {
+                    ++i;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+"""``gamut.fold(sequence, min_loop=..., device=...)``: Nussinov maximum base pairing with traceback."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from gamut.cuda import resolve_device
+from gamut.errors import InputError, UsageError
+from gamut.fold.sequence import encode
+from gamut.fold.traceback import dot_bracket, traceback_dense, traceback_tiled
+
+#: The paper's variant (Chang et al. 2010; Li et al. 2014): a pair encloses at least one base.
+DEFAULT_MIN_LOOP = 1
+CPU_ENGINES = ("blocked", "multicore", "cpu2", "cpu1")
+ENGINES = ("auto", *CPU_ENGINES, "gpu")
+CPU_TILE = 64
+
+
+@dataclass
+class FoldResult:
+    """One folded sequence: ``pairs`` (maximum number of pairs) and an optimal ``structure``.
+
+    ``structure`` is dot-bracket (``None`` when traceback was switched off); ``corner`` is the
+    top-right ``k x k`` block of the score matrix, ``corner[a, b] = C(a, n - k + b)`` (pairs in
+    ``sequence[a : n - k + b + 1]``), when asked for.
+    """
+
+    sequence: str
+    pairs: int
+    structure: str | None
+    min_loop: int
+    engine: str
+    name: str = "sequence"
+    seconds: float = 0.0
+    corner: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.sequence)
+
+    def pair_list(self) -> list[tuple[int, int]]:
+        """The pairs ``(i, j)``, ``i < j``, 0-based, in order of ``i``."""
+        if self.structure is None:
+            raise UsageError("this result was computed without traceback (traceback=False)")
+        opened: list[int] = []
+        pairs: list[tuple[int, int]] = []
+        for pos, ch in enumerate(self.structure):
+            if ch == "(":
+                opened.append(pos)
+            elif ch == ")":
+                pairs.append((opened.pop(), pos))
+        return sorted(pairs)
+
+
+def choose_engine(engine: str = "auto", device: str = "auto") -> str:
+    """Resolve ``engine`` and ``device`` to one engine name (``gpu`` or a CPU engine)."""
+    if engine not in ENGINES:
+        raise UsageError(f"unknown fold engine '{engine}' (choose from {', '.join(ENGINES)})")
+    if engine == "auto":
+        return "gpu" if resolve_device(device) == "cuda" else "blocked"
+    if engine == "gpu":
+        if device == "cpu":
+            raise UsageError("engine 'gpu' cannot run with device 'cpu'")
+        resolve_device("cuda")
+    elif device == "cuda":
+        raise UsageError(f"engine '{engine}' runs on the CPU; use engine 'gpu' (or 'auto') with device 'cuda'")
+    return engine
+
+
+def _check_min_loop(min_loop: int) -> int:
+    if isinstance(min_loop, bool) or not isinstance(min_loop, (int, np.integer)) or min_loop < 0:
+        raise UsageError(f"min_loop must be a non-negative integer, got {min_loop!r}")
+    return int(min_loop)
+
+
+def _check_host_memory(nbytes: int, what: str) -> None:
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if nbytes > available:
+        raise InputError(f"{what} needs {nbytes / 1e9:.1f} GB of memory, only {available / 1e9:.1f} GB available")
+
+
+def fold(
+    sequence: str,
+    min_loop: int = DEFAULT_MIN_LOOP,
+    device: str = "auto",
+    *,
+    engine: str = "auto",
+    traceback: bool = True,
+    corner: int = 0,
+    name: str = "sequence",
+) -> FoldResult:
+    """Fold one RNA ``sequence`` by maximising base pairs (AU, GC, GU) with Nussinov's recurrence.
+
+    ``min_loop`` is the least number of unpaired bases a pair encloses (the papers' variant is 1;
+    3 is the usual biological hairpin minimum). ``device`` is ``auto|cpu|cuda``; ``engine`` picks
+    ``gpu``, ``blocked`` (tiled, multicore; the CPU default), ``multicore`` (OMP2), ``cpu2`` or
+    ``cpu1``. ``traceback=False`` skips the structure; ``corner=k`` keeps the top-right ``k x k``
+    block of the score matrix in ``result.corner``. T is read as U; IUPAC codes such as N never pair.
+    """
+    min_loop = _check_min_loop(min_loop)
+    if not isinstance(sequence, str):
+        raise UsageError(f"sequence must be a string, got {type(sequence).__name__}")
+    if isinstance(corner, bool) or not isinstance(corner, (int, np.integer)) or corner < 0:
+        raise UsageError(f"corner must be a non-negative integer, got {corner!r}")
+    codes = encode(sequence, where=name)
+    n = int(codes.shape[0])
+    engine = choose_engine(engine, device)
+    start = time.perf_counter()
+    if engine == "gpu":
+        pairs, partner, block = _fold_gpu(codes, min_loop, traceback, corner)
+    else:
+        pairs, partner, block = _fold_cpu(codes, min_loop, engine, traceback, corner)
+    return FoldResult(
+        sequence=sequence,
+        pairs=pairs,
+        structure=dot_bracket(partner) if partner is not None else None,
+        min_loop=min_loop,
+        engine=engine,
+        name=name,
+        seconds=time.perf_counter() - start,
+        corner=block,
+    )
+
+
+def fold_many(
+    records: Iterable[tuple[str, str]],
+    min_loop: int = DEFAULT_MIN_LOOP,
+    device: str = "auto",
+    **options,
+) -> Iterator[FoldResult]:
+    """Fold ``(name, sequence)`` pairs one after the other (see :func:`fold` for the options)."""
+    for name, sequence in records:
+        yield fold(sequence, min_loop, device, name=name, **options)
+
+
+def _corner_dense(M: np.ndarray, k: int) -> np.ndarray:
+    n = M.shape[0]
+    return np.triu(M[:k, n - k:].astype(np.int64), k=k - n) if k else np.zeros((0, 0), np.int64)
+
+
+def _corner_tiled(tiles: np.ndarray, n: int, k: int) -> np.ndarray:
+    from gamut.fold.tiled import tiled_value
+
+    nb = (n + tiles.shape[1]) // tiles.shape[1]
+    block = np.zeros((k, k), dtype=np.int64)
+    for a in range(k):
+        for b in range(k):
+            block[a, b] = tiled_value(tiles, nb, a, n - k + b + 1)
+    return block
+
+
+def _fold_cpu(codes: np.ndarray, min_loop: int, engine: str, traceback: bool, corner: int):
+    from gamut.fold.cpu import fill_matrix, matrix_dtype
+    from gamut.fold.tiled import fill_tiled, tile_count
+
+    n = int(codes.shape[0])
+    k = min(corner, n)
+    itemsize = np.dtype(matrix_dtype(n)).itemsize
+    if engine == "blocked":
+        _check_host_memory(tile_count(n, CPU_TILE)[1] * CPU_TILE * CPU_TILE * itemsize, f"folding {n:,} nt")
+        tiles = fill_tiled(codes, min_loop, CPU_TILE)
+        nb = (n + CPU_TILE) // CPU_TILE
+        from gamut.fold.tiled import tiled_value
+
+        pairs = int(tiled_value(tiles, nb, 0, n))
+        partner = traceback_tiled(tiles, codes, min_loop) if traceback else None
+        return pairs, partner, _corner_tiled(tiles, n, k) if corner else None
+    _check_host_memory(n * n * itemsize, f"folding {n:,} nt with engine '{engine}'")
+    M = fill_matrix(codes, min_loop, engine)
+    pairs = int(M[0, n - 1]) if n else 0
+    partner = traceback_dense(M, codes, min_loop) if traceback else None
+    return pairs, partner, _corner_dense(M, k) if corner else None
+
+
+def _fold_gpu(codes: np.ndarray, min_loop: int, traceback: bool, corner: int):
+    from gamut.fold.gpu import fill_gpu, score_of
+
+    n = int(codes.shape[0])
+    tiles = fill_gpu(codes, min_loop)
+    pairs = score_of(tiles, n)
+    if not traceback and not corner:
+        return pairs, None, None
+    host = _to_host(tiles)
+    del tiles
+    partner = traceback_tiled(host, codes, min_loop) if traceback else None
+    return pairs, partner, _corner_tiled(host, n, min(corner, n)) if corner else None
+
+
+def _to_host(tiles) -> np.ndarray:
+    """Copy the tiled triangle to host memory (checked against what the host has free)."""
+    _check_host_memory(int(tiles.nbytes), "copying the score triangle to the host for traceback")
+    return tiles.get()

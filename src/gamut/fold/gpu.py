@@ -1,0 +1,107 @@
+"""CUDA engine: the blocked algorithm of Li, Ranka & Sahni on triangle-only tiled storage.
+
+Kernels live in ``gamut/cuda/kernels/nussinov.cu`` (compiled at run time by CuPy). The tiled
+triangle is the same as :mod:`gamut.fold.tiled` builds on the CPU, in int32: ``(nb (nb+1) / 2)``
+tiles of ``64 x 64`` with ``nb = ceil((n + 1) / 64)``, about ``2 n^2`` bytes (20 GB for n = 100,000).
+CuPy is imported only when this engine runs.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gamut.errors import DeviceError
+from gamut.fold.tiled import tile_count
+
+TILE = 64
+KERNELS = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish")
+
+
+def triangle_bytes(n: int) -> int:
+    """GPU memory taken by the int32 tiled triangle of a length-``n`` sequence."""
+    return tile_count(n, TILE)[1] * TILE * TILE * 4
+
+
+def max_length(free_bytes: int) -> int:
+    """Longest sequence whose triangle fits in ``free_bytes`` (leaving 1% and 64 MiB spare)."""
+    budget = free_bytes * 0.99 - (64 << 20)
+    nb = int((math.sqrt(1 + 8 * max(budget, 0) / (TILE * TILE * 4)) - 1) / 2)
+    return max(nb * TILE - 1, 0)
+
+
+def _kernels(device_id: int):
+    from gamut.cuda import load_module
+
+    module = load_module("nussinov.cu", options=(f"-DTILE={TILE}",), device_id=device_id)
+    return tuple(module.get_function(name) for name in KERNELS)
+
+
+def fill_gpu(
+    codes: np.ndarray,
+    min_loop: int,
+    *,
+    device_id: int | None = None,
+    blocks_per_sm: int = 8,
+    profile: dict | None = None,
+):
+    """Fill the tiled triangle on the GPU; returns the ``cupy`` array ``(tiles, 64, 64)`` int32.
+
+    ``blocks_per_sm`` sets how many blocks the max-plus kernel aims for (split-K when few tiles
+    are left); ``profile``, if a dict, receives the milliseconds spent in each kernel.
+    """
+    import cupy
+
+    n = int(codes.shape[0])
+    nb, count = tile_count(n, TILE)
+    device = cupy.cuda.Device(device_id if device_id is not None else cupy.cuda.runtime.getDevice())
+    with device:
+        free, total = cupy.cuda.runtime.memGetInfo()
+        need = triangle_bytes(n)
+        if need > free * 0.99 - (64 << 20):
+            raise DeviceError(
+                f"folding {n:,} nt needs {need / 1e9:.1f} GB of GPU memory for the score triangle but "
+                f"only {free / 1e9:.1f} of {total / 1e9:.1f} GB are free (this GPU folds up to about "
+                f"{max_length(free):,} nt; use a larger GPU or the CPU engine)"
+            )
+        diagonal, maxplus, finish = _kernels(device.id)
+        sms = device.attributes["MultiProcessorCount"]
+        tiles = cupy.zeros((count, TILE, TILE), dtype=cupy.int32)
+        seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))
+        i32 = np.int32
+        events: list[tuple[str, object, object]] = []
+
+        def launch(kernel, grid, block, args):
+            if profile is None:
+                kernel(grid, block, args)
+                return
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            kernel(grid, block, args)
+            stop.record()
+            events.append((getattr(kernel, "name", "kernel"), start, stop))
+
+        launch(diagonal, (nb,), (TILE,), (tiles, seq, i32(n), i32(nb), i32(min_loop)))
+        target = blocks_per_sm * sms
+        for d in range(1, nb):
+            width = nb - d
+            if d >= 2:
+                depth = d - 1
+                splits = min(depth, max(1, -(-target // width)))
+                chunk = -(-depth // splits)
+                splits = -(-depth // chunk)
+                launch(maxplus, (width, splits), (256,), (tiles, i32(nb), i32(d), i32(chunk)))
+            launch(finish, (width,), (TILE,), (tiles, seq, i32(n), i32(nb), i32(d), i32(min_loop)))
+        if profile is not None:
+            device.synchronize()
+            for name, start, stop in events:
+                profile[name] = profile.get(name, 0.0) + cupy.cuda.get_elapsed_time(start, stop)
+        return tiles
+
+
+def score_of(tiles, n: int) -> int:
+    """``D(0, n)`` read from a (device or host) tiled triangle without copying the rest."""
+    nb = (n + TILE) // TILE
+    last = n // TILE
+    index = last * nb - last * (last - 1) // 2
+    return int(tiles[index, 0, n % TILE])

@@ -1,0 +1,625 @@
+"""The CUDA alignment engine: miRanda-exact DP, candidates and tracebacks on one or more GPUs.
+
+Pipeline for a chunk of pairs (kernels in ``gamut/cuda/kernels/scan_dp.cu``):
+
+1. Pass 1, one GPU thread per (pair, reference segment): a score-only DP started ``warm``
+   columns before the segment from an all-zero column. It emits candidates (best >= threshold,
+   not ending in state B), stores the exact DP state every ``cpint`` columns (checkpoints) and its
+   speculative state at the segment's start.
+2. Every speculative start state is compared with the previous segment's checkpoint. Segments
+   that differ are recomputed from the exact state (repair kernel), so results never depend on
+   the warm-up being long enough.
+3. Candidates are sorted (score desc, j asc, i asc) and diagonal-suppressed on the CPU (Numba).
+4. Pass 2, one thread per survivor: full DP with trace bytes over a window that starts at a
+   checkpoint at least ``K`` columns before the candidate, then the traceback. A traceback that
+   needs columns before the window (very long gaps) is redone by the CPU engine.
+
+Queries longer than :data:`MAX_GPU_QUERY` letters are aligned by the CPU engine. CuPy is imported
+only when a :class:`GpuEngine` is created.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from numba import njit
+
+from gamut.scan.alignments import DIAGONAL_WINDOW, EncodedSeq, PairAlignments
+from gamut.scan.params import ScanParams, query_tables, row_scheme
+
+#: Register-array heights the kernels are instantiated for (a query uses the smallest that fits).
+ROW_BUCKETS = (8, 16, 24, 32, 40, 48, 56, 64)
+#: Longer queries go to the CPU engine.
+MAX_GPU_QUERY = ROW_BUCKETS[-1]
+KERNEL_FILE = "scan_dp.cu"
+CAND_FIELDS = 4  # (task, i, j, score)
+#: Profile score of the unused top rows of a bucket (keeps their A at 0; see scan_dp.cu).
+PAD_SCORE = -(1 << 28)
+
+
+@dataclass(frozen=True)
+class GpuTuning:
+    """Work-splitting knobs (all results are exact for any values; they only change speed).
+
+    ``cpint``: columns between checkpoints; ``warm``: warm-up columns before a segment;
+    ``min_seg``/``max_seg``: segment length bounds (multiples of ``cpint``); ``target_tasks``:
+    threads per device to aim for; ``trace_margin``: extra columns (beyond the query length) a
+    traceback window covers; ``max_tasks``/``max_state_bytes``: batch limits per launch;
+    ``scratch_bytes``: trace-window memory per pass-2 launch.
+    """
+
+    cpint: int = 128
+    warm: int = 128
+    min_seg: int = 512
+    max_seg: int = 8192
+    target_tasks: int = 400_000
+    trace_margin: int = 64
+    max_tasks: int = 1 << 21
+    max_state_bytes: int = 3 << 30
+    scratch_bytes: int = 512 << 20
+    block: int = 128
+
+
+def bucket_for(length: int) -> int:
+    """The smallest row bucket holding ``length`` rows (0 when the query is too long)."""
+    for b in ROW_BUCKETS:
+        if length <= b:
+            return b
+    return 0
+
+
+def gap_scalars(params: ScanParams) -> tuple[int, int, int, int]:
+    """(open, extend) for normal rows and for seed rows, exactly as :func:`row_scheme` builds them."""
+    scheme = row_scheme(20, params)  # rows 1..12 normal, 13..19 seed
+    return (int(scheme.gap_open[1]), int(scheme.gap_extend[1]), int(scheme.gap_open[15]), int(scheme.gap_extend[15]))
+
+
+@njit(cache=True, nogil=True)
+def suppress_sorted(pair, rows, cols, qlen, rlen):
+    """Diagonal suppression (spec §6) over candidates sorted by (pair, score desc, j, i).
+
+    Returns a boolean mask of survivors; same rule as :func:`gamut.scan.cpu.order_and_suppress`.
+    """
+    n = pair.shape[0]
+    keep = np.zeros(n, np.bool_)
+    size = 1
+    for k in range(n):
+        need = rlen[pair[k]] + qlen[pair[k]] + 2 * DIAGONAL_WINDOW + 2
+        if need > size:
+            size = need
+    blocked = np.zeros(size, np.uint8)
+    start = 0
+    while start < n:
+        p = pair[start]
+        end = start
+        while end < n and pair[end] == p:
+            end += 1
+        offset = qlen[p] + DIAGONAL_WINDOW
+        for k in range(start, end):
+            d = cols[k] - rows[k] + offset
+            if blocked[d]:
+                continue
+            keep[k] = True
+            for x in range(d - DIAGONAL_WINDOW, d + DIAGONAL_WINDOW + 1):
+                blocked[x] = 1
+        for k in range(start, end):
+            if keep[k]:
+                d = cols[k] - rows[k] + offset
+                for x in range(d - DIAGONAL_WINDOW, d + DIAGONAL_WINDOW + 1):
+                    blocked[x] = 0
+        start = end
+    return keep
+
+
+@njit(cache=True, nogil=True)
+def gather_ops(ops, counts):
+    """Concatenate each survivor's ops (stored end first, ``counts[x]`` of row x) in alignment order."""
+    n = counts.shape[0]
+    offsets = np.zeros(n + 1, np.int64)
+    for x in range(n):
+        offsets[x + 1] = offsets[x] + counts[x]
+    out = np.empty(offsets[n], np.uint8)
+    for x in range(n):
+        c = counts[x]
+        base = offsets[x]
+        for y in range(c):
+            out[base + y] = ops[x, c - 1 - y]
+    return out, offsets
+
+
+# --------------------------------------------------------------------------------------------
+# Backends: where the kernels run. CuPy on a GPU, or (tests) the same C++ compiled for the host.
+# --------------------------------------------------------------------------------------------
+
+
+class CupyBackend:
+    """Runs the kernels on CUDA device ``device_id`` through CuPy."""
+
+    def __init__(self, device_id: int) -> None:
+        import cupy
+
+        self.cp = cupy
+        self.xp = cupy
+        self.device_id = device_id
+        self.peak_bytes = 0
+
+    def device(self):
+        return self.cp.cuda.Device(self.device_id)
+
+    def asarray(self, a: np.ndarray):
+        return self.cp.asarray(a)
+
+    def to_host(self, a) -> np.ndarray:
+        return self.cp.asnumpy(a)
+
+    def free_bytes(self) -> int:
+        return int(self.cp.cuda.runtime.memGetInfo()[0])
+
+    def note_memory(self) -> None:
+        self.peak_bytes = max(self.peak_bytes, int(self.cp.get_default_memory_pool().total_bytes()))
+
+    def launch(self, name: str, rows: int, n: int, args: list, block: int) -> None:
+        from gamut.cuda import load_module
+
+        kernels = tuple(f"{k}<{rows}>" for k in ("scan_pass1", "scan_repair", "scan_trace"))
+        module = load_module(KERNEL_FILE, name_expressions=kernels, device_id=self.device_id)
+        fn = module.get_function(f"{name}<{rows}>")
+        if n > 0:
+            fn(((n + block - 1) // block,), (block,), tuple(args))
+        self.note_memory()
+
+
+class HostBackend:
+    """Runs the same kernel code compiled for the CPU (``scan_host_harness.cu``); for tests."""
+
+    def __init__(self, library_path: str) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
+        self.lib = ctypes.CDLL(library_path)
+        self.xp = np
+        self.device_id = -1
+        self.peak_bytes = 0
+
+    def device(self):
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def asarray(self, a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a)
+
+    def to_host(self, a: np.ndarray) -> np.ndarray:
+        return a
+
+    def free_bytes(self) -> int:
+        return 1 << 30
+
+    def note_memory(self) -> None:
+        pass
+
+    def launch(self, name: str, rows: int, n: int, args: list, block: int) -> None:
+        c = self.ctypes
+        conv = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                conv.append(c.c_void_p(a.ctypes.data))
+            elif isinstance(a, np.int64):
+                conv.append(c.c_longlong(int(a)))
+            else:
+                conv.append(c.c_int(int(a)))
+        getattr(self.lib, f"host_{name}_{rows}")(*conv)
+
+
+def build_host_library(out_dir: str) -> str:
+    """Compile the host test build of the kernels with g++; returns the shared library's path."""
+    import os
+    import subprocess
+    from importlib import resources
+
+    src = resources.files("gamut.cuda").joinpath("kernels", "scan_host_harness.cu")
+    lib = os.path.join(out_dir, "scan_host.so")
+    subprocess.run(
+        ["g++", "-x", "c++", "-std=c++17", "-O2", "-shared", "-fPIC", "-Wno-unknown-pragmas", "-o", lib, str(src)],
+        check=True,
+        capture_output=True,
+    )
+    return lib
+
+
+# --------------------------------------------------------------------------------------------
+# The pipeline on one device
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Common:
+    """Arrays and scalars every kernel takes (SCAN_ARGS_PARAMS in scan_dp.cu)."""
+
+    refs: Any
+    ref_off: Any
+    ref_len: Any
+    pair_q: Any
+    pair_r: Any
+    pair_cp: Any
+    prof: Any
+    q_pad: Any
+    seglen: int
+    cpint: int
+    warm: int
+    gaps: tuple[int, int, int, int]
+    threshold: int
+
+    def args(self) -> list:
+        i32 = np.int32
+        return [
+            self.refs, self.ref_off, self.ref_len, self.pair_q, self.pair_r, self.pair_cp, self.prof, self.q_pad,
+            i32(self.seglen), i32(self.cpint), i32(self.warm), *(i32(g) for g in self.gaps), i32(self.threshold),
+        ]
+
+
+class _DeviceRun:
+    """Aligns a set of pairs that share one row bucket on one backend."""
+
+    def __init__(self, backend, tuning: GpuTuning, params: ScanParams) -> None:
+        self.be = backend
+        self.xp = backend.xp
+        self.t = tuning
+        self.params = params
+        self.gaps = gap_scalars(params)
+        self.threshold = int(params.score_threshold)
+        #: Counters: tasks, repaired tasks, candidates, survivors, pairs whose traceback left its window.
+        self.stats = {"tasks": 0, "repaired_tasks": 0, "candidates": 0, "survivors": 0, "trace_fallback_pairs": 0,
+                      "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0, "trace_s": 0.0, "assemble_s": 0.0}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _zeros(self, shape, dtype):
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def _collect(self, kernel: str, rows: int, n: int, args_before: list, args_after: list, cap: int):
+        """Launch a candidate-emitting kernel, growing the buffer and re-running on overflow.
+
+        Returns the candidates (n, 4: task, i, j, score) on the device.
+        """
+        while True:
+            count = self._zeros(1, np.int32)
+            cands = self.xp.empty((max(cap, 1), CAND_FIELDS), dtype=np.int32)
+            self.be.launch(kernel, rows, n, [*args_before, count, np.int32(cap), cands, *args_after], self.t.block)
+            got = int(self.be.to_host(count)[0])
+            if got <= cap:
+                return cands[:got]
+            cap = int(got * 1.25) + 1024
+
+    def _sorted_candidates(self, cands, d_task_pair, n_pairs: int, rows: int, max_ref: int):
+        """Candidates ordered by (pair, score desc, j asc, i asc), as host arrays (pair, i, j, score).
+
+        Sorted on the device with one packed 64-bit key when it fits (it does for any realistic
+        input), else with a host lexsort.
+        """
+        xp, be = self.xp, self.be
+        n = int(cands.shape[0])
+        if n == 0:
+            z = np.zeros(0, np.int32)
+            return np.zeros(0, np.int64), z, z, z
+        pair = d_task_pair[cands[:, 0]].astype(np.int64)
+        i, j, score = cands[:, 1], cands[:, 2], cands[:, 3]
+        smax = int(score.max())
+        smin = int(score.min())
+        bp = max(1, int(n_pairs).bit_length())
+        bs = max(1, int(smax - smin).bit_length())
+        bj = max(1, int(max_ref + 1).bit_length())
+        bi = max(1, int(rows + 1).bit_length())
+        if bp + bs + bj + bi <= 63:
+            key = (((pair << bs) | (smax - score.astype(np.int64))) << bj | j.astype(np.int64)) << bi | i.astype(np.int64)
+            order = xp.argsort(key)
+            return (be.to_host(pair[order]), be.to_host(i[order]), be.to_host(j[order]), be.to_host(score[order]))
+        pair, i, j, score = (be.to_host(a) for a in (pair, i, j, score))
+        order = np.lexsort((i, j, -score.astype(np.int64), pair))
+        return pair[order], i[order], j[order], score[order]
+
+    def run(self, rows: int, qtabs: list, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
+            seglen: int) -> tuple[list[PairAlignments | None], np.ndarray]:
+        """Align pairs (q_of_pair[k], r_of_pair[k]); returns per-pair results (None: redo on CPU)."""
+        xp, be, t = self.xp, self.be, self.t
+        n_pairs = q_of_pair.shape[0]
+        results: list[PairAlignments | None] = [None] * n_pairs
+        # Query slots: profiles bottom-aligned in `rows` rows.
+        uq, q_slot = np.unique(q_of_pair, return_inverse=True)
+        prof = np.full((uq.shape[0], 5, rows), PAD_SCORE, np.int32)
+        pad = np.zeros(uq.shape[0], np.int32)
+        qlen_slot = np.zeros(uq.shape[0], np.int64)
+        for s, q in enumerate(uq):
+            tab = qtabs[int(q)]
+            L = tab.qrev.shape[0]
+            pad[s] = rows - L
+            qlen_slot[s] = L
+            prof[s, :, rows - L :] = tab.profile[:, 1:]
+        # Reference slots.
+        ur, r_slot = np.unique(r_of_pair, return_inverse=True)
+        rlen_slot = np.array([ref_codes[int(r)].shape[0] for r in ur], np.int64)
+        ref_off = np.zeros(ur.shape[0], np.int64)
+        if ur.shape[0] > 1:
+            ref_off[1:] = np.cumsum(rlen_slot)[:-1]
+        flat = np.concatenate([ref_codes[int(r)] for r in ur]) if ur.shape[0] else np.zeros(0, np.int8)
+        d_refs = be.asarray(np.ascontiguousarray(flat, dtype=np.int8) if flat.size else np.zeros(1, np.int8))
+        d_ref_off = be.asarray(ref_off)
+        d_ref_len = be.asarray(rlen_slot.astype(np.int32))
+        d_prof = be.asarray(prof)
+        d_pad = be.asarray(pad)
+        R = rlen_slot[r_slot]
+        L = qlen_slot[q_slot]
+        # Longest references first (like the paper), then batches bounded by tasks and state memory.
+        order = np.lexsort((q_slot, -R))
+        nseg = (R + seglen - 1) // seglen
+        ncp = R // t.cpint
+        state_bytes = 2 * rows * 4
+        start = 0
+        while start < n_pairs:
+            tasks = cps = 0
+            stop = start
+            while stop < n_pairs:
+                p = order[stop]
+                if stop > start and (tasks + nseg[p] > t.max_tasks
+                                     or (cps + ncp[p] + tasks + nseg[p]) * state_bytes > t.max_state_bytes):
+                    break
+                tasks += int(nseg[p])
+                cps += int(ncp[p])
+                stop += 1
+            batch = order[start:stop]
+            self._run_batch(rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len,
+                            d_prof, d_pad, results)
+            start = stop
+        return results, L
+
+    def _run_batch(self, rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
+                   d_pad, results) -> None:
+        xp, be, t = self.xp, self.be, self.t
+        nb = batch.shape[0]
+        b_nseg = nseg[batch]
+        b_ncp = ncp[batch]
+        pair_task0 = np.zeros(nb + 1, np.int64)
+        np.cumsum(b_nseg, out=pair_task0[1:])
+        pair_cp = np.zeros(nb + 1, np.int64)
+        np.cumsum(b_ncp, out=pair_cp[1:])
+        n_tasks = int(pair_task0[-1])
+        total_cp = int(pair_cp[-1])
+        b_R = R[batch]
+        b_L = L[batch]
+        # Tasks: (local pair, segment). Full segments first, grouped by query for cache locality.
+        task_pair = np.repeat(np.arange(nb, dtype=np.int32), b_nseg)
+        task_seg = (np.arange(n_tasks, dtype=np.int64) - np.repeat(pair_task0[:-1], b_nseg)).astype(np.int32)
+        seg_len = np.minimum(b_R[task_pair] - task_seg.astype(np.int64) * seglen, seglen)
+        torder = np.lexsort((task_seg, task_pair, q_slot[batch][task_pair], -seg_len))
+        task_pair = np.ascontiguousarray(task_pair[torder])
+        task_seg = np.ascontiguousarray(task_seg[torder])
+        pair_tasks = np.empty(n_tasks, np.int32)
+        pair_tasks[pair_task0[task_pair] + task_seg] = np.arange(n_tasks, dtype=np.int32)
+
+        common = _Common(
+            d_refs, d_ref_off, d_ref_len, be.asarray(q_slot[batch].astype(np.int32)),
+            be.asarray(r_slot[batch].astype(np.int32)), be.asarray(pair_cp[:-1].copy()), d_prof, d_pad,
+            seglen, t.cpint, t.warm, self.gaps, self.threshold,
+        )
+        d_task_pair = be.asarray(task_pair)
+        d_task_seg = be.asarray(task_seg)
+        d_cp = xp.empty(max(total_cp, 1) * 2 * rows, dtype=np.int32)
+        d_entry = xp.empty(max(n_tasks, 1) * 2 * rows, dtype=np.int32)
+        cap = max(4096, n_tasks)
+        self.stats["tasks"] += n_tasks
+        clock = time.perf_counter()
+        cands = self._collect(
+            "scan_pass1", rows, n_tasks, [np.int32(n_tasks), d_task_pair, d_task_seg, *common.args(), d_cp, d_entry],
+            [], cap,
+        )
+        clock = self._lap("pass1_s", clock)
+        # Check every speculative segment start against the exact checkpoint before it.
+        later = np.nonzero(task_seg > 0)[0]
+        if later.size:
+            cp_idx = pair_cp[task_pair[later]] + (task_seg[later].astype(np.int64) * seglen) // t.cpint - 1
+            ent = d_entry.reshape(-1, 2 * rows)[be.asarray(later)]
+            ref_state = d_cp.reshape(-1, 2 * rows)[be.asarray(cp_idx)]
+            same = be.to_host(xp.all(ent == ref_state, axis=1))
+            bad = later[~same]
+        else:
+            bad = np.zeros(0, np.int64)
+        if bad.size:
+            first = np.full(nb, np.iinfo(np.int32).max, np.int32)
+            np.minimum.at(first, task_pair[bad], task_seg[bad])
+            rp_pair = np.nonzero(first < np.iinfo(np.int32).max)[0].astype(np.int32)
+            rp_seg = np.ascontiguousarray(first[rp_pair])
+            recomputed = self._zeros(max(n_tasks, 1), np.uint8)
+            rcands = self._collect(
+                "scan_repair", rows, rp_pair.shape[0],
+                [np.int32(rp_pair.shape[0]), be.asarray(rp_pair), be.asarray(rp_seg), be.asarray(pair_task0[:-1].copy()),
+                 be.asarray(pair_tasks), *common.args(), d_cp, d_entry, recomputed],
+                [], max(1024, rp_pair.shape[0] * 16),
+            )
+            redone = recomputed[:n_tasks].astype(bool)
+            self.stats["repaired_tasks"] += int(redone.sum())
+            cands = xp.concatenate([cands[~redone[cands[:, 0]]], rcands])
+        clock = self._lap("verify_repair_s", clock)
+        # Sort (pair, score desc, j asc, i asc) and suppress diagonals.
+        c_pair, c_i, c_j, c_s = self._sorted_candidates(cands, d_task_pair, nb, rows, int(b_R.max()) if nb else 0)
+        keep = suppress_sorted(c_pair, c_i, c_j, b_L.astype(np.int64), b_R.astype(np.int64))
+        sv_pair = np.ascontiguousarray(c_pair[keep].astype(np.int32))
+        sv_i = np.ascontiguousarray(c_i[keep].astype(np.int32))
+        sv_j = np.ascontiguousarray(c_j[keep].astype(np.int32))
+        sv_s = c_s[keep].astype(np.int32)
+        self.stats["candidates"] += int(cands.shape[0])
+        self.stats["survivors"] += int(sv_pair.shape[0])
+        clock = self._lap("suppress_s", clock)
+        i0, j0, nops, ops = self._trace(rows, common, d_cp, sv_pair, sv_i, sv_j)
+        self.stats["trace_fallback_pairs"] += int(np.unique(sv_pair[nops < 0]).shape[0])
+        clock = self._lap("trace_s", clock)
+        self._assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, ops, results)
+        self._lap("assemble_s", clock)
+
+    def _lap(self, key: str, since: float) -> float:
+        now = time.perf_counter()
+        self.stats[key] += now - since
+        return now
+
+    def _trace(self, rows, common, d_cp, sv_pair, sv_i, sv_j):
+        xp, be, t = self.xp, self.be, self.t
+        n = sv_pair.shape[0]
+        K = rows + t.trace_margin
+        window = K + t.cpint
+        stride = window * rows
+        opcap = rows + window
+        i0 = np.empty(n, np.int32)
+        j0 = np.empty(n, np.int32)
+        nops = np.empty(n, np.int32)
+        ops = np.zeros((n, opcap), np.uint8)
+        per_launch = max(1, t.scratch_bytes // stride)
+        for a in range(0, n, per_launch):
+            b = min(n, a + per_launch)
+            m = b - a
+            d_i0 = xp.empty(m, dtype=np.int32)
+            d_j0 = xp.empty(m, dtype=np.int32)
+            d_n = xp.empty(m, dtype=np.int32)
+            d_ops = xp.empty(m * opcap, dtype=np.uint8)
+            scratch = xp.empty(m * stride, dtype=np.uint8)
+            be.launch(
+                "scan_trace", rows, m,
+                [np.int32(m), be.asarray(sv_pair[a:b].copy()), be.asarray(sv_i[a:b].copy()), be.asarray(sv_j[a:b].copy()),
+                 *common.args(), d_cp, np.int32(K), scratch, np.int64(stride), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
+                t.block,
+            )
+            i0[a:b] = be.to_host(d_i0)
+            j0[a:b] = be.to_host(d_j0)
+            nops[a:b] = be.to_host(d_n)
+            widest = int(nops[a:b].max())
+            if widest > 0:
+                ops[a:b, :widest] = be.to_host(d_ops.reshape(m, opcap)[:, :widest])
+        return i0, j0, nops, ops
+
+    @staticmethod
+    def _assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, ops, results) -> None:
+        failed = set(np.unique(sv_pair[nops < 0]).tolist())
+        counts = np.where(nops < 0, 0, nops).astype(np.int64)
+        flat, offs = gather_ops(ops, counts)
+        bounds = np.searchsorted(sv_pair, np.arange(batch.shape[0] + 1))
+        empty = PairAlignments.empty()
+        for lp in range(batch.shape[0]):
+            a, b = int(bounds[lp]), int(bounds[lp + 1])
+            if lp in failed:
+                continue  # stays None: redone on the CPU
+            if a == b:
+                results[int(batch[lp])] = empty
+                continue
+            o = offs[a : b + 1]
+            results[int(batch[lp])] = PairAlignments(
+                sv_s[a:b], sv_i[a:b], sv_j[a:b], i0[a:b], j0[a:b], o - o[0], flat[o[0] : o[-1]]
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# The engine
+# --------------------------------------------------------------------------------------------
+
+
+class GpuEngine:
+    """miRanda-exact alignment on CUDA GPUs ``gpu_ids`` (pairs split evenly by cells).
+
+    Returns exactly what :class:`gamut.scan.cpu.CpuEngine` returns. ``threads`` is used for the
+    CPU engine that handles queries longer than :data:`MAX_GPU_QUERY` and rare fallbacks.
+    """
+
+    name = "cuda"
+
+    def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
+                 backends: Sequence[Any] | None = None) -> None:
+        from gamut.scan.cpu import CpuEngine
+
+        self.tuning = tuning or GpuTuning()
+        if backends is None:
+            if not gpu_ids:
+                from gamut.errors import DeviceError
+
+                raise DeviceError("no CUDA GPU selected for the GPU engine")
+            backends = [CupyBackend(int(g)) for g in gpu_ids]
+        self.backends = list(backends)
+        self.gpu_ids = [b.device_id for b in self.backends]
+        self.cpu = CpuEngine(threads)
+        #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks).
+        self.preferred_chunk_cells = 16_000_000_000 * len(self.backends)
+        self.stats: dict[str, float] = {}
+        self._stats_lock = threading.Lock()
+
+    @property
+    def peak_device_bytes(self) -> int:
+        """Largest CuPy memory-pool size seen on any device (bytes)."""
+        return max((b.peak_bytes for b in self.backends), default=0)
+
+    def align(self, queries: Sequence[EncodedSeq], references: Sequence[EncodedSeq], pairs: np.ndarray,
+              params: ScanParams) -> list[PairAlignments]:
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        n = pairs.shape[0]
+        out: list[PairAlignments | None] = [None] * n
+        if n == 0:
+            return []
+        qlen = np.array([len(queries[int(q)]) for q in pairs[:, 0]], np.int64)
+        rlen = np.array([len(references[int(r)]) for r in pairs[:, 1]], np.int64)
+        empty = PairAlignments.empty()
+        trivial = (qlen == 0) | (rlen == 0)
+        for k in np.nonzero(trivial)[0]:
+            out[int(k)] = empty
+        buckets = np.array([bucket_for(int(x)) for x in qlen], np.int64)
+        gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
+        tables = {int(q): query_tables(queries[int(q)].codes, params) for q in np.unique(pairs[gpu_idx, 0])}
+        refs = [references[i].codes for i in range(len(references))]
+        # Split the GPU pairs over devices by cells (greedy on the largest first).
+        shares: list[list[int]] = [[] for _ in self.backends]
+        load = np.zeros(len(self.backends))
+        cells = qlen[gpu_idx] * rlen[gpu_idx]
+        for k in gpu_idx[np.argsort(-cells, kind="stable")]:
+            d = int(np.argmin(load))
+            shares[d].append(int(k))
+            load[d] += float(qlen[k] * rlen[k])
+
+        errors: list[BaseException] = []
+
+        def work(d: int) -> None:
+            try:
+                self._align_on(self.backends[d], np.array(sorted(shares[d]), np.int64), pairs, buckets, tables,
+                               refs, params, out)
+            except BaseException as exc:  # re-raised in the caller's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(d,)) for d in range(len(self.backends)) if shares[d]]
+        if len(threads) == 1:
+            threads[0].run()
+        else:
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        if errors:
+            raise errors[0]
+        rest = np.array([k for k in range(n) if out[k] is None], np.int64)
+        if rest.size:
+            for k, res in zip(rest, self.cpu.align(queries, references, pairs[rest], params)):
+                out[int(k)] = res
+        return out  # type: ignore[return-value]
+
+    def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, params, out) -> None:
+        t = self.tuning
+        with backend.device():
+            for rows in np.unique(buckets[idx]):
+                sel = idx[buckets[idx] == rows]
+                q = pairs[sel, 0]
+                r = pairs[sel, 1]
+                total_cols = int(sum(refs[int(x)].shape[0] for x in r))
+                seg = -(-total_cols // t.target_tasks)
+                seg = min(max(seg, t.min_seg), t.max_seg)
+                seg = -(-seg // t.cpint) * t.cpint
+                run = _DeviceRun(backend, t, params)
+                res, _ = run.run(int(rows), tables, q, refs, r, seg)
+                with self._stats_lock:
+                    for key, value in run.stats.items():
+                        self.stats[key] = self.stats.get(key, 0) + value
+                for k, v in zip(sel, res):
+                    out[int(k)] = v

@@ -1,0 +1,125 @@
+"""Python API: ``gamut.splice(base, exons, target, ...)`` and batch ``splice_many``."""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence, Union
+
+import numpy as np
+
+from gamut.errors import UsageError
+from gamut.splice import cpu
+from gamut.splice.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams, SpliceCase, make_case
+from gamut.splice.result import SpliceResult, build_result
+
+ENGINES = ("reference", "fast", "gpu")
+SequenceLike = Union[str, np.ndarray]
+CaseLike = Union[SpliceCase, tuple]
+
+#: GPU launches are split so that one holds at most this many last/pred/boundary cells.
+GPU_BATCH_CELLS = 200_000_000
+
+
+def choose_engine(device: str = "auto", engine: str | None = None) -> str:
+    """``reference``, ``fast`` or ``gpu``: ``engine`` if given, else from ``device``."""
+    from gamut.cuda import resolve_device
+
+    if engine is not None:
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine '{engine}' (choose from {', '.join(ENGINES)})")
+        if engine == "gpu":
+            resolve_device("cuda")
+        return engine
+    return "gpu" if resolve_device(device) == "cuda" else "fast"
+
+
+def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None):
+    """``(last, pred)`` per case with the named engine."""
+    if engine == "reference":
+        return [cpu.forward_reference(c, params.matrix, params.gap) for c in cases]
+    if engine == "fast":
+        if len(cases) == 1:
+            return [cpu.forward_fast(cases[0], params.matrix, params.gap)]
+        return cpu.forward_fast_many(cases, params.matrix, params.gap, threads)
+    from gamut.splice.gpu import forward_gpu_many
+
+    out: list = []
+    batch: list[SpliceCase] = []
+    size = 0
+    for case in cases:
+        cells = case.n_exons * (case.target.size + 1) * 2 + case.stream_rows * ((case.target.size + 256) // 256)
+        if batch and size + cells > GPU_BATCH_CELLS:
+            out.extend(forward_gpu_many(batch, params.matrix, params.gap))
+            batch, size = [], 0
+        batch.append(case)
+        size += cells
+    if batch:
+        out.extend(forward_gpu_many(batch, params.matrix, params.gap))
+    return out
+
+
+def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None) -> list[SpliceResult]:
+    """Forward pass with ``engine``, then the shared CPU traceback, for prepared cases."""
+    results = []
+    for case, (last, pred) in zip(cases, forward(cases, params, engine, threads)):
+        score, chain, ops, bpos, tpos = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        results.append(build_result(case, score, chain, ops, bpos, tpos, engine))
+    return results
+
+
+def splice(
+    base: SequenceLike,
+    exons: Sequence[tuple[int, int]] | np.ndarray,
+    target: SequenceLike,
+    *,
+    match: int = DEFAULT_MATCH,
+    mismatch: int = DEFAULT_MISMATCH,
+    gap: int = DEFAULT_GAP,
+    matrix: Sequence[Sequence[int]] | np.ndarray | None = None,
+    device: str = "auto",
+    engine: str | None = None,
+    name: str = "case",
+) -> SpliceResult:
+    """The exact spliced alignment of ``target`` to a chain of candidate ``exons`` of ``base``.
+
+    ``exons`` are 0-based half-open ``(start, end)`` pairs on ``base`` (any order, may overlap);
+    the chain takes exons in increasing position without overlap. Scores: ``match``/``mismatch``
+    per aligned pair (or a 4x4 ACGT ``matrix``), ``gap`` (negative) per gap symbol. ``device``
+    is ``auto``/``cpu``/``cuda``; ``engine`` (``reference``/``fast``/``gpu``) overrides it.
+    Returns a :class:`SpliceResult` (``.score``, ``.chain`` as indices into ``exons``,
+    ``.alignment``).
+    """
+    params = ScoreParams(match, mismatch, gap, matrix)
+    case = make_case(base, exons, target, params, name=name)
+    return solve([case], params, choose_engine(device, engine))[0]
+
+
+def splice_many(
+    cases: Iterable[CaseLike],
+    *,
+    match: int = DEFAULT_MATCH,
+    mismatch: int = DEFAULT_MISMATCH,
+    gap: int = DEFAULT_GAP,
+    matrix: Sequence[Sequence[int]] | np.ndarray | None = None,
+    device: str = "auto",
+    engine: str | None = None,
+    threads: int | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> list[SpliceResult]:
+    """Batch mode: ``cases`` are ``(base, exons, target[, name])`` tuples or :class:`SpliceCase`.
+
+    Cases run ``batch_size`` at a time (one GPU launch, or one case per CPU thread); ``progress``
+    is called with the number of cases finished after each batch.
+    """
+    params = ScoreParams(match, mismatch, gap, matrix)
+    chosen = choose_engine(device, engine)
+    prepared = [
+        c if isinstance(c, SpliceCase) else make_case(c[0], c[1], c[2], params, name=c[3] if len(c) > 3 else f"case{i}")
+        for i, c in enumerate(cases)
+    ]
+    results: list[SpliceResult] = []
+    for lo in range(0, len(prepared), batch_size):
+        chunk = prepared[lo:lo + batch_size]
+        results.extend(solve(chunk, params, chosen, threads))
+        if progress is not None:
+            progress(len(chunk))
+    return results

@@ -1,0 +1,352 @@
+"""CPU engines for Gelfand's spliced alignment: the sequential reference and a fast multicore one.
+
+Every engine computes the same two arrays over the sorted exons (``K`` exons, target length ``n``):
+
+- ``last[k, j]``: ``S(E(k), j, k)``, the best score of aligning ``target[:j]`` to a chain that
+  ends with exon ``k`` (the exon's last DP row; the only row the paper keeps per exon);
+- ``pred[k, j]``: the exon that precedes ``k`` when the alignment enters exon ``k`` at target
+  column ``j`` (``-1`` when ``k`` starts the chain, with ``target[:j]`` aligned to gaps).
+
+Tie rule (identical in every engine): the entry value of exon ``k`` at column ``j`` is the
+maximum of ``j * gap`` (chain start) and ``last[l, j]`` over exons ``l`` with
+``end_l <= start_k``; ties go to the chain start, then to the smallest sorted index ``l``.
+:func:`traceback` then picks the best final exon (smallest sorted index on ties) and, inside an
+exon, prefers diagonal over vertical (base symbol against a gap) over horizontal moves.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from gamut.splice.model import SpliceCase
+
+NEG = np.int32(-(2**29))
+
+# Alignment operations in traceback output.
+OP_MATCH = 0  # base symbol against target symbol
+OP_BASE_GAP = 1  # base symbol against a gap (deletion from the target)
+OP_TARGET_GAP = 2  # gap against a target symbol (insertion in the target)
+
+
+@njit(cache=True, nogil=True)
+def _reference_forward(base, starts, ends, target, matrix, gap, last, pred):
+    """Equations (1)-(2) of Nolasco & Moreano, exon by exon, predecessors scanned one by one."""
+    n_exons = starts.size
+    n = target.size
+    entry = np.empty(n + 1, np.int64)
+    prev = np.empty(n + 1, np.int64)
+    cur = np.empty(n + 1, np.int64)
+    for k in range(n_exons):
+        # max over b_l preceding b_k of S(E(l), j, l); the virtual start row scores j * gap.
+        for j in range(n + 1):
+            best = j * gap
+            arg = -1
+            for l in range(k):  # a predecessor starts before k, so it comes earlier when sorted
+                if ends[l] <= starts[k] and last[l, j] > best:
+                    best = last[l, j]
+                    arg = l
+            entry[j] = best
+            pred[k, j] = arg
+        # Equation (2): the first symbol of b_k.
+        a = base[starts[k]]
+        cur[0] = entry[0] + gap
+        for j in range(1, n + 1):
+            cur[j] = max(entry[j - 1] + matrix[a, target[j - 1]], entry[j] + gap, cur[j - 1] + gap)
+        # Equation (1): the other symbols of b_k.
+        for i in range(starts[k] + 1, ends[k]):
+            prev[:] = cur
+            a = base[i]
+            cur[0] = prev[0] + gap
+            for j in range(1, n + 1):
+                cur[j] = max(prev[j - 1] + matrix[a, target[j - 1]], prev[j] + gap, cur[j - 1] + gap)
+        for j in range(n + 1):
+            last[k, j] = cur[j]
+
+
+@njit(cache=True, nogil=True)
+def _exon_rows(base, start, end, profile, ramp, gap, row, tmp):
+    """Run the exon's rows over ``row`` (its entry row on input, its last row on output).
+
+    Per row: ``c[j] = max(diag + score, up + gap)`` (vectorisable), then the horizontal moves
+    ``h[j] = max(c[j], h[j-1] + gap)``, computed as ``j*gap + prefix_max(c[j'] - j'*gap)`` so the
+    serial part is a single max per cell; ``ramp[j] = j * gap``.
+    """
+    n1 = row.size
+    for i in range(start, end):
+        p = profile[base[i]]
+        tmp[0] = row[0] + gap
+        for j in range(1, n1):
+            d = row[j - 1] + p[j]
+            u = row[j] + gap
+            tmp[j] = max(d, u) - ramp[j]
+        run = tmp[0]
+        for j in range(1, n1):
+            run = max(run, tmp[j])  # branch-free: data-dependent branches mispredict
+            tmp[j] = run
+        for j in range(n1):
+            row[j] = tmp[j] + ramp[j]
+
+
+@njit(cache=True, nogil=True)
+def _profile(target, matrix):
+    """``profile[a, j] = matrix[a, target[j - 1]]`` for j >= 1 (column 0 unused)."""
+    n = target.size
+    prof = np.zeros((matrix.shape[0], n + 1), np.int32)
+    for a in range(matrix.shape[0]):
+        for j in range(1, n + 1):
+            prof[a, j] = matrix[a, target[j - 1]]
+    return prof
+
+
+@njit(cache=True, nogil=True)
+def _fast_forward(base, starts, ends, target, matrix, gap, last, pred):
+    """One thread: exons in start order, predecessors folded once into a running best row."""
+    n_exons = starts.size
+    n1 = target.size + 1
+    profile = _profile(target, matrix)
+    ramp = (np.arange(n1) * gap).astype(np.int32)
+    by_end = np.argsort(ends, kind="mergesort")
+    best = np.full(n1, NEG, np.int32)
+    best_arg = np.full(n1, -1, np.int32)
+    row = np.empty(n1, np.int32)
+    tmp = np.empty(n1, np.int32)
+    folded = 0
+    for k in range(n_exons):
+        while folded < n_exons and ends[by_end[folded]] <= starts[k]:
+            l = by_end[folded]
+            for j in range(n1):
+                v = last[l, j]
+                if v > best[j] or (v == best[j] and l < best_arg[j]):
+                    best[j] = v
+                    best_arg[j] = l
+            folded += 1
+        for j in range(n1):
+            v = j * gap
+            if best[j] > v:
+                row[j] = best[j]
+                pred[k, j] = best_arg[j]
+            else:
+                row[j] = v
+                pred[k, j] = -1
+        _exon_rows(base, starts[k], ends[k], profile, ramp, gap, row, tmp)
+        last[k, :] = row
+
+
+@njit(cache=True)
+def exon_levels(starts, ends):
+    """Level of each sorted exon: 0 without predecessors, else 1 + the highest predecessor level.
+
+    Exons of one level never precede each other (the paper's groups of overlapping exons), so
+    they can be computed in parallel once all lower levels are done.
+    """
+    n_exons = starts.size
+    by_end = np.argsort(ends, kind="mergesort")
+    level = np.zeros(n_exons, np.int64)
+    top = -1
+    folded = 0
+    for k in range(n_exons):
+        while folded < n_exons and ends[by_end[folded]] <= starts[k]:
+            top = max(top, level[by_end[folded]])
+            folded += 1
+        level[k] = top + 1
+    return level
+
+
+@njit(cache=True, parallel=True)
+def _parallel_forward(base, starts, ends, target, matrix, gap, last, pred, level_exons, level_offsets):
+    """Levels in order; the exons of one level in parallel (prefix-best rows over end order)."""
+    n_exons = starts.size
+    n1 = target.size + 1
+    profile = _profile(target, matrix)
+    ramp = (np.arange(n1) * gap).astype(np.int32)
+    by_end = np.argsort(ends, kind="mergesort")
+    sorted_ends = ends[by_end]
+    prefix = np.empty((n_exons, n1), np.int32)  # best last row over by_end[:r + 1]
+    prefix_arg = np.empty((n_exons, n1), np.int32)
+    done = np.zeros(n_exons, np.bool_)
+    extended = 0
+    for lev in range(level_offsets.size - 1):
+        lo = level_offsets[lev]
+        hi = level_offsets[lev + 1]
+        for q in prange(hi - lo):
+            k = level_exons[lo + q]
+            count = np.searchsorted(sorted_ends, starts[k], side="right")
+            row = np.empty(n1, np.int32)
+            tmp = np.empty(n1, np.int32)
+            for j in range(n1):
+                v = j * gap
+                if count > 0 and prefix[count - 1, j] > v:
+                    row[j] = prefix[count - 1, j]
+                    pred[k, j] = prefix_arg[count - 1, j]
+                else:
+                    row[j] = v
+                    pred[k, j] = -1
+            _exon_rows(base, starts[k], ends[k], profile, ramp, gap, row, tmp)
+            last[k, :] = row
+        for q in range(lo, hi):
+            done[level_exons[q]] = True
+        while extended < n_exons and done[by_end[extended]]:
+            l = by_end[extended]
+            for j in range(n1):
+                v = last[l, j]
+                if extended == 0:
+                    prefix[0, j] = v
+                    prefix_arg[0, j] = l
+                else:
+                    b = prefix[extended - 1, j]
+                    ba = prefix_arg[extended - 1, j]
+                    if v > b or (v == b and l < ba):
+                        prefix[extended, j] = v
+                        prefix_arg[extended, j] = l
+                    else:
+                        prefix[extended, j] = b
+                        prefix_arg[extended, j] = ba
+            extended += 1
+
+
+def _arrays(case: SpliceCase) -> tuple[np.ndarray, np.ndarray]:
+    shape = (case.n_exons, case.target.size + 1)
+    return np.empty(shape, np.int32), np.empty(shape, np.int32)
+
+
+def forward_reference(case: SpliceCase, matrix: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(last, pred)`` by the sequential reference (O(K^2 n) predecessor scans)."""
+    last, pred = _arrays(case)
+    _reference_forward(case.base, case.starts, case.ends, case.target, matrix, np.int64(gap), last, pred)
+    return last, pred
+
+
+def forward_fast(case: SpliceCase, matrix: np.ndarray, gap: int, parallel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(last, pred)`` by the fast engine; ``parallel`` runs each level's exons on all cores
+    when levels hold four or more exons on average (else one thread: barriers would dominate)."""
+    last, pred = _arrays(case)
+    levels = exon_levels(case.starts, case.ends)
+    # Level-parallel only pays when levels are wide (barriers per level dominate otherwise).
+    if parallel and numba.get_num_threads() > 1 and case.n_exons >= 4 * (levels.max() + 1):
+        level_exons = np.argsort(levels, kind="stable")
+        offsets = np.searchsorted(levels[level_exons], np.arange(levels.max() + 2))
+        _parallel_forward(
+            case.base, case.starts, case.ends, case.target, matrix, np.int32(gap), last, pred, level_exons, offsets
+        )
+    else:
+        _fast_forward(case.base, case.starts, case.ends, case.target, matrix, np.int32(gap), last, pred)
+    return last, pred
+
+
+def forward_fast_many(
+    cases: Sequence[SpliceCase], matrix: np.ndarray, gap: int, threads: int | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Batch mode: one case per thread (the serial fast engine releases the GIL)."""
+    threads = threads or numba.get_num_threads()
+
+    def one(case: SpliceCase) -> tuple[np.ndarray, np.ndarray]:
+        last, pred = _arrays(case)
+        _fast_forward(case.base, case.starts, case.ends, case.target, matrix, np.int32(gap), last, pred)
+        return last, pred
+
+    if threads <= 1 or len(cases) <= 1:
+        return [one(case) for case in cases]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(one, cases))
+
+
+@njit(cache=True, nogil=True)
+def _traceback(base, starts, ends, target, matrix, gap, last, pred):
+    n = target.size
+    n_exons = starts.size
+    best = 0
+    for k in range(1, n_exons):
+        if last[k, n] > last[best, n]:
+            best = k
+    score = last[best, n]
+    cap = n + 1
+    for k in range(n_exons):
+        cap += ends[k] - starts[k]
+    ops = np.empty(cap, np.uint8)
+    bpos = np.empty(cap, np.int64)
+    tpos = np.empty(cap, np.int64)
+    chain = np.empty(n_exons, np.int64)
+    n_ops = 0
+    n_chain = 0
+    k = best
+    j = n
+    while True:
+        chain[n_chain] = k
+        n_chain += 1
+        length = ends[k] - starts[k]
+        width = j + 1
+        row = np.empty(width, np.int64)
+        for jj in range(width):
+            p = pred[k, jj]
+            row[jj] = jj * gap if p < 0 else last[p, jj]
+        moves = np.empty((length + 1, width), np.uint8)
+        cur = np.empty(width, np.int64)
+        for i in range(1, length + 1):
+            a = base[starts[k] + i - 1]
+            cur[0] = row[0] + gap
+            moves[i, 0] = OP_BASE_GAP
+            for jj in range(1, width):
+                d = row[jj - 1] + matrix[a, target[jj - 1]]
+                u = row[jj] + gap
+                h = cur[jj - 1] + gap
+                if d >= u and d >= h:
+                    cur[jj] = d
+                    moves[i, jj] = OP_MATCH
+                elif u >= h:
+                    cur[jj] = u
+                    moves[i, jj] = OP_BASE_GAP
+                else:
+                    cur[jj] = h
+                    moves[i, jj] = OP_TARGET_GAP
+            row[:] = cur
+        i = length
+        while i > 0:
+            m = moves[i, j]
+            ops[n_ops] = m
+            if m == OP_MATCH:
+                bpos[n_ops] = starts[k] + i - 1
+                tpos[n_ops] = j - 1
+                i -= 1
+                j -= 1
+            elif m == OP_BASE_GAP:
+                bpos[n_ops] = starts[k] + i - 1
+                tpos[n_ops] = -1
+                i -= 1
+            else:
+                bpos[n_ops] = -1
+                tpos[n_ops] = j - 1
+                j -= 1
+            n_ops += 1
+        p = pred[k, j]
+        if p < 0:
+            while j > 0:
+                ops[n_ops] = OP_TARGET_GAP
+                bpos[n_ops] = -1
+                tpos[n_ops] = j - 1
+                j -= 1
+                n_ops += 1
+            break
+        k = p
+    return (
+        score,
+        chain[:n_chain][::-1].copy(),
+        ops[:n_ops][::-1].copy(),
+        bpos[:n_ops][::-1].copy(),
+        tpos[:n_ops][::-1].copy(),
+    )
+
+
+def traceback(case: SpliceCase, matrix: np.ndarray, gap: int, last: np.ndarray, pred: np.ndarray):
+    """``(score, chain, ops, base_pos, target_pos)`` from an engine's ``last``/``pred``.
+
+    ``chain`` holds sorted exon indices in order; the three arrays describe alignment columns
+    (``-1`` for a gap). Exons are recomputed one at a time, so memory stays O(exon x target).
+    """
+    score, chain, ops, bpos, tpos = _traceback(
+        case.base, case.starts, case.ends, case.target, matrix, np.int64(gap), last, pred
+    )
+    return int(score), chain, ops, bpos, tpos

@@ -1,0 +1,44 @@
+"""Independent helpers for the spliced-alignment tests: plain global alignment and brute force."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+
+def global_score(a, b, matrix, gap) -> int:
+    """Needleman-Wunsch score of code sequences ``a`` (base side) and ``b`` (target), linear gaps."""
+    n = len(b)
+    prev = [j * gap for j in range(n + 1)]
+    for x in a:
+        cur = [prev[0] + gap] + [0] * n
+        for j in range(1, n + 1):
+            cur[j] = max(prev[j - 1] + int(matrix[x, b[j - 1]]), prev[j] + gap, cur[j - 1] + gap)
+        prev = cur
+    return prev[n]
+
+
+def brute_force(base, exons, target, matrix, gap) -> int:
+    """Best score over every non-empty chain of exons (increasing, non-overlapping), by enumeration."""
+    order = sorted(range(len(exons)), key=lambda k: exons[k])
+    best = None
+    for r in range(1, len(exons) + 1):
+        for subset in itertools.combinations(order, r):
+            if any(exons[subset[i]][1] > exons[subset[i + 1]][0] for i in range(r - 1)):
+                continue
+            seq = np.concatenate([np.asarray(base[exons[k][0]:exons[k][1]]) for k in subset])
+            score = global_score(seq, target, matrix, gap)
+            best = score if best is None else max(best, score)
+    return best
+
+
+def rescore(result, base, target, matrix, gap) -> int:
+    """Score of a result's alignment columns, checking they spell the chain and the target."""
+    aln = result.alignment
+    chain_positions = [p for s, e in result.exons for p in range(s, e)]
+    assert [p for p in aln.base_pos.tolist() if p >= 0] == chain_positions
+    assert [p for p in aln.target_pos.tolist() if p >= 0] == list(range(len(target)))
+    total = 0
+    for b, t in zip(aln.base_pos.tolist(), aln.target_pos.tolist()):
+        total += gap if b < 0 or t < 0 else int(matrix[base[b], target[t]])
+    return total

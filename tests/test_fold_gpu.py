@@ -1,0 +1,84 @@
+"""The CUDA folding engine against the CPU engines (run on a machine with a GPU; skipped elsewhere)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gamut
+from gamut.errors import DeviceError
+from gamut.fold.tiled import fill_tiled
+
+from fold_helpers import check_structure, slow_max_pairs
+
+pytestmark = pytest.mark.gpu
+
+
+def _codes(n: int, seed: int, letters: int = 4) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, letters, n).astype(np.uint8)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 63, 64, 65, 127, 128, 129, 500, 1000, 3001])
+@pytest.mark.parametrize("min_loop", [0, 1, 3])
+def test_gpu_triangle_is_identical_to_cpu_blocked(n, min_loop):
+    from gamut.fold.gpu import fill_gpu
+
+    codes = _codes(n, 100 * n + min_loop, letters=5)
+    gpu = fill_gpu(codes, min_loop).get()
+    cpu = fill_tiled(codes, min_loop, 64, dtype=np.int32)
+    assert gpu.shape == cpu.shape
+    assert np.array_equal(gpu, cpu)
+
+
+@pytest.mark.parametrize("blocks_per_sm", [0, 1, 64])
+def test_split_k_does_not_change_the_triangle(blocks_per_sm):
+    from gamut.fold.gpu import fill_gpu
+
+    codes = _codes(2500, 9)
+    reference = fill_tiled(codes, 1, 64, dtype=np.int32)
+    assert np.array_equal(fill_gpu(codes, 1, blocks_per_sm=blocks_per_sm).get(), reference)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq=st.text(alphabet="ACGUN", min_size=0, max_size=300), min_loop=st.integers(0, 5))
+def test_gpu_random_sequences(seq, min_loop):
+    result = gamut.fold(seq, min_loop=min_loop, device="cuda")
+    assert result.engine == "gpu"
+    assert result.pairs == gamut.fold(seq, min_loop=min_loop, device="cpu").pairs
+    check_structure(seq, result.structure, result.pairs, min_loop)
+    if len(seq) <= 80:
+        assert result.pairs == slow_max_pairs(seq, min_loop)
+
+
+@pytest.mark.parametrize("n", [5000, 12345, 20000])
+def test_gpu_long_sequences_match_cpu(n):
+    seq = "".join(np.random.default_rng(n).choice(list("ACGU"), n))
+    gpu = gamut.fold(seq, min_loop=1, device="cuda", corner=4)
+    cpu = gamut.fold(seq, min_loop=1, device="cpu", engine="blocked", corner=4)
+    assert gpu.pairs == cpu.pairs
+    assert np.array_equal(gpu.corner, cpu.corner)
+    check_structure(seq, gpu.structure, gpu.pairs, 1)
+
+
+def test_gpu_real_genome_prefix():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "rna" / "NC_045512.2.fasta"
+    if not path.exists():
+        path = Path(__file__).parent / "data" / "fold" / "sars-cov-2_5prime_1500.fa"
+    from gamut.io import read_fasta
+
+    seq = next(iter(read_fasta(path))).sequence[:20000]
+    for min_loop in (1, 3):
+        gpu = gamut.fold(seq, min_loop=min_loop, device="cuda")
+        cpu = gamut.fold(seq, min_loop=min_loop, device="cpu")
+        assert gpu.pairs == cpu.pairs
+        check_structure(seq, gpu.structure, gpu.pairs, min_loop)
+
+
+def test_gpu_too_long_is_a_clear_error():
+    from gamut.fold.gpu import fill_gpu
+
+    with pytest.raises(DeviceError, match="GB of GPU memory"):
+        fill_gpu(np.zeros(400_000, dtype=np.uint8), 1)

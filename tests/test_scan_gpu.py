@@ -1,0 +1,247 @@
+"""The GPU scan engine (gamut.scan.gpu) must return exactly what the CPU engine returns.
+
+Two ways to run the CUDA kernels' code:
+- on a GPU (tests marked ``gpu``, skipped without one): GpuEngine through CuPy;
+- on any machine with g++: the same kernel source compiled for the host
+  (``scan_host_harness.cu``), driven by the same Python pipeline. These run in CI and cover the
+  segment/checkpoint/repair/traceback-window logic with tiny tuning values that force every path.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gamut.scan.alignments import EncodedSeq
+from gamut.scan.cpu import CpuEngine, order_and_suppress
+from gamut.scan.gpu import (
+    MAX_GPU_QUERY,
+    ROW_BUCKETS,
+    GpuEngine,
+    GpuTuning,
+    HostBackend,
+    bucket_for,
+    build_host_library,
+    gap_scalars,
+    suppress_sorted,
+)
+from gamut.scan.params import ScanParams, row_scheme
+
+CASES = sorted(p for p in (Path(__file__).parent / "data" / "miranda").iterdir() if p.is_dir())
+FIELDS = ("score", "i_end", "j_end", "i_start", "j_start", "op_offsets", "ops")
+#: Tuning that splits references into tiny segments with almost no warm-up and short traceback
+#: windows, so repairs and CPU fallbacks happen all the time.
+TINY = GpuTuning(cpint=8, warm=2, min_seg=16, max_seg=32, target_tasks=10**9, trace_margin=1)
+COMPLEMENT = np.array([3, 2, 1, 0, 4], np.int8)  # A<->U, C<->G, masked stays
+
+
+def assert_same(got, want, pairs) -> int:
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        for f in FIELDS:
+            a, b = getattr(g, f), getattr(w, f)
+            assert a.dtype == b.dtype, (pairs[k], f)
+            assert np.array_equal(a, b), (pairs[k], f, a[:8], b[:8])
+    return sum(len(w) for w in want)
+
+
+def random_case(rng: np.random.Generator, nq: int, nr: int, qlen: tuple[int, int], rlen: tuple[int, int],
+                odd: float = 0.05):
+    """Random queries and references (with some masked letters) and planted query complements."""
+    probs = np.array([1, 1, 1, 1, 0]) * (1 - odd) / 4 + np.array([0, 0, 0, 0, odd])
+    qs = [EncodedSeq(rng.choice(5, int(rng.integers(qlen[0], qlen[1] + 1)), p=probs).astype(np.int8))
+          for _ in range(nq)]
+    refs = []
+    for _ in range(nr):
+        codes = rng.choice(5, int(rng.integers(rlen[0], rlen[1] + 1)), p=probs).astype(np.int8)
+        for _ in range(int(rng.integers(0, 4))):
+            q = qs[int(rng.integers(nq))].codes
+            if codes.shape[0] > q.shape[0]:
+                site = COMPLEMENT[q[::-1]].copy()
+                mutate = rng.random(site.shape[0]) < 0.15
+                site[mutate] = rng.integers(0, 5, int(mutate.sum()))
+                pos = int(rng.integers(0, codes.shape[0] - q.shape[0] + 1))
+                codes[pos : pos + q.shape[0]] = site
+        refs.append(EncodedSeq(codes))
+    pairs = np.array([(a, b) for a in range(nq) for b in range(nr)], np.int64).reshape(-1, 2)
+    return qs, refs, pairs
+
+
+def random_params(rng: np.random.Generator) -> ScanParams:
+    return ScanParams(
+        score_threshold=int(rng.choice([140, 100, 70, 40])),
+        scale=float(rng.choice([4.0, 2.5, 1.0, 6.3])),
+        gap_open=int(rng.choice([-9, -6, -2, 0])),
+        gap_extend=int(rng.choice([-4, -2, -1, 0])),
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Pure-Python pieces (no compiler, no GPU)
+# ------------------------------------------------------------------------------------------
+
+
+def test_bucket_for_picks_smallest_fitting_bucket():
+    for n in range(0, MAX_GPU_QUERY + 1):
+        b = bucket_for(n)
+        assert b >= n and b in ROW_BUCKETS
+        assert all(x < n for x in ROW_BUCKETS if x < b)
+    assert bucket_for(MAX_GPU_QUERY + 1) == 0
+
+
+@given(st.floats(0.1, 10), st.integers(-12, 0), st.integers(-12, 0))
+def test_gap_scalars_match_row_scheme(scale, go, ge):
+    params = ScanParams(scale=scale, gap_open=go, gap_extend=ge)
+    normal_open, normal_ext, seed_open, seed_ext = gap_scalars(params)
+    for L in (1, 5, 9, 22, 40):
+        scheme = row_scheme(L, params)
+        for i in range(1, L + 1):
+            if scheme.seed_row[i]:
+                assert (scheme.gap_open[i], scheme.gap_extend[i]) == (seed_open, seed_ext)
+            else:
+                assert (scheme.gap_open[i], scheme.gap_extend[i]) == (normal_open, normal_ext)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_suppress_sorted_matches_cpu(data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n_pairs = data.draw(st.integers(1, 4))
+    qlen = rng.integers(1, 30, n_pairs)
+    rlen = rng.integers(1, 200, n_pairs)
+    pair, rows, cols, scores = [], [], [], []
+    want = []
+    for p in range(n_pairs):
+        n = int(rng.integers(0, 60))
+        # Unique cells, few score values (many ties).
+        cells = rng.choice(int(qlen[p]) * int(rlen[p]), size=min(n, int(qlen[p]) * int(rlen[p])), replace=False)
+        i = (cells % qlen[p] + 1).astype(np.int32)
+        j = (cells // qlen[p] + 1).astype(np.int32)
+        s = rng.integers(140, 146, i.shape[0]).astype(np.int32)
+        keep = order_and_suppress(s, i, j, int(qlen[p]), int(rlen[p]))
+        want += [(p, int(s[k]), int(i[k]), int(j[k])) for k in keep]
+        pair += [p] * i.shape[0]
+        rows += list(i)
+        cols += list(j)
+        scores += list(s)
+    pair, rows, cols, scores = (np.array(x, dtype=d) for x, d in
+                                ((pair, np.int64), (rows, np.int32), (cols, np.int32), (scores, np.int32)))
+    o = np.lexsort((rows, cols, -scores.astype(np.int64), pair))
+    mask = suppress_sorted(pair[o], rows[o], cols[o], qlen.astype(np.int64), rlen.astype(np.int64))
+    got = [(int(p), int(s), int(i), int(j)) for p, s, i, j in zip(pair[o][mask], scores[o][mask], rows[o][mask],
+                                                                   cols[o][mask])]
+    assert got == want
+
+
+# ------------------------------------------------------------------------------------------
+# The kernels compiled for the host (needs g++): the whole pipeline against the CPU engine
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def host_lib(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available to build the host version of the kernels")
+    return build_host_library(str(tmp_path_factory.mktemp("scan_host")))
+
+
+def host_engine(lib: str, tuning: GpuTuning | None = None) -> GpuEngine:
+    return GpuEngine([], threads=1, backends=[HostBackend(lib)], tuning=tuning)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_host_kernels_match_cpu_engine(host_lib, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    qs, refs, pairs = random_case(rng, nq=3, nr=3, qlen=(1, 70), rlen=(0, 1500), odd=data.draw(st.sampled_from([0.0, 0.05, 0.5])))
+    params = random_params(rng)
+    tuning = data.draw(st.sampled_from([TINY, GpuTuning(), GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64,
+                                                                      target_tasks=10**9, trace_margin=3)]))
+    engine = host_engine(host_lib, tuning)
+    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+
+
+def test_host_kernels_exercise_repair_and_fallback(host_lib):
+    rng = np.random.default_rng(7)
+    qs, refs, pairs = random_case(rng, nq=4, nr=4, qlen=(18, 26), rlen=(500, 3000))
+    params = ScanParams(score_threshold=60, gap_extend=0)
+    engine = host_engine(host_lib, TINY)
+    n = assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    assert n > 0
+    assert engine.stats["repaired_tasks"] > 0
+    assert engine.stats["trace_fallback_pairs"] > 0
+
+
+def test_host_kernels_long_reference_and_nonpositive_threshold(host_lib):
+    rng = np.random.default_rng(11)
+    qs, refs, pairs = random_case(rng, nq=2, nr=1, qlen=(20, 24), rlen=(30_000, 30_000))
+    params = ScanParams()
+    engine = host_engine(host_lib)
+    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    qs, refs, pairs = random_case(rng, nq=2, nr=2, qlen=(4, 12), rlen=(1, 200))
+    for threshold in (0, -3):
+        params = ScanParams(score_threshold=threshold)
+        assert_same(host_engine(host_lib, TINY).align(qs, refs, pairs, params),
+                    CpuEngine(1).align(qs, refs, pairs, params), pairs)
+
+
+def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):
+    """Every golden case, byte for byte, with the kernels' host build as the engine."""
+    import gamut.scan.api as api
+    from test_scan_golden import results_after_settings, run_case
+
+    monkeypatch.setattr(api, "make_engine", lambda device="auto", threads=None, gpus=None: host_engine(host_lib))
+    for case in CASES:
+        args = (case / "args.txt").read_text().split()
+        expected = case / ("expected.txt" if "-noenergy" in args else "expected_noenergy.txt")
+        got = results_after_settings(run_case(case, ["-noenergy"], tmp_path, monkeypatch))
+        assert got == expected.read_text(encoding="latin-1"), case.name
+
+
+# ------------------------------------------------------------------------------------------
+# On a GPU
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_gpu_matches_cpu_engine(data):
+    """Queries of 4-40 letters, references of 1-30,000, odd letters: GPU == CPU, hit for hit."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    long_refs = data.draw(st.booleans())
+    qs, refs, pairs = random_case(rng, nq=4, nr=3, qlen=(4, 40), rlen=(1, 30_000) if long_refs else (1, 2_000),
+                                  odd=data.draw(st.sampled_from([0.0, 0.05, 0.5])))
+    params = random_params(rng)
+    tuning = data.draw(st.sampled_from([GpuTuning(), TINY]))
+    engine = GpuEngine([0], threads=2, tuning=tuning)
+    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(2).align(qs, refs, pairs, params), pairs)
+
+
+@pytest.mark.gpu
+def test_gpu_long_queries_and_split_over_devices():
+    """Queries beyond the largest bucket (CPU path) and two workers on the GPUs (or twice GPU 0)."""
+    from gamut.cuda import available_gpus
+
+    rng = np.random.default_rng(5)
+    qs, refs, pairs = random_case(rng, nq=6, nr=5, qlen=(4, 90), rlen=(1, 5_000))
+    params = ScanParams(score_threshold=90)
+    gpus = list(available_gpus())
+    ids = gpus[:2] if len(gpus) > 1 else [gpus[0], gpus[0]]
+    engine = GpuEngine(ids, threads=2)
+    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(2).align(qs, refs, pairs, params), pairs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_gpu_golden_noenergy(case, tmp_path, monkeypatch):
+    from test_scan_golden import results_after_settings, run_case
+
+    args = (case / "args.txt").read_text().split()
+    expected = case / ("expected.txt" if "-noenergy" in args else "expected_noenergy.txt")
+    got = results_after_settings(run_case(case, ["-noenergy", "--device", "cuda"], tmp_path, monkeypatch))
+    assert got == expected.read_text(encoding="latin-1")

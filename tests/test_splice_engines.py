@@ -1,0 +1,135 @@
+"""Spliced-alignment engines: reference, fast (serial, level-parallel, batch) and the GPU schedule.
+
+The GPU kernel's schedule is checked on the CPU through a NumPy emulation
+(``tests/splice_schedule.py``); the kernel itself is tested in ``test_splice_gpu.py``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from splice_helpers import brute_force, rescore
+from splice_schedule import emulate_forward
+
+from gamut.splice import cpu
+from gamut.splice.api import solve
+from gamut.splice.generate import paper_like_cases
+from gamut.splice.model import ScoreParams, make_case
+
+
+@st.composite
+def cases(draw, max_base=40, max_exons=6, max_target=24):
+    base = draw(st.lists(st.integers(0, 4), min_size=1, max_size=max_base))
+    exons = []
+    for _ in range(draw(st.integers(1, max_exons))):
+        start = draw(st.integers(0, len(base) - 1))
+        end = draw(st.integers(start + 1, min(len(base), start + 12)))
+        exons.append((start, end))
+    target = draw(st.lists(st.integers(0, 4), min_size=1, max_size=max_target))
+    params = ScoreParams(
+        match=draw(st.integers(0, 3)), mismatch=draw(st.integers(-3, 1)), gap=draw(st.integers(-3, -1)))
+    return np.asarray(base, np.uint8), exons, np.asarray(target, np.uint8), params
+
+
+def all_engines(case, params):
+    ref = cpu.forward_reference(case, params.matrix, params.gap)
+    serial = cpu.forward_fast(case, params.matrix, params.gap, parallel=False)
+    levels = cpu.exon_levels(case.starts, case.ends)
+    last, pred = cpu._arrays(case)
+    level_exons = np.argsort(levels, kind="stable")
+    offsets = np.searchsorted(levels[level_exons], np.arange(levels.max() + 2))
+    cpu._parallel_forward(case.base, case.starts, case.ends, case.target, params.matrix, np.int32(params.gap),
+                          last, pred, level_exons, offsets)
+    return ref, {"serial": serial, "level-parallel": (last, pred)}
+
+
+@settings(max_examples=80, deadline=None)
+@given(cases())
+def test_engines_agree_and_match_brute_force(data):
+    base, exons, target, params = data
+    case = make_case(base, exons, target, params)
+    (ref_last, ref_pred), others = all_engines(case, params)
+    for name, (last, pred) in others.items():
+        np.testing.assert_array_equal(last, ref_last, err_msg=name)
+        np.testing.assert_array_equal(pred, ref_pred, err_msg=name)
+    result = solve([case], params, "reference")[0]
+    assert result.score == brute_force(base, exons, target, params.matrix, params.gap)
+    assert rescore(result, base, target, params.matrix, params.gap) == result.score
+    starts_ends = [exons[k] for k in result.chain]
+    assert all(a[1] <= b[0] for a, b in zip(starts_ends, starts_ends[1:]))
+    assert result.exons == starts_ends
+
+
+@settings(max_examples=40, deadline=None)
+@given(cases(max_base=60, max_exons=8, max_target=40), st.integers(1, 4), st.integers(1, 3))
+def test_gpu_schedule_emulation_matches_reference(data, lanes, cols):
+    base, exons, target, params = data
+    case = make_case(base, exons, target, params)
+    ref_last, ref_pred = cpu.forward_reference(case, params.matrix, params.gap)
+    last, pred = emulate_forward(case, params.matrix, params.gap, lanes=lanes, cols=cols)
+    np.testing.assert_array_equal(last, ref_last)
+    np.testing.assert_array_equal(pred, ref_pred)
+
+
+def test_generated_cases_all_engines_identical():
+    params = ScoreParams()
+    generated = paper_like_cases(24, seed=11, scale=0.15)
+    prepared = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    batch = cpu.forward_fast_many(prepared, params.matrix, params.gap, threads=2)
+    for case, (last, pred) in zip(prepared, batch):
+        (ref_last, ref_pred), others = all_engines(case, params)
+        np.testing.assert_array_equal(last, ref_last)
+        np.testing.assert_array_equal(pred, ref_pred)
+        for name, (l2, p2) in others.items():
+            np.testing.assert_array_equal(l2, ref_last, err_msg=name)
+            np.testing.assert_array_equal(p2, ref_pred, err_msg=name)
+    ref = solve(prepared, params, "reference")
+    fast = solve(prepared, params, "fast")
+    assert [(r.score, r.chain, r.alignment.base) for r in ref] == [(r.score, r.chain, r.alignment.base) for r in fast]
+
+
+def test_emulated_schedule_on_generated_case_with_many_chunks():
+    params = ScoreParams(match=2, mismatch=-1, gap=-2)
+    g = paper_like_cases(1, seed=5, scale=0.05)[0]
+    case = make_case(g.base, g.exons, g.target, params)
+    ref = cpu.forward_fast(case, params.matrix, params.gap)
+    last, pred = emulate_forward(case, params.matrix, params.gap, lanes=3, cols=2)
+    np.testing.assert_array_equal(last, ref[0])
+    np.testing.assert_array_equal(pred, ref[1])
+
+
+def test_unmutated_gene_is_found_exactly():
+    from gamut.splice.generate import generate_base
+
+    rng = np.random.default_rng(3)
+    base, exons, true_exons = generate_base(rng, base_length=4000, n_exons=30, gene_length=300, exon_mean=40)
+    target = np.concatenate([base[exons[k, 0]:exons[k, 1]] for k in true_exons])
+    params = ScoreParams()
+    result = solve([make_case(base, exons, target, params)], params, "fast")[0]
+    assert result.score == target.size * params.match
+    assert result.alignment.base == result.alignment.target
+
+
+@pytest.mark.parametrize("forward", [cpu.forward_reference, cpu.forward_fast])
+def test_tie_rule_smallest_predecessor_index(forward):
+    params = ScoreParams(match=1, mismatch=-1, gap=-1)
+    base = np.asarray([0, 1, 0, 1], np.uint8)  # ACAC
+    target = np.asarray([0, 1], np.uint8)  # AC
+    # Inputs 1 and 2 are the same AC exon at 0-2 (sorted 0 and 1); input 0 is AC at 2-4 (sorted 2).
+    case = make_case(base, [(2, 4), (0, 2), (0, 2)], target, params)
+    last, pred = forward(case, params.matrix, params.gap)
+    np.testing.assert_array_equal(last[:2], [[-2, 0, 2], [-2, 0, 2]])
+    np.testing.assert_array_equal(pred[2], [-1, 0, 0])  # ties between sorted 0 and 1 go to 0
+    result = solve([case], params, "fast")[0]
+    assert result.score == 2 and result.chain == [1]  # best final exons tie: sorted 0 = input 1
+
+
+@pytest.mark.parametrize("forward", [cpu.forward_reference, cpu.forward_fast])
+def test_tie_rule_prefers_chain_start(forward):
+    params = ScoreParams(match=1, mismatch=-1, gap=-1)
+    case = make_case(np.asarray([0, 1], np.uint8), [(0, 1), (1, 2)], np.asarray([2], np.uint8), params)
+    last, pred = forward(case, params.matrix, params.gap)
+    np.testing.assert_array_equal(last[0], [-1, -1])
+    # Entering exon 1 at column 1: chain start (1 * gap = -1) ties exon 0's last row (-1).
+    np.testing.assert_array_equal(pred[1], [-1, -1])
