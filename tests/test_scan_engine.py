@@ -99,3 +99,17 @@ def test_threads_give_the_same_result():
     for a, b in zip(one, many):
         for field in ("score", "i_end", "j_end", "i_start", "j_start", "ops"):
             assert np.array_equal(getattr(a, field), getattr(b, field))
+
+
+@settings(max_examples=30, deadline=None)
+@given(pair=planted_pair(), scale=st.sampled_from([1500.0, 2600.5]), go=st.integers(-40000, -1))
+def test_int32_rows_for_huge_scores(pair, scale, go):
+    """Parameters whose scores overflow int16 take the int32 DP and still match the reference."""
+    from gamut.scan.cpu import dp_tables
+    from gamut.scan.params import query_tables
+
+    query, ref = pair
+    params = ScanParams(score_threshold=20_000, scale=scale, gap_open=go, gap_extend=-4)
+    assert dp_tables(query_tables(encode(query), params))[0].dtype == np.int32
+    expected = reference_alignments(query, ref, 20_000, scale, go, -4)
+    assert engine_alignments(query, ref, params) == expected
