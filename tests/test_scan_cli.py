@@ -69,7 +69,7 @@ def test_bad_options(files, tmp_path, capsys, extra, message):
     q, r = files
     out = tmp_path / "out.txt"
     code, _, err = run_cli(["miranda", str(q), str(r), "-noenergy", "-out", str(out), *extra], capsys)
-    assert code != 0 and message in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
 
 

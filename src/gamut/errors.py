@@ -13,9 +13,7 @@ class InputError(GamutError):
 
 
 class UsageError(GamutError):
-    """A bad command-line option or argument value."""
-
-    exit_code = 2
+    """A bad command-line option or argument value (exit status 1, as miRanda uses)."""
 
 
 class DeviceError(GamutError):
