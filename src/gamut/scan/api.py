@@ -117,8 +117,7 @@ def scan_files(
     references = read_miranda_fasta(reference_path)
     scan_input = ScanInput(queries, references, params)
     engine = make_engine(device, threads, gpus)
-    pairs = scan_input.pairs()
-    total = scan_input.cells(pairs)
+    total = scan_input.total_cells()
     if progress is None:
         progress = sys.stderr.isatty() and total > 300_000_000
     bar = _progress_bar(total, engine.name) if progress else nullcontext(None)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -32,31 +32,36 @@ class ScanInput:
         self.query_codes = [EncodedSeq(encode(q.sequence)) for q in self.queries]
         self.reference_codes = [EncodedSeq(encode(s)) for s in self.trimmed]
 
-    def pairs(self) -> list[tuple[int, int]]:
-        """All (query, reference) index pairs in output order, after -restrict."""
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        """All (query, reference) index pairs in output order, after -restrict (lazily)."""
         allowed = self.params.restrict
-        return [
-            (qi, ri)
-            for qi, q in enumerate(self.queries)
-            for ri, r in enumerate(self.references)
-            if allowed is None or (q.id, r.id) in allowed
-        ]
+        for qi, q in enumerate(self.queries):
+            for ri, r in enumerate(self.references):
+                if allowed is None or (q.id, r.id) in allowed:
+                    yield qi, ri
 
-    def cells(self, pairs: Sequence[tuple[int, int]]) -> int:
-        return sum(len(self.query_codes[q]) * len(self.reference_codes[r]) for q, r in pairs)
+    def pair_cells(self, qi: int, ri: int) -> int:
+        return len(self.query_codes[qi]) * len(self.reference_codes[ri])
+
+    def total_cells(self) -> int:
+        """Cells (query x reference letters) of the whole scan."""
+        if self.params.restrict is None:
+            return sum(map(len, self.query_codes)) * sum(map(len, self.reference_codes))
+        return sum(self.pair_cells(q, r) for q, r in self.pairs())
 
 
-def _chunks(scan_input: ScanInput, pairs: list[tuple[int, int]], chunk_cells: int) -> Iterator[list[tuple[int, int]]]:
+def _chunks(scan_input: ScanInput, chunk_cells: int) -> Iterator[tuple[list[tuple[int, int]], int]]:
+    """Consecutive runs of pairs holding about ``chunk_cells`` cells, with their cell counts."""
     chunk: list[tuple[int, int]] = []
     cells = 0
-    for q, r in pairs:
+    for q, r in scan_input.pairs():
         chunk.append((q, r))
-        cells += len(scan_input.query_codes[q]) * len(scan_input.reference_codes[r])
+        cells += scan_input.pair_cells(q, r)
         if cells >= chunk_cells or len(chunk) >= DEFAULT_CHUNK_PAIRS:
-            yield chunk
+            yield chunk, cells
             chunk, cells = [], 0
     if chunk:
-        yield chunk
+        yield chunk, cells
 
 
 def assign_energies(hits: list[Hit], params: ScanParams, threads: int | None) -> None:
@@ -79,16 +84,19 @@ def run_scan(
     engine: AlignmentEngine,
     *,
     threads: int | None = None,
-    chunk_cells: int = DEFAULT_CHUNK_CELLS,
+    chunk_cells: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[PairResult]:
     """Yield a :class:`PairResult` per scanned pair, in miRanda's output order.
 
-    ``progress`` is called with the number of cells finished after each chunk.
+    ``progress`` is called with the number of cells finished after each chunk. Chunks hold
+    ``chunk_cells`` cells (default: the engine's ``preferred_chunk_cells``, else 64 M).
     """
     params = scan_input.params
+    if chunk_cells is None:
+        chunk_cells = getattr(engine, "preferred_chunk_cells", DEFAULT_CHUNK_CELLS)
     counter = 0
-    for chunk in _chunks(scan_input, scan_input.pairs(), chunk_cells):
+    for chunk, cells in _chunks(scan_input, chunk_cells):
         alignments = engine.align(
             scan_input.query_codes, scan_input.reference_codes, np.asarray(chunk, dtype=np.int64), params
         )
@@ -103,5 +111,5 @@ def run_scan(
         assign_energies(all_hits, params, threads)
         mark_reported(all_hits, float(params.energy_threshold), params.strict)
         if progress is not None:
-            progress(scan_input.cells(chunk))
+            progress(cells)
         yield from results
