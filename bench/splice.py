@@ -43,7 +43,13 @@ def device_kind(device: str) -> tuple[str, str]:
         name = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["name"].decode()
         kind = "h100" if "H100" in name else "h200" if "H200" in name else name.split()[-1].lower()
         return kind, name
-    return "cpu", f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+    model = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return "cpu", f"{model} ({os.cpu_count()} cores)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--variants", default="8:16,16:8,4:16", help="GPU COLS:MAX_WARPS variants to time")
+    parser.add_argument("--variants", default="8:16,8:8,4:16,16:4", help="GPU COLS:MAX_WARPS variants to time")
     parser.add_argument("--skip-il1", action="store_true")
     parser.add_argument("--skip-cpu", action="store_true", help="do not time the CPU fast engine")
     parser.add_argument("--check", action="store_true", help="check GPU last/pred arrays against the CPU fast engine")
@@ -71,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     generated = paper_like_cases(args.cases, seed=args.seed, scale=args.scale)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
     gen_s = time.perf_counter() - t0
-    workloads = {"paper_set": cases}
+    workloads = {"paper_set": cases, "paper_set_first50": cases[:50]}
     by_cells = sorted(cases, key=lambda c: -c.cells)
     workloads["largest"] = by_cells[: args.largest]
     if not args.skip_il1:
@@ -90,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {
         "device": device_name, "device_kind": kind, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-        "generation_s": gen_s, "workloads": info, "runs": [],
+        "generation_s": gen_s, "workloads": info, "runs": [], "loadavg_start": os.getloadavg()[0],
     }
 
     def record(workload: str, engine: str, seconds: float, times: list[float], **extra) -> None:
@@ -143,16 +149,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"check: {mismatches} cases differ between GPU and CPU fast engine", flush=True)
 
     if not args.skip_cpu:
+        threads = os.cpu_count()
         cpu.forward_fast_many(cases[:2], params.matrix, params.gap)  # compile
+        cpu.forward_reference(cases[0], params.matrix, params.gap)
         for name, cs in workloads.items():
             if name == "largest" and device == "cpu":
                 continue
             if len(cs) == 1:
                 wall, times = median_time(lambda: cpu.forward_fast(cs[0], params.matrix, params.gap), 1)
+                record(name, f"cpu fast forward (one case, {threads} threads tiled)", wall, times)
+                wall, times = median_time(lambda: cpu.forward_fast(cs[0], params.matrix, params.gap, parallel=False), 1)
+                record(name, "cpu fast forward (one case, 1 thread)", wall, times)
             else:
                 wall, times = median_time(lambda: cpu.forward_fast_many(cs, params.matrix, params.gap), 1)
-            record(name, f"cpu fast ({os.cpu_count()} threads) forward", wall, times)
+                record(name, f"cpu fast forward ({threads} threads, case per thread)", wall, times)
+            if name != "paper_set" and name != "largest":
+                wall, times = median_time(lambda: [cpu.forward_reference(c, params.matrix, params.gap) for c in cs], 1)
+                record(name, "cpu reference forward (1 thread)", wall, times)
 
+    results["loadavg_end"] = os.getloadavg()[0]
     if args.json_only:
         Path(args.json_only).write_text(json.dumps(results, indent=1))
         return 0
@@ -162,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# Spliced alignment benchmark ({kind})", "",
         f"- device: {device_name}", f"- date: {results['date']}", f"- command: `python bench/{results['command']}`",
+        f"- 1-minute load average at start/end: {results['loadavg_start']:.2f} / {results['loadavg_end']:.2f}"
+        " (above 0: other jobs were sharing the cores)",
         "", "| workload | cases | Gcells | engine | time (ms) | ms/case | MCUPS |", "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     for r in results["runs"]:

@@ -41,6 +41,7 @@ def emulate_forward(case, matrix, gap, lanes=32, cols=8):
         left_in = [NEG_INF] * lanes
         diag_in = [NEG_INF] * lanes
         out = [NEG_INF] * lanes
+        nxt = [None] * lanes
         for step in range(rows + lanes - 1):
             recv = [out[lane - 1] if lane > 0 else out[0] for lane in range(lanes)]  # shfl_up
             for lane in range(lanes):
@@ -76,7 +77,7 @@ def emulate_forward(case, matrix, gap, lanes=32, cols=8):
                         if col0[lane] + q < width:
                             pred[kk, col0[lane] + q] = arg
                 else:
-                    sv = prof[base[sk[lane] + i[lane] - 1], lane]
+                    sv = nxt[lane]
                     cand = [max(h[lane, q] + gap, (diag_in[lane] if q == 0 else h[lane, q - 1]) + sv[q])
                             for q in range(cols)]
                     left = left_in[lane]
@@ -98,4 +99,5 @@ def emulate_forward(case, matrix, gap, lanes=32, cols=8):
                         ln[lane] = int(en[k[lane]] - st[k[lane]])
                 else:
                     i[lane] += 1
+                    nxt[lane] = prof[base[sk[lane] + i[lane] - 1], lane]  # prefetched scores
     return last, pred

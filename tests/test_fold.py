@@ -71,6 +71,7 @@ def test_engines_agree_at_2000_nt():
     seq = random_rna(2000, 7)
     results = [gamut.fold(seq, engine=e) for e in CPU_ENGINES]
     assert len({r.pairs for r in results}) == 1
+    assert len({r.structure for r in results}) == 1  # same matrix values, same traceback choices
     assert results[0].pairs > 500
     for r in results:
         check_structure(seq, r.structure, r.pairs, 1)
@@ -176,3 +177,15 @@ def test_gpu_memory_arithmetic():
     assert 195_000 < max_length(free_h100) < 210_000  # 2 n^2 bytes
     assert triangle_bytes(max_length(free_h100)) <= free_h100
     assert triangle_bytes(max_length(free_h100) + 64) > free_h100 * 0.99 - (64 << 20)
+
+
+@pytest.mark.parametrize("band,chunks", [(1, 2), (2, 3), (5, 4), (13, 2)])
+def test_multicore_bands_and_halos(band, chunks):
+    from gamut.fold.cpu import fill_multicore
+
+    codes = np.random.default_rng(band * chunks).integers(0, 5, 400).astype(np.uint8)
+    for min_loop in (0, 3):
+        expected = fill_matrix(codes, min_loop, "cpu2")
+        got = np.zeros_like(expected)
+        fill_multicore(codes, np.int64(min_loop), got, band, chunks)
+        assert np.array_equal(got, expected)

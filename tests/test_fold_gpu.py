@@ -69,7 +69,7 @@ def test_gpu_real_genome_prefix():
         path = Path(__file__).parent / "data" / "fold" / "sars-cov-2_5prime_1500.fa"
     from gamut.io import read_fasta
 
-    seq = next(iter(read_fasta(path))).sequence[:20000]
+    seq = list(read_fasta(path))[0].sequence[:20000]
     for min_loop in (1, 3):
         gpu = gamut.fold(seq, min_loop=min_loop, device="cuda")
         cpu = gamut.fold(seq, min_loop=min_loop, device="cpu")

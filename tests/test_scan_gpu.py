@@ -159,7 +159,7 @@ def test_host_kernels_match_cpu_engine(host_lib, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     qs, refs, pairs = random_case(rng, nq=3, nr=3, qlen=(1, 70), rlen=(0, 1500), odd=data.draw(st.sampled_from([0.0, 0.05, 0.5])))
     params = random_params(rng)
-    tuning = data.draw(st.sampled_from([TINY, GpuTuning(), GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64,
+    tuning = data.draw(st.sampled_from([TINY, GpuTuning(), GpuTuning(max_tasks=7, max_state_bytes=20_000, scratch_bytes=4096), GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64,
                                                                       target_tasks=10**9, trace_margin=3)]))
     engine = host_engine(host_lib, tuning)
     assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
@@ -174,6 +174,16 @@ def test_host_kernels_exercise_repair_and_fallback(host_lib):
     assert n > 0
     assert engine.stats["repaired_tasks"] > 0
     assert engine.stats["trace_fallback_pairs"] > 0
+
+
+def test_host_kernels_split_over_two_workers(host_lib):
+    """Two backends (as for two GPUs) in two threads: same results as the CPU engine."""
+    rng = np.random.default_rng(3)
+    qs, refs, pairs = random_case(rng, nq=5, nr=4, qlen=(4, 30), rlen=(1, 2500))
+    params = ScanParams(score_threshold=90)
+    engine = GpuEngine([], threads=1, backends=[HostBackend(host_lib), HostBackend(host_lib)])
+    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    assert engine.stats["tasks"] > 0
 
 
 def test_host_kernels_long_reference_and_nonpositive_threshold(host_lib):

@@ -1,4 +1,4 @@
-"""Spliced-alignment engines: reference, fast (serial, level-parallel, batch) and the GPU schedule.
+"""Spliced-alignment engines: reference, fast (serial, tiled multicore, batch) and the GPU schedule.
 
 The GPU kernel's schedule is checked on the CPU through a NumPy emulation
 (``tests/splice_schedule.py``); the kernel itself is tested in ``test_splice_gpu.py``.
@@ -32,16 +32,22 @@ def cases(draw, max_base=40, max_exons=6, max_target=24):
     return np.asarray(base, np.uint8), exons, np.asarray(target, np.uint8), params
 
 
+def tiled(case, params, n_chunks, block_rows):
+    last, pred = cpu._arrays(case)
+    cpu._tiled_forward(case.base, case.starts, case.ends, case.target, params.matrix, np.int32(params.gap),
+                       last, pred, n_chunks, block_rows)
+    return last, pred
+
+
 def all_engines(case, params):
     ref = cpu.forward_reference(case, params.matrix, params.gap)
     serial = cpu.forward_fast(case, params.matrix, params.gap, parallel=False)
-    levels = cpu.exon_levels(case.starts, case.ends)
-    last, pred = cpu._arrays(case)
-    level_exons = np.argsort(levels, kind="stable")
-    offsets = np.searchsorted(levels[level_exons], np.arange(levels.max() + 2))
-    cpu._parallel_forward(case.base, case.starts, case.ends, case.target, params.matrix, np.int32(params.gap),
-                          last, pred, level_exons, offsets)
-    return ref, {"serial": serial, "level-parallel": (last, pred)}
+    n1 = case.target.size + 1
+    others = {"serial": serial, "tiled 1x1": tiled(case, params, 1, 1)}
+    for n_chunks, block_rows in ((2, 3), (5, 7), (3, 64)):
+        if n_chunks <= n1:
+            others[f"tiled {n_chunks}x{block_rows}"] = tiled(case, params, n_chunks, block_rows)
+    return ref, others
 
 
 @settings(max_examples=80, deadline=None)
@@ -133,3 +139,28 @@ def test_tie_rule_prefers_chain_start(forward):
     np.testing.assert_array_equal(last[0], [-1, -1])
     # Entering exon 1 at column 1: chain start (1 * gap = -1) ties exon 0's last row (-1).
     np.testing.assert_array_equal(pred[1], [-1, -1])
+
+
+def test_gpu_batch_packing_layout():
+    """The concatenated arrays handed to the kernel describe every case exactly (no GPU needed)."""
+    from gamut.splice.gpu import PackedBatch
+
+    params = ScoreParams()
+    generated = paper_like_cases(7, seed=2, scale=0.1)
+    prepared = [make_case(g.base, g.exons, g.target, params) for g in generated]
+    packed = PackedBatch(prepared, cols=4)
+    assert sorted(packed.case_order.tolist()) == list(range(7))
+    cells = [prepared[i].cells for i in packed.case_order]
+    assert cells == sorted(cells, reverse=True)
+    for i, case in enumerate(prepared):
+        e0, e1 = packed.exon_off[i], packed.exon_off[i + 1]
+        np.testing.assert_array_equal(packed.base[packed.base_off[i]:packed.base_off[i + 1]], case.base)
+        np.testing.assert_array_equal(packed.target[packed.target_off[i]:packed.target_off[i + 1]], case.target)
+        np.testing.assert_array_equal(packed.starts[e0:e1], case.starts)
+        np.testing.assert_array_equal(case.ends[packed.by_end[e0:e1]], np.sort(case.ends, kind="stable"))
+        assert packed.n_exons[i] == case.n_exons and packed.target_len[i] == case.target.size
+        assert packed.out_off[i + 1] - packed.out_off[i] == case.n_exons * (case.target.size + 1)
+        chunks = -(-(case.target.size + 1) // 128)
+        assert packed.chunks[i] == chunks
+        assert packed.bound_off[i + 1] - packed.bound_off[i] == chunks * case.stream_rows
+        assert packed.progress_off[i + 1] - packed.progress_off[i] == chunks

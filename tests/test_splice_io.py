@@ -113,5 +113,22 @@ def test_cli_errors_exit_non_zero(files, capsys):
     assert code != 0
     assert "missing.bed: no such file" in capsys.readouterr().err
     code = main(["splice", str(files / "base.fa"), str(files / "ex.bed"), str(files / "t.fa"), "--gap", "1"])
-    assert code == 2
+    assert code == UsageError.exit_code
     assert "gap must be negative" in capsys.readouterr().err
+
+
+def test_cli_on_shipped_example_reference_equals_fast(data_dir, tmp_path):
+    d = data_dir / "splice"
+    reports = {}
+    for engine in ("reference", "fast"):
+        out = tmp_path / f"{engine}.txt"
+        table = tmp_path / f"{engine}.tsv"
+        assert main(["splice", str(d / "gene.fa"), str(d / "candidates.gff3"), str(d / "cdna.fa"),
+                     "--engine", engine, "-o", str(out), "--table", str(table)]) == 0
+        reports[engine] = (out.read_text(), table.read_text())
+    assert reports["reference"] == reports["fast"]
+    true_chain = [int(x) for x in (d / "true_exons.txt").read_text().split("\n")[1].split()]
+    rows = [r.split("\t") for r in reports["fast"][1].splitlines()[1:]]
+    chosen = [int(r[4]) for r in rows if r[0] == "cdna0"]
+    assert chosen == true_chain  # 2% divergence: the gene's exons are recovered exactly
+    assert reports["fast"][0].count("# target cdna") == 3

@@ -11,7 +11,8 @@ All three fill ``M[i, j] = C(i, j)``, the maximum number of pairs in ``s[i..j]``
 - :func:`fill_cpu1`: the naive code (CPU1): reads ``C(k+1, j)`` down a column.
 - :func:`fill_cpu2`: the cache-efficient code (CPU2): each value is also stored transposed in the
   lower triangle, ``M[j, i] = C(i, j)``, so ``C(k+1, j) = M[j, k+1]`` is read along a row.
-- :func:`fill_multicore`: CPU2 with the cells of each diagonal spread over cores (OMP2).
+- :func:`fill_multicore`: CPU2 with the cells of each diagonal spread over cores (OMP2), the
+  threads synchronising once per band of diagonals.
 """
 from __future__ import annotations
 
@@ -80,12 +81,25 @@ def fill_cpu2(codes, min_loop, M):
 
 
 @njit(cache=True, parallel=True)
-def fill_multicore(codes, min_loop, M):
-    """OMP2: CPU2 with the independent cells of each diagonal computed in parallel."""
+def fill_multicore(codes, min_loop, M, band=32, chunks=2):
+    """OMP2: CPU2 with the cells of each diagonal spread over ``chunks`` threads.
+
+    Threads meet once per ``band`` diagonals instead of once per diagonal: a thread owning rows
+    ``[a, b)`` also recomputes the ``band - 1`` rows below ``b`` that its later diagonals need
+    (writing the same values as their owner), so within a band it reads only its own cells.
+    """
     n = codes.shape[0]
-    for diag in range(1, n):
-        for row in prange(n - diag):
-            _cell_cpu2(codes, min_loop, M, row, row + diag)
+    for d0 in range(1, n, band):
+        d1 = min(d0 + band, n)
+        rows = n - d0
+        parts = min(chunks, max(1, rows // (4 * band)))
+        for c in prange(parts):
+            a = rows * c // parts
+            b = rows * (c + 1) // parts
+            for d in range(d0, d1):
+                hi = min(b + (d1 - 1 - d), n - d)
+                for row in range(a, hi):
+                    _cell_cpu2(codes, min_loop, M, row, row + d)
 
 
 FILLERS = {"cpu1": fill_cpu1, "cpu2": fill_cpu2, "multicore": fill_multicore}
@@ -95,6 +109,12 @@ def fill_matrix(codes: np.ndarray, min_loop: int, engine: str = "multicore") -> 
     """Allocate and fill the n x n score matrix with a CPU ``engine``; ``M[i, j] = C(i, j)`` for i <= j."""
     n = int(codes.shape[0])
     M = np.zeros((n, n), dtype=matrix_dtype(n))
-    if n:
+    if not n:
+        return M
+    if engine == "multicore":
+        import numba
+
+        fill_multicore(codes, np.int64(min_loop), M, 32, numba.get_num_threads())
+    else:
         FILLERS[engine](codes, np.int64(min_loop), M)
     return M

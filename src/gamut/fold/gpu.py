@@ -56,8 +56,11 @@ def fill_gpu(
     nb, count = tile_count(n, TILE)
     device = cupy.cuda.Device(device_id if device_id is not None else cupy.cuda.runtime.getDevice())
     with device:
-        free, total = cupy.cuda.runtime.memGetInfo()
         need = triangle_bytes(n)
+        free, total = cupy.cuda.runtime.memGetInfo()
+        if need > free * 0.99 - (64 << 20):  # blocks cached by CuPy's pool count as used: release them
+            cupy.get_default_memory_pool().free_all_blocks()
+            free, total = cupy.cuda.runtime.memGetInfo()
         if need > free * 0.99 - (64 << 20):
             raise DeviceError(
                 f"folding {n:,} nt needs {need / 1e9:.1f} GB of GPU memory for the score triangle but "

@@ -50,14 +50,14 @@ for _letters, _code in (("Aa", 1), ("Cc", 2), ("Gg", 3), ("UuTt", 4), ("Xx", 5),
     for _ch in _letters:
         _CODE[ord(_ch)] = _code
 _CODE.setflags(write=False)
-_ALIAS = np.array([0, 1, 2, 3, 4, 3, 2], dtype=np.int8)  # X counts as G, K as C in loop terms
+_ALIAS = np.array([0, 1, 2, 3, 4, 3, 2], dtype=np.uint8)  # X counts as G, K as C in loop terms
 # Pair types (old library): 1 CG, 2 GC, 3 GU, 4 UG, 5 AU, 6 UA; X-K behaves as G-C.
-_PAIR = np.zeros((7, 7), dtype=np.int8)
+_PAIR = np.zeros((7, 7), dtype=np.uint8)
 for (_a, _b), _t in {(2, 3): 1, (3, 2): 2, (3, 4): 3, (4, 3): 4, (1, 4): 5, (4, 1): 6,
                      (5, 6): 2, (6, 5): 1}.items():
     _PAIR[_a, _b] = _t
 _PAIR.setflags(write=False)
-_RTYPE = np.array([0, 2, 1, 4, 3, 6, 5, 7], dtype=np.int8)
+_RTYPE = np.array([0, 2, 1, 4, 3, 6, 5, 7], dtype=np.uint8)
 _RTYPE.setflags(write=False)
 _VIENNA_LETTER = "NACGUGC"  # code -> letter ViennaRNA sees (X as G, K as C; pairing constrained)
 
@@ -100,9 +100,9 @@ def generic_loop_costs(tables: EnergyTables) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, lc, mm_h, mm_i,
-             d5, d3, int11, int21, int22, scalars, lxc, tl, tl_e, S, S1, tetra, pt, c, c_intr,
-             c_aur, c_aut, cmin, fml, fml_t, dml):
+def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, lc, lc_row_min,
+             mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl, tl_e,
+             S, S1, tetra, pt, c, c_intr, c_aur, c_aut, cmin, rmin, seed, g1, g2, fml, fml_t, dml):
     """Minimum free energy (dcal/mol) of raw[start:start+n] under the old dangles=1 model.
 
     S .. dml are work buffers (vectors of m, matrices of m x m, m >= n + 2). Hot loops index
@@ -112,24 +112,27 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, 
     if n < TURN + 2:
         return 0
     ml_base, ml_closing, ml_intern, au = scalars[2], scalars[3], scalars[4], scalars[5]
-    lc_min = INF
-    for u1 in range(MAXLOOP + 1):
-        for u2 in range(MAXLOOP + 1):
-            lc_min = min(lc_min, lc[u1, u2])
+    lc_min = lc_row_min.min()
+    hp = np.empty(n + 1, np.int64)  # hairpin initiation by size (extrapolated beyond 30)
+    for size in range(n + 1):
+        hp[size] = hairpin[size] if size <= 30 else hairpin[30] + int(lxc * math.log(size / 30.0))
     R = S.shape[0] - 1
     one = np.uint64(1)
-    S[:] = 0
-    S1[:] = 0
+    m = n + 2  # only this corner of the (possibly larger) buffers is used
+    S[:m] = 0
+    S1[:m] = 0
     for k in range(n):
         S[k + 1] = code_of[raw[start + k]]
         S1[k + 1] = alias[S[k + 1]]
-    pt[:, :] = 0
+    pt[:m, :m] = 0
     for i in range(1, n + 1):
         for j in range(i + TURN + 1, n + 1):
             pt[i, j] = pair[S[i], S[j]]
     # special tetraloops, matched on the letters as written
-    tetra[:] = INF
+    tetra[:m] = INF
     for i in range(1, n - 4):
+        if pt[i, i + 5] == 0:
+            continue  # the six letters start and end with a closing pair
         for t in range(tl.shape[0]):
             hit = True
             for k in range(6):
@@ -139,27 +142,36 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, 
             if hit:
                 tetra[i] = tl_e[t]
                 break
-    c[:, :] = INF
-    c_intr[:, :] = INF  # c + inner mismatch of a generic interior loop (rows reversed)
-    c_aur[:, :] = INF   # c + terminal penalty, for bulges longer than 1 (rows reversed)
-    c_aut[:, :] = INF   # the same, transposed
-    cmin[:, :] = INF    # cmin[a, b] = min of c_int over pairs inside [a, b]
-    fml[:, :] = INF
-    fml_t[:, :] = INF
-    dml[:, :] = INF
-    for i in range(n - TURN - 1, 0, -1):
-        for j in range(i + TURN + 1, n + 1):
+    c[:m, :m] = INF
+    c_intr[:m, :] = INF  # c + inner mismatch of a generic interior loop (rows reversed)
+    c_aur[:m, :] = INF   # c + terminal penalty, for bulges longer than 1 (rows reversed)
+    c_aut[:m, :m] = INF   # the same, transposed
+    cmin[:m, :m] = INF    # cmin[a, b] = min of c_int over pairs inside [a, b]
+    rmin[:m, :m] = INF    # rmin[p, b] = min of c_int[p, q] over q <= b
+    seed[:m, :m] = INF    # best stem (with its dangles) of a multiloop segment [i, j]
+    g1[:m, :m] = INF      # g1[j, i]: exterior stem from i to j (no 5' dangle)
+    g2[:m, :m] = INF      # g2[j, i]: the same with a dangle on i - 1
+    fml[:m, :m] = INF
+    fml_t[:m, :m] = INF
+    dml[:m, :m] = INF
+    U1 = np.uint64(1)
+    U2 = np.uint64(2)
+    U3 = np.uint64(3)
+    uR = np.uint64(R)
+    # Matrix indices are unsigned (i, j, p, q, k; ii, jj, pp are their signed values): no
+    # negative-index handling, so the minimum loops vectorize.
+    for ii in range(n - TURN - 1, 0, -1):
+        i = np.uint64(ii)
+        for jj in range(ii + TURN + 1, n + 1):
+            j = np.uint64(jj)
             tp = pt[i, j]
             if tp:
-                si = S1[i + 1]
-                sj = S1[j - 1]
+                si = S1[i + U1]
+                sj = S1[j - U1]
                 au_o = au if tp > 2 else 0
                 # hairpin
-                size = j - i - 1
-                if size <= 30:
-                    e = hairpin[size]
-                else:
-                    e = hairpin[30] + int(lxc * math.log(size / 30.0))
+                size = jj - ii - 1
+                e = hp[size]
                 if size == 4 and tetra[i] < INF:
                     e = tetra[i]
                 elif size == 3:
@@ -167,120 +179,125 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, 
                 else:
                     e += mm_h[tp, si, sj]
                 # stack and 1-nt bulges
-                t = pt[i + 1, j - 1]
+                t = pt[i + U1, j - U1]
                 if t:
-                    e = min(e, stack[tp, rtype[t]] + c[i + 1, j - 1])
-                t = pt[i + 1, j - 2]
+                    e = min(e, stack[tp, rtype[t]] + c[i + U1, j - U1])
+                t = pt[i + U1, j - U2]
                 if t:
-                    e = min(e, bulge[1] + stack[tp, rtype[t]] + c[i + 1, j - 2])
-                t = pt[i + 2, j - 1]
+                    e = min(e, bulge[1] + stack[tp, rtype[t]] + c[i + U1, j - U2])
+                t = pt[i + U2, j - U1]
                 if t:
-                    e = min(e, bulge[1] + stack[tp, rtype[t]] + c[i + 2, j - 1])
+                    e = min(e, bulge[1] + stack[tp, rtype[t]] + c[i + U2, j - U1])
                 # 1x1, 1x2, 2x1, 2x2 interior loops
-                t = pt[i + 2, j - 2]
+                t = pt[i + U2, j - U2]
                 if t:
-                    e = min(e, int11[tp, rtype[t], si, sj] + c[i + 2, j - 2])
-                t = pt[i + 2, j - 3]
+                    e = min(e, int11[tp, rtype[t], si, sj] + c[i + U2, j - U2])
+                t = pt[i + U2, j - U3]
                 if t:
-                    e = min(e, int21[tp, rtype[t], si, S1[j - 2], sj] + c[i + 2, j - 3])
-                t = pt[i + 3, j - 2]
+                    e = min(e, int21[tp, rtype[t], si, S1[j - U2], sj] + c[i + U2, j - U3])
+                t = pt[i + U3, j - U2]
                 if t:
-                    e = min(e, int21[rtype[t], tp, S1[j - 1], si, S1[i + 2]] + c[i + 3, j - 2])
-                t = pt[i + 3, j - 3]
+                    e = min(e, int21[rtype[t], tp, S1[j - U1], si, S1[i + U2]] + c[i + U3, j - U2])
+                t = pt[i + U3, j - U3]
                 if t:
-                    e = min(e, int22[tp, rtype[t], si, S1[i + 2], S1[j - 2], sj] + c[i + 3, j - 3])
-                # bulges of 2..30 nucleotides
-                best = INF
-                up = np.uint64(i + 1)
-                base = np.uint64(R - j + 1)
-                for u in range(np.uint64(2), np.uint64(min(MAXLOOP, j - i - TURN - 3) + 1)):
-                    best = min(best, bulge[u] + c_aur[up, base + u])
-                uq = np.uint64(j - 1)
-                for u in range(np.uint64(2), np.uint64(min(MAXLOOP, j - i - TURN - 3) + 1)):
-                    best = min(best, bulge[u] + c_aut[uq, up + u])
-                e = min(e, best + au_o)
-                # generic interior loops (skipped when a lower bound cannot beat e)
+                    e = min(e, int22[tp, rtype[t], si, S1[i + U2], S1[j - U2], sj]
+                            + c[i + U3, j - U3])
+                # bulges of 2..30 nucleotides (int32 minima: these loops vectorize)
+                bb = np.int32(INF)
+                up = i + U1
+                base = uR - j + U1  # c_aur[p, base + u2] is pair (p, j - 1 - u2)
+                umax = np.uint64(max(2, min(MAXLOOP, jj - ii - TURN - 3) + 1))
+                for u in range(U2, umax):
+                    v = np.int32(bulge[u] + c_aur[up, base + u])
+                    bb = v if v < bb else bb
+                uq = j - U1
+                for u in range(U2, umax):
+                    v = np.int32(bulge[u] + c_aut[uq, up + u])
+                    bb = v if v < bb else bb
+                e = min(e, bb + au_o)
+                # generic interior loops; a row p is skipped when its lower bound cannot win
                 mo = mm_i[tp, si, sj]
-                if mo + lc_min + cmin[i + 2, j - 2] < e:
-                    best = INF
-                    for p in range(i + 2, min(j - 2 - TURN, i + MAXLOOP + 1) + 1):
-                        u1 = p - i - 1
-                        u2max = min(MAXLOOP - u1, j - p - TURN - 2)
+                if mo + lc_min + cmin[i + U2, j - U2] < e:
+                    best = np.int32(min(e - mo, INF))
+                    for pp in range(ii + 2, min(jj - 2 - TURN, ii + MAXLOOP + 1) + 1):
+                        u1 = pp - ii - 1
+                        u2max = min(MAXLOOP - u1, jj - pp - TURN - 2)
                         if u2max < 1:
                             break
-                        up = np.uint64(p)
+                        p = np.uint64(pp)
+                        if lc_row_min[u1] + rmin[p, j - U2] >= best:
+                            continue
                         uu1 = np.uint64(u1)
-                        for u2 in range(one, np.uint64(u2max + 1)):
-                            best = min(best, lc[uu1, u2] + c_intr[up, base + u2])
+                        for u2 in range(U1, np.uint64(u2max + 1)):
+                            v = np.int32(lc[uu1, u2] + c_intr[p, base + u2])
+                            best = v if v < best else best
                     e = min(e, best + mo)
                 # multiloop closed by (i, j); inner neighbours may dangle
                 tt = rtype[tp]
                 e3 = d3[tt, si]
                 e5 = d5[tt, sj]
-                dec = dml[i + 1, j - 1]
-                dec = min(dec, dml[i + 2, j - 1] + e3 + ml_base)
-                dec = min(dec, dml[i + 1, j - 2] + e5 + ml_base)
-                dec = min(dec, dml[i + 2, j - 2] + e5 + e3 + 2 * ml_base)
+                dec = dml[i + U1, j - U1]
+                dec = min(dec, dml[i + U2, j - U1] + e3 + ml_base)
+                dec = min(dec, dml[i + U1, j - U2] + e5 + ml_base)
+                dec = min(dec, dml[i + U2, j - U2] + e5 + e3 + 2 * ml_base)
                 e = min(e, dec + ml_closing + ml_intern + au_o, INF)
                 c[i, j] = e
-                c_aur[i, R - j] = min(INF, e + au_o)
+                c_aur[i, uR - j] = min(INF, e + au_o)
                 c_aut[j, i] = min(INF, e + au_o)
-                ci = min(INF, e + mm_i[tt, S1[j + 1], S1[i - 1]])
-                c_intr[i, R - j] = ci
-                cmin[i, j] = min(ci, cmin[i + 1, j], cmin[i, j - 1])
+                ci = min(INF, e + mm_i[tt, S1[j + U1], S1[i - U1]])
+                c_intr[i, uR - j] = ci
+                cmin[i, j] = min(ci, cmin[i + U1, j], cmin[i, j - U1])
+                rmin[i, j] = min(ci, rmin[i, j - U1])
+                # this pair as a multiloop stem of [i, j], [i-1, j], [i, j+1], [i-1, j+1]
+                sm = e + ml_intern + au_o
+                x5 = d5[tp, S1[i - U1]] + ml_base
+                x3 = d3[tp, S1[j + U1]] + ml_base
+                seed[i, j] = min(seed[i, j], sm)
+                seed[i - U1, j] = min(seed[i - U1, j], sm + x5)
+                seed[i, j + U1] = min(seed[i, j + U1], sm + x3)
+                seed[i - U1, j + U1] = min(seed[i - U1, j + U1], sm + x5 + x3)
+                # ... and as an exterior stem ending at j, or at j + 1 with a 3' dangle
+                ex = e + au_o
+                y3 = d3[tp, S1[j + U1]]
+                g1[j, i] = min(g1[j, i], ex)
+                g1[j + U1, i] = min(g1[j + U1, i], ex + y3)
+                if ii > 1:
+                    y5 = d5[tp, S1[i - U1]]
+                    g2[j, i] = min(g2[j, i], ex + y5)
+                    g2[j + U1, i] = min(g2[j + U1, i], ex + y5 + y3)
             else:
-                cmin[i, j] = min(cmin[i + 1, j], cmin[i, j - 1])
-            # multiloop segments [i, j]: stems with optional dangles, unpaired ends, two parts
-            f = INF
-            if tp:
-                f = c[i, j] + ml_intern + (au if tp > 2 else 0)
-            t = pt[i + 1, j]
-            if t:
-                f = min(f, c[i + 1, j] + ml_intern + (au if t > 2 else 0) + d5[t, S1[i]] + ml_base)
-            t = pt[i, j - 1]
-            if t:
-                f = min(f, c[i, j - 1] + ml_intern + (au if t > 2 else 0) + d3[t, S1[j]] + ml_base)
-            t = pt[i + 1, j - 1]
-            if t:
-                f = min(f, c[i + 1, j - 1] + ml_intern + (au if t > 2 else 0) + d5[t, S1[i]]
-                        + d3[t, S1[j]] + 2 * ml_base)
-            f = min(f, fml[i + 1, j] + ml_base, fml[i, j - 1] + ml_base)
-            dm = INF
-            ui = np.uint64(i)
-            uj = np.uint64(j)
-            for k in range(np.uint64(i + 1 + TURN), np.uint64(j - 1 - TURN)):
-                dm = min(dm, fml[ui, k] + fml_t[uj, k + one])
+                cmin[i, j] = min(cmin[i + U1, j], cmin[i, j - U1])
+                rmin[i, j] = rmin[i, j - U1]
+            # multiloop segments [i, j]: a stem (seeded above), unpaired ends, or two parts
+            f = min(seed[i, j], fml[i + U1, j] + ml_base, fml[i, j - U1] + ml_base)
+            dm = np.int32(INF)
+            for k in range(np.uint64(ii + 1 + TURN), np.uint64(jj - 1 - TURN)):
+                v = np.int32(fml[i, k] + fml_t[j, k + U1])
+                dm = v if v < dm else dm
             dml[i, j] = min(dm, INF)
             f = min(f, dm, INF)
             fml[i, j] = f
             fml_t[j, i] = f
-    # exterior loop
-    f5 = np.zeros(n + 1, np.int64)
+    # exterior loop: f5[j] = min(f5[j-1], f5[i-1] + g1[j, i], f5[i-2] + g2[j, i])
+    f5 = np.zeros(n + 1, np.int32)
     for j in range(TURN + 2, n + 1):
         best = f5[j - 1]
-        for i in range(j - TURN - 1, 1, -1):
-            t = pt[i, j]
-            if t:
-                en = c[i, j] + (au if t > 2 else 0)
-                best = min(best, f5[i - 1] + en, f5[i - 2] + en + d5[t, S1[i - 1]])
-            t = pt[i, j - 1]
-            if t:
-                en = c[i, j - 1] + (au if t > 2 else 0) + d3[t, S1[j]]
-                best = min(best, f5[i - 1] + en, f5[i - 2] + en + d5[t, S1[i - 1]])
-        t = pt[1, j]
-        if t:
-            best = min(best, c[1, j] + (au if t > 2 else 0))
-        t = pt[1, j - 1]
-        if t:
-            best = min(best, c[1, j - 1] + (au if t > 2 else 0) + d3[t, S1[j]])
+        uj = np.uint64(j)
+        for i in range(one, np.uint64(j - TURN)):
+            v = np.int32(f5[i - one] + g1[uj, i])
+            best = v if v < best else best
+        for i in range(np.uint64(2), np.uint64(j - TURN)):
+            v = np.int32(f5[i - np.uint64(2)] + g2[uj, i])
+            best = v if v < best else best
         f5[j] = best
     return f5[n]
 
 
 @njit(cache=True, parallel=True)
-def _mfe_batch(raw, offsets, blocks, pair, rtype, code_of, alias, stack, hairpin, bulge, lc,
-               mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl, tl_e):
-    """Energies of all fold strings; ``blocks`` chunks share work buffers, chunks run in parallel."""
+def _mfe_batch(raw, offsets, order, blocks, pair, rtype, code_of, alias, stack, hairpin, bulge,
+               lc, lc_row_min, mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl, tl_e):
+    """Energies of all fold strings. Strings are taken in ``order`` (by length) in ``blocks``
+    chunks that run in parallel; a chunk reuses one set of work buffers sized for its longest."""
     count = offsets.shape[0] - 1
     out = np.empty(count, np.int64)
     for b in prange(blocks):
@@ -288,25 +305,31 @@ def _mfe_batch(raw, offsets, blocks, pair, rtype, code_of, alias, stack, hairpin
         hi = (b + 1) * count // blocks
         size = 1
         for k in range(lo, hi):
-            size = max(size, offsets[k + 1] - offsets[k])
+            size = max(size, offsets[order[k] + 1] - offsets[order[k]])
         m = size + 2
         S = np.empty(m, np.int64)
-        S1 = np.empty(m, np.int64)
+        S1 = np.empty(m, np.uint8)
         tetra = np.empty(m, np.int64)
-        pt = np.empty((m, m), np.int32)
+        pt = np.empty((m, m), np.uint8)
         c = np.empty((m, m), np.int32)
         c_intr = np.empty((m, m), np.int32)
         c_aur = np.empty((m, m), np.int32)
         c_aut = np.empty((m, m), np.int32)
         cmin = np.empty((m, m), np.int32)
+        rmin = np.empty((m, m), np.int32)
+        seed = np.empty((m, m), np.int32)
+        g1 = np.empty((m, m), np.int32)
+        g2 = np.empty((m, m), np.int32)
         fml = np.empty((m, m), np.int32)
         fml_t = np.empty((m, m), np.int32)
         dml = np.empty((m, m), np.int32)
         for k in range(lo, hi):
-            out[k] = _mfe_one(raw, offsets[k], offsets[k + 1] - offsets[k], pair, rtype, code_of,
-                              alias, stack, hairpin, bulge, lc, mm_h, mm_i, d5, d3, int11,
-                              int21, int22, scalars, lxc, tl, tl_e, S, S1, tetra, pt, c, c_intr,
-                              c_aur, c_aut, cmin, fml, fml_t, dml)
+            x = order[k]
+            out[x] = _mfe_one(raw, offsets[x], offsets[x + 1] - offsets[x], pair, rtype, code_of,
+                              alias, stack, hairpin, bulge, lc, lc_row_min, mm_h, mm_i, d5, d3,
+                              int11, int21, int22, scalars, lxc, tl, tl_e,
+                              S, S1, tetra, pt, c, c_intr, c_aur, c_aut, cmin, rmin, seed, g1,
+                              g2, fml, fml_t, dml)
     return out
 
 
@@ -325,15 +348,16 @@ def _compiled_energies(seqs: list[str], threads: int) -> np.ndarray:
 
     t, lc = _compiled_tables()
     raw, offsets = _pack(seqs)
+    order = np.argsort(np.diff(offsets), kind="stable")
     workers = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
     blocks = max(1, min(len(seqs), 16 * workers))
     previous = numba.get_num_threads()
     numba.set_num_threads(workers)
     try:
-        return _mfe_batch(raw, offsets, blocks, _PAIR, _RTYPE, _CODE, _ALIAS, t.stack, t.hairpin,
-                          t.bulge, lc, t.mismatch_h, t.mismatch_i, t.dangle5, t.dangle3,
-                          t.int11, t.int21, t.int22, t.scalars, t.lxc, t.tetraloops,
-                          t.tetraloop_e)
+        return _mfe_batch(raw, offsets, order, blocks, _PAIR, _RTYPE, _CODE, _ALIAS, t.stack,
+                          t.hairpin, t.bulge, lc, lc.min(axis=1).astype(np.int64), t.mismatch_h,
+                          t.mismatch_i, t.dangle5, t.dangle3, t.int11, t.int21, t.int22,
+                          t.scalars, t.lxc, t.tetraloops, t.tetraloop_e)
     finally:
         numba.set_num_threads(previous)
 
@@ -341,7 +365,9 @@ def _compiled_energies(seqs: list[str], threads: int) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # ViennaRNA engine (reference; also gives structures)
 # ----------------------------------------------------------------------------------------------
-def _vienna_fold_one(seq: str, model: str, md, params, tetra: dict[str, int], tables) -> tuple[str, int]:
+def _vienna_compound(seq: str, model: str, md, params, tetra: dict[str, int],
+                     tables: EnergyTables | None):
+    """A ViennaRNA fold compound for ``seq`` with the letter rules as constraints."""
     import RNA
 
     codes = [int(_CODE[b]) if b < 256 else 0 for b in map(ord, seq)]
@@ -358,7 +384,8 @@ def _vienna_fold_one(seq: str, model: str, md, params, tetra: dict[str, int], ta
             allowed = partners[codes[pos - 1]]
             for other in range(1, n + 1):
                 if other != pos and other not in allowed and codes[other - 1] in (1, 2, 3, 4):
-                    fc.hc_add_bp(min(pos, other), max(pos, other), RNA.CONSTRAINT_CONTEXT_NONE)
+                    fc.hc_add_bp(min(pos, other), max(pos, other),
+                                 RNA.CONSTRAINT_CONTEXT_NONE | RNA.CONSTRAINT_CONTEXT_NO_REMOVE)
     elif xs or ks:
         mask = "".join("x" if c in (5, 6) else "." for c in codes)
         fc.hc_add_from_db(mask, RNA.CONSTRAINT_DB_DEFAULT)
@@ -374,24 +401,38 @@ def _vienna_fold_one(seq: str, model: str, md, params, tetra: dict[str, int], ta
                 regular = (int(tables.hairpin[4])
                            + int(tables.mismatch_h[tp, _ALIAS[codes[i + 1]], _ALIAS[codes[i + 4]]]))
                 fc.sc_add_bp(i + 1, i + 6, (regular - tetra[word]) / 100.0)
-    structure, energy = fc.mfe()
-    return structure, int(round(energy * 100))
+    return fc
 
 
-def _vienna_chunk(args: tuple[list[str], str]) -> list[tuple[str, int]]:
-    seqs, model = args
+def _vienna_chunk(args: tuple[list[str], str, list[str] | None]) -> list[tuple[str, int]]:
+    """Fold (or, given structures, evaluate) a chunk of sequences with ViennaRNA."""
+    seqs, model, structures = args
     md = vienna_model_details(model)
     params = vienna_parameters(model)
     tetra = tetraloop_energy_table(model) if model == "miranda" else {}
     tables = _compiled_tables()[0] if model == "miranda" else None
-    return [_vienna_fold_one(s, model, md, params, tetra, tables) for s in seqs]
+    out = []
+    for k, seq in enumerate(seqs):
+        if not seq:
+            out.append(("", 0))
+            continue
+        fc = _vienna_compound(seq, model, md, params, tetra, tables)
+        if structures is None:
+            structure, energy = fc.mfe()
+        else:
+            structure = structures[k]
+            energy = fc.eval_structure(structure)
+        out.append((structure, int(round(energy * 100))))
+    return out
 
 
-def _vienna_folds(seqs: list[str], model: str, threads: int) -> tuple[np.ndarray, list[str]]:
+def _vienna_folds(seqs: list[str], model: str, threads: int,
+                  structures: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
     if not seqs:
         return np.zeros(0, np.int64), []
     chunk = max(1, min(256, math.ceil(len(seqs) / (4 * threads))))
-    jobs = [(seqs[k:k + chunk], model) for k in range(0, len(seqs), chunk)]
+    jobs = [(seqs[k:k + chunk], model, None if structures is None else structures[k:k + chunk])
+            for k in range(0, len(seqs), chunk)]
     if threads <= 1 or len(jobs) == 1:
         results = [r for job in jobs for r in _vienna_chunk(job)]
     else:
@@ -421,7 +462,8 @@ def _engine(model: str, engine: str) -> str:
     if engine == "auto":
         return "compiled" if model == "miranda" else "vienna"
     if engine == "compiled" and model != "miranda":
-        raise UsageError(f"the compiled energy engine implements the miranda model only, not {model!r}")
+        raise UsageError("the compiled energy engine implements the miranda model only, "
+                         f"not {model!r}")
     return engine
 
 
@@ -453,3 +495,15 @@ def duplex_folds(sequences: Sequence[str], *, model: str = "miranda",
     check_model(model)
     energies, structures = _vienna_folds(seqs, model, _threads(threads))
     return energies / 100.0, structures
+
+
+def structure_energies(sequences: Sequence[str], structures: Sequence[str], *,
+                       model: str = "miranda", threads: int | None = None) -> np.ndarray:
+    """Free energies (kcal/mol) of given dot-bracket structures under a model (through ViennaRNA);
+    for instance to tell whether two structures tie for the minimum."""
+    seqs = _as_strings(sequences)
+    structs = _as_strings(structures)
+    if len(structs) != len(seqs) or any(len(a) != len(b) for a, b in zip(seqs, structs)):
+        raise InputError("each structure must have the length of its sequence")
+    check_model(model)
+    return _vienna_folds(seqs, model, _threads(threads), structs)[0] / 100.0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
@@ -128,6 +129,52 @@ def gather_ops(ops, counts):
         for y in range(c):
             out[base + y] = ops[x, c - 1 - y]
     return out, offsets
+
+
+class BatchPairAlignments(PairAlignments):
+    """A pair's survivors as slices of its batch's arrays, cut on first use.
+
+    Behaves like :class:`PairAlignments` (same fields, dtypes and values); building one is cheap,
+    which matters when a chunk holds hundreds of thousands of pairs.
+    """
+
+    def __init__(self, batch: tuple, start: int, stop: int) -> None:  # noqa: D107 (no dataclass init)
+        self._batch = batch  # (score, i_end, j_end, i_start, j_start, op offsets, ops)
+        self._start = start
+        self._stop = stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @cached_property
+    def score(self) -> np.ndarray:  # type: ignore[override]
+        return self._batch[0][self._start : self._stop]
+
+    @cached_property
+    def i_end(self) -> np.ndarray:  # type: ignore[override]
+        return self._batch[1][self._start : self._stop]
+
+    @cached_property
+    def j_end(self) -> np.ndarray:  # type: ignore[override]
+        return self._batch[2][self._start : self._stop]
+
+    @cached_property
+    def i_start(self) -> np.ndarray:  # type: ignore[override]
+        return self._batch[3][self._start : self._stop]
+
+    @cached_property
+    def j_start(self) -> np.ndarray:  # type: ignore[override]
+        return self._batch[4][self._start : self._stop]
+
+    @cached_property
+    def op_offsets(self) -> np.ndarray:  # type: ignore[override]
+        o = self._batch[5][self._start : self._stop + 1]
+        return o - o[0]
+
+    @cached_property
+    def ops(self) -> np.ndarray:  # type: ignore[override]
+        o = self._batch[5]
+        return self._batch[6][o[self._start] : o[self._stop]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,7 +368,7 @@ class _DeviceRun:
         return pair[order], i[order], j[order], score[order]
 
     def run(self, rows: int, qtabs: list, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
-            seglen: int) -> tuple[list[PairAlignments | None], np.ndarray]:
+            seglen: int) -> list[PairAlignments | None]:
         """Align pairs (q_of_pair[k], r_of_pair[k]); returns per-pair results (None: redo on CPU)."""
         xp, be, t = self.xp, self.be, self.t
         n_pairs = q_of_pair.shape[0]
@@ -356,6 +403,7 @@ class _DeviceRun:
         nseg = (R + seglen - 1) // seglen
         ncp = R // t.cpint
         state_bytes = 2 * rows * 4
+        budget = min(t.max_state_bytes, be.free_bytes() // 3)
         start = 0
         while start < n_pairs:
             tasks = cps = 0
@@ -363,7 +411,7 @@ class _DeviceRun:
             while stop < n_pairs:
                 p = order[stop]
                 if stop > start and (tasks + nseg[p] > t.max_tasks
-                                     or (cps + ncp[p] + tasks + nseg[p]) * state_bytes > t.max_state_bytes):
+                                     or (cps + ncp[p] + tasks + nseg[p]) * state_bytes > budget):
                     break
                 tasks += int(nseg[p])
                 cps += int(ncp[p])
@@ -372,7 +420,7 @@ class _DeviceRun:
             self._run_batch(rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len,
                             d_prof, d_pad, results)
             start = stop
-        return results, L
+        return results
 
     def _run_batch(self, rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
                    d_pad, results) -> None:
@@ -451,10 +499,10 @@ class _DeviceRun:
         self.stats["candidates"] += int(cands.shape[0])
         self.stats["survivors"] += int(sv_pair.shape[0])
         clock = self._lap("suppress_s", clock)
-        i0, j0, nops, ops = self._trace(rows, common, d_cp, sv_pair, sv_i, sv_j)
+        i0, j0, nops, flat, offs = self._trace(rows, common, d_cp, sv_pair, sv_i, sv_j)
         self.stats["trace_fallback_pairs"] += int(np.unique(sv_pair[nops < 0]).shape[0])
         clock = self._lap("trace_s", clock)
-        self._assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, ops, results)
+        self._assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results)
         self._lap("assemble_s", clock)
 
     def _lap(self, key: str, since: float) -> float:
@@ -472,7 +520,7 @@ class _DeviceRun:
         i0 = np.empty(n, np.int32)
         j0 = np.empty(n, np.int32)
         nops = np.empty(n, np.int32)
-        ops = np.zeros((n, opcap), np.uint8)
+        pieces = [np.zeros(0, np.uint8)]
         per_launch = max(1, t.scratch_bytes // stride)
         for a in range(0, n, per_launch):
             b = min(n, a + per_launch)
@@ -481,11 +529,11 @@ class _DeviceRun:
             d_j0 = xp.empty(m, dtype=np.int32)
             d_n = xp.empty(m, dtype=np.int32)
             d_ops = xp.empty(m * opcap, dtype=np.uint8)
-            scratch = xp.empty(m * stride, dtype=np.uint8)
+            scratch = xp.empty(m * stride // 4, dtype=np.uint32)
             be.launch(
                 "scan_trace", rows, m,
                 [np.int32(m), be.asarray(sv_pair[a:b].copy()), be.asarray(sv_i[a:b].copy()), be.asarray(sv_j[a:b].copy()),
-                 *common.args(), d_cp, np.int32(K), scratch, np.int64(stride), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
+                 *common.args(), d_cp, np.int32(K), scratch, np.int64(m), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
                 t.block,
             )
             i0[a:b] = be.to_host(d_i0)
@@ -493,27 +541,30 @@ class _DeviceRun:
             nops[a:b] = be.to_host(d_n)
             widest = int(nops[a:b].max())
             if widest > 0:
-                ops[a:b, :widest] = be.to_host(d_ops.reshape(m, opcap)[:, :widest])
-        return i0, j0, nops, ops
+                ops = be.to_host(xp.ascontiguousarray(d_ops.reshape(m, opcap)[:, :widest]))
+                pieces.append(gather_ops(ops, np.maximum(nops[a:b], 0).astype(np.int64))[0])
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.maximum(nops, 0), out=offsets[1:])
+        return i0, j0, nops, np.concatenate(pieces), offsets
 
     @staticmethod
-    def _assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, ops, results) -> None:
-        failed = set(np.unique(sv_pair[nops < 0]).tolist())
-        counts = np.where(nops < 0, 0, nops).astype(np.int64)
-        flat, offs = gather_ops(ops, counts)
-        bounds = np.searchsorted(sv_pair, np.arange(batch.shape[0] + 1))
+    def _assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results) -> None:
+        """Per-pair results of a batch: the shared empty result, survivors, or None (CPU redo)."""
         empty = PairAlignments.empty()
-        for lp in range(batch.shape[0]):
-            a, b = int(bounds[lp]), int(bounds[lp + 1])
-            if lp in failed:
-                continue  # stays None: redone on the CPU
-            if a == b:
-                results[int(batch[lp])] = empty
+        for k in batch.tolist():
+            results[k] = empty
+        if sv_pair.shape[0] == 0:
+            return
+        with_hits, starts = np.unique(sv_pair, return_index=True)
+        ends = np.append(starts[1:], sv_pair.shape[0])
+        failed = np.zeros(batch.shape[0], bool)
+        failed[sv_pair[nops < 0]] = True
+        arrays = (sv_s, sv_i, sv_j, i0, j0, offs, flat)
+        for lp, a, b in zip(with_hits.tolist(), starts.tolist(), ends.tolist()):
+            if failed[lp]:
+                results[int(batch[lp])] = None  # traceback left its window: redone on the CPU
                 continue
-            o = offs[a : b + 1]
-            results[int(batch[lp])] = PairAlignments(
-                sv_s[a:b], sv_i[a:b], sv_j[a:b], i0[a:b], j0[a:b], o - o[0], flat[o[0] : o[-1]]
-            )
+            results[int(batch[lp])] = BatchPairAlignments(arrays, a, b)
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,6 +597,8 @@ class GpuEngine:
         self.cpu = CpuEngine(threads)
         #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks).
         self.preferred_chunk_cells = 16_000_000_000 * len(self.backends)
+        #: ... and this many pairs (Python work per call is small next to the GPU's).
+        self.preferred_chunk_pairs = 1_000_000 * len(self.backends)
         self.stats: dict[str, float] = {}
         self._stats_lock = threading.Lock()
 
@@ -561,35 +614,35 @@ class GpuEngine:
         out: list[PairAlignments | None] = [None] * n
         if n == 0:
             return []
-        qlen = np.array([len(queries[int(q)]) for q in pairs[:, 0]], np.int64)
-        rlen = np.array([len(references[int(r)]) for r in pairs[:, 1]], np.int64)
+        q_lengths = np.array([len(q) for q in queries], np.int64)
+        r_lengths = np.array([len(r) for r in references], np.int64)
+        qlen = q_lengths[pairs[:, 0]]
+        rlen = r_lengths[pairs[:, 1]]
         empty = PairAlignments.empty()
         trivial = (qlen == 0) | (rlen == 0)
-        for k in np.nonzero(trivial)[0]:
-            out[int(k)] = empty
-        buckets = np.array([bucket_for(int(x)) for x in qlen], np.int64)
+        for k in np.nonzero(trivial)[0].tolist():
+            out[k] = empty
+        buckets = np.array([bucket_for(int(x)) for x in q_lengths], np.int64)[pairs[:, 0]]
         gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
         tables = {int(q): query_tables(queries[int(q)].codes, params) for q in np.unique(pairs[gpu_idx, 0])}
-        refs = [references[i].codes for i in range(len(references))]
-        # Split the GPU pairs over devices by cells (greedy on the largest first).
-        shares: list[list[int]] = [[] for _ in self.backends]
-        load = np.zeros(len(self.backends))
-        cells = qlen[gpu_idx] * rlen[gpu_idx]
-        for k in gpu_idx[np.argsort(-cells, kind="stable")]:
-            d = int(np.argmin(load))
-            shares[d].append(int(k))
-            load[d] += float(qlen[k] * rlen[k])
+        refs = [r.codes for r in references]
+        # Split the GPU pairs over devices: by cells, largest first, dealt out in a snake order
+        # (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix of sizes.
+        nd = len(self.backends)
+        by_size = gpu_idx[np.argsort(-(qlen[gpu_idx] * rlen[gpu_idx]), kind="stable")]
+        pos = np.arange(by_size.shape[0]) % (2 * nd)
+        device_of = np.where(pos < nd, pos, 2 * nd - 1 - pos)
+        shares = [np.sort(by_size[device_of == d]) for d in range(nd)]
 
         errors: list[BaseException] = []
 
         def work(d: int) -> None:
             try:
-                self._align_on(self.backends[d], np.array(sorted(shares[d]), np.int64), pairs, buckets, tables,
-                               refs, params, out)
+                self._align_on(self.backends[d], shares[d], pairs, buckets, tables, refs, params, out)
             except BaseException as exc:  # re-raised in the caller's thread
                 errors.append(exc)
 
-        threads = [threading.Thread(target=work, args=(d,)) for d in range(len(self.backends)) if shares[d]]
+        threads = [threading.Thread(target=work, args=(d,)) for d in range(nd) if shares[d].shape[0]]
         if len(threads) == 1:
             threads[0].run()
         else:
@@ -599,7 +652,7 @@ class GpuEngine:
                 th.join()
         if errors:
             raise errors[0]
-        rest = np.array([k for k in range(n) if out[k] is None], np.int64)
+        rest = np.array([k for k, v in enumerate(out) if v is None], np.int64)
         if rest.size:
             for k, res in zip(rest, self.cpu.align(queries, references, pairs[rest], params)):
                 out[int(k)] = res
@@ -617,7 +670,7 @@ class GpuEngine:
                 seg = min(max(seg, t.min_seg), t.max_seg)
                 seg = -(-seg // t.cpint) * t.cpint
                 run = _DeviceRun(backend, t, params)
-                res, _ = run.run(int(rows), tables, q, refs, r, seg)
+                res = run.run(int(rows), tables, q, refs, r, seg)
                 with self._stats_lock:
                     for key, value in run.stats.items():
                         self.stats[key] = self.stats.get(key, 0) + value

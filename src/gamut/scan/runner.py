@@ -50,14 +50,16 @@ class ScanInput:
         return sum(self.pair_cells(q, r) for q, r in self.pairs())
 
 
-def _chunks(scan_input: ScanInput, chunk_cells: int) -> Iterator[tuple[list[tuple[int, int]], int]]:
-    """Consecutive runs of pairs holding about ``chunk_cells`` cells, with their cell counts."""
+def _chunks(
+    scan_input: ScanInput, chunk_cells: int, chunk_pairs: int
+) -> Iterator[tuple[list[tuple[int, int]], int]]:
+    """Consecutive runs of at most ``chunk_pairs`` pairs and about ``chunk_cells`` cells, with their cell counts."""
     chunk: list[tuple[int, int]] = []
     cells = 0
     for q, r in scan_input.pairs():
         chunk.append((q, r))
         cells += scan_input.pair_cells(q, r)
-        if cells >= chunk_cells or len(chunk) >= DEFAULT_CHUNK_PAIRS:
+        if cells >= chunk_cells or len(chunk) >= chunk_pairs:
             yield chunk, cells
             chunk, cells = [], 0
     if chunk:
@@ -90,13 +92,15 @@ def run_scan(
     """Yield a :class:`PairResult` per scanned pair, in miRanda's output order.
 
     ``progress`` is called with the number of cells finished after each chunk. Chunks hold
-    ``chunk_cells`` cells (default: the engine's ``preferred_chunk_cells``, else 64 M).
+    ``chunk_cells`` cells (default: the engine's ``preferred_chunk_cells``, else 64 M) and at most
+    the engine's ``preferred_chunk_pairs`` pairs (else 50,000).
     """
     params = scan_input.params
     if chunk_cells is None:
         chunk_cells = getattr(engine, "preferred_chunk_cells", DEFAULT_CHUNK_CELLS)
+    chunk_pairs = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
     counter = 0
-    for chunk, cells in _chunks(scan_input, chunk_cells):
+    for chunk, cells in _chunks(scan_input, chunk_cells, chunk_pairs):
         alignments = engine.align(
             scan_input.query_codes, scan_input.reference_codes, np.asarray(chunk, dtype=np.int64), params
         )

@@ -25,6 +25,8 @@ from numba import njit, prange
 from gamut.splice.model import SpliceCase
 
 NEG = np.int32(-(2**29))
+#: Smallest case (target length x total exon length) that the fast engine splits among threads.
+PARALLEL_MIN_CELLS = 20_000_000
 
 # Alignment operations in traceback output.
 OP_MATCH = 0  # base symbol against target symbol
@@ -136,76 +138,117 @@ def _fast_forward(base, starts, ends, target, matrix, gap, last, pred):
         last[k, :] = row
 
 
-@njit(cache=True)
-def exon_levels(starts, ends):
-    """Level of each sorted exon: 0 without predecessors, else 1 + the highest predecessor level.
+@njit(cache=True, nogil=True)
+def _block_starts(lengths, rows, block_rows):
+    """Exon and row-in-exon (0 = entry row) at the first stream row of every block."""
+    n_blocks = (rows + block_rows - 1) // block_rows
+    blk_k = np.zeros(n_blocks, np.int64)
+    blk_i = np.zeros(n_blocks, np.int64)
+    k = 0
+    i = 0
+    for b in range(n_blocks):
+        blk_k[b] = k
+        blk_i[b] = i
+        for _ in range(block_rows):
+            if k >= lengths.size:
+                break
+            if i == lengths[k]:
+                k += 1
+                i = 0
+            else:
+                i += 1
+    return blk_k, blk_i
 
-    Exons of one level never precede each other (the paper's groups of overlapping exons), so
-    they can be computed in parallel once all lower levels are done.
-    """
+
+@njit(cache=True, nogil=True)
+def _tile(base, starts, ends, lengths, by_end, profile, ramp, gap, last, pred, prev, best, best_arg,
+          folded, edge, c, c0, c1, r, row0, row1, k, i, has_left, has_right, left_diag):
+    """Stream rows ``row0:row1`` over columns ``c0:c1`` (the CPU twin of one GPU warp's chunk)."""
     n_exons = starts.size
-    by_end = np.argsort(ends, kind="mergesort")
-    level = np.zeros(n_exons, np.int64)
-    top = -1
-    folded = 0
-    for k in range(n_exons):
-        while folded < n_exons and ends[by_end[folded]] <= starts[k]:
-            top = max(top, level[by_end[folded]])
-            folded += 1
-        level[k] = top + 1
-    return level
+    slot = r % 3
+    tmp = np.empty(c1 - c0, np.int32)
+    for row in range(row0, row1):
+        left = edge[c - 1, slot, row - row0] if has_left else NEG
+        if i == 0:
+            while folded[c] < n_exons and ends[by_end[folded[c]]] <= starts[k]:
+                l = by_end[folded[c]]
+                for j in range(c0, c1):
+                    v = last[l, j]
+                    if v > best[j] or (v == best[j] and l < best_arg[j]):
+                        best[j] = v
+                        best_arg[j] = l
+                folded[c] += 1
+            for j in range(c0, c1):
+                v = j * gap
+                if best[j] > v:
+                    prev[j] = best[j]
+                    pred[k, j] = best_arg[j]
+                else:
+                    prev[j] = v
+                    pred[k, j] = -1
+        else:
+            p = profile[base[starts[k] + i - 1]]
+            d = left_diag + p[c0]
+            u = prev[c0] + gap
+            tmp[0] = max(d, u) - ramp[c0]
+            for j in range(c0 + 1, c1):
+                d = prev[j - 1] + p[j]
+                u = prev[j] + gap
+                tmp[j - c0] = max(d, u) - ramp[j]
+            run = left - ramp[c0] + gap  # h[c0 - 1] - ramp[c0 - 1]
+            for j in range(c0, c1):
+                run = max(run, tmp[j - c0])
+                prev[j] = run + ramp[j]
+            if i == lengths[k]:
+                for j in range(c0, c1):
+                    last[k, j] = prev[j]
+        if has_right:
+            edge[c, slot, row - row0] = prev[c1 - 1]
+        left_diag = left
+        if i == lengths[k]:
+            k += 1
+            i = 0
+        else:
+            i += 1
 
 
 @njit(cache=True, parallel=True)
-def _parallel_forward(base, starts, ends, target, matrix, gap, last, pred, level_exons, level_offsets):
-    """Levels in order; the exons of one level in parallel (prefix-best rows over end order)."""
+def _tiled_forward(base, starts, ends, target, matrix, gap, last, pred, n_chunks, block_rows):
+    """Multicore single case: tiles of (stream-row block x column chunk) by anti-diagonals.
+
+    The GPU kernel's data flow on CPU threads: every column chunk keeps its own running best of
+    the predecessors' last rows (inter-exon dependencies are column-local) and the column left of
+    a chunk is handed over per row through ``edge`` (a ring of three blocks, so that tiles of one
+    anti-diagonal never write what another reads).
+    """
     n_exons = starts.size
     n1 = target.size + 1
     profile = _profile(target, matrix)
     ramp = (np.arange(n1) * gap).astype(np.int32)
     by_end = np.argsort(ends, kind="mergesort")
-    sorted_ends = ends[by_end]
-    prefix = np.empty((n_exons, n1), np.int32)  # best last row over by_end[:r + 1]
-    prefix_arg = np.empty((n_exons, n1), np.int32)
-    done = np.zeros(n_exons, np.bool_)
-    extended = 0
-    for lev in range(level_offsets.size - 1):
-        lo = level_offsets[lev]
-        hi = level_offsets[lev + 1]
-        for q in prange(hi - lo):
-            k = level_exons[lo + q]
-            count = np.searchsorted(sorted_ends, starts[k], side="right")
-            row = np.empty(n1, np.int32)
-            tmp = np.empty(n1, np.int32)
-            for j in range(n1):
-                v = j * gap
-                if count > 0 and prefix[count - 1, j] > v:
-                    row[j] = prefix[count - 1, j]
-                    pred[k, j] = prefix_arg[count - 1, j]
-                else:
-                    row[j] = v
-                    pred[k, j] = -1
-            _exon_rows(base, starts[k], ends[k], profile, ramp, gap, row, tmp)
-            last[k, :] = row
-        for q in range(lo, hi):
-            done[level_exons[q]] = True
-        while extended < n_exons and done[by_end[extended]]:
-            l = by_end[extended]
-            for j in range(n1):
-                v = last[l, j]
-                if extended == 0:
-                    prefix[0, j] = v
-                    prefix_arg[0, j] = l
-                else:
-                    b = prefix[extended - 1, j]
-                    ba = prefix_arg[extended - 1, j]
-                    if v > b or (v == b and l < ba):
-                        prefix[extended, j] = v
-                        prefix_arg[extended, j] = l
-                    else:
-                        prefix[extended, j] = b
-                        prefix_arg[extended, j] = ba
-            extended += 1
+    lengths = ends - starts
+    rows = lengths.sum() + n_exons
+    blk_k, blk_i = _block_starts(lengths, rows, block_rows)
+    n_blocks = blk_k.size
+    prev = np.empty(n1, np.int32)
+    best = np.full(n1, NEG, np.int32)
+    best_arg = np.full(n1, -1, np.int32)
+    folded = np.zeros(n_chunks, np.int64)
+    edge = np.empty((n_chunks, 3, block_rows), np.int32)
+    for diag in range(n_blocks + n_chunks - 1):
+        lo = max(0, diag - n_blocks + 1)
+        hi = min(n_chunks - 1, diag)
+        for c in prange(lo, hi + 1):
+            r = diag - c
+            c0 = c * n1 // n_chunks
+            c1 = (c + 1) * n1 // n_chunks
+            row0 = r * block_rows
+            row1 = min(rows, row0 + block_rows)
+            left_diag = NEG
+            if c > 0 and r > 0:
+                left_diag = edge[c - 1, (r - 1) % 3, block_rows - 1]
+            _tile(base, starts, ends, lengths, by_end, profile, ramp, gap, last, pred, prev, best, best_arg,
+                  folded, edge, c, c0, c1, r, row0, row1, blk_k[r], blk_i[r], c > 0, c < n_chunks - 1, left_diag)
 
 
 def _arrays(case: SpliceCase) -> tuple[np.ndarray, np.ndarray]:
@@ -220,18 +263,17 @@ def forward_reference(case: SpliceCase, matrix: np.ndarray, gap: int) -> tuple[n
     return last, pred
 
 
-def forward_fast(case: SpliceCase, matrix: np.ndarray, gap: int, parallel: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """``(last, pred)`` by the fast engine; ``parallel`` runs each level's exons on all cores
-    when levels hold four or more exons on average (else one thread: barriers would dominate)."""
+def forward_fast(case: SpliceCase, matrix: np.ndarray, gap: int, parallel: bool = True,
+                 block_rows: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """``(last, pred)`` by the fast engine; ``parallel`` splits the target columns among all
+    cores (tiles by anti-diagonals) for large cases (``PARALLEL_MIN_CELLS``) with a target of
+    256+ nt, else one thread (a barrier per anti-diagonal would cost more than it gains)."""
     last, pred = _arrays(case)
-    levels = exon_levels(case.starts, case.ends)
-    # Level-parallel only pays when levels are wide (barriers per level dominate otherwise).
-    if parallel and numba.get_num_threads() > 1 and case.n_exons >= 4 * (levels.max() + 1):
-        level_exons = np.argsort(levels, kind="stable")
-        offsets = np.searchsorted(levels[level_exons], np.arange(levels.max() + 2))
-        _parallel_forward(
-            case.base, case.starts, case.ends, case.target, matrix, np.int32(gap), last, pred, level_exons, offsets
-        )
+    n1 = case.target.size + 1
+    n_chunks = min(numba.get_num_threads(), n1 // 128)
+    if parallel and n_chunks > 1 and case.cells >= PARALLEL_MIN_CELLS:
+        _tiled_forward(case.base, case.starts, case.ends, case.target, matrix, np.int32(gap), last, pred,
+                       n_chunks, block_rows)
     else:
         _fast_forward(case.base, case.starts, case.ends, case.target, matrix, np.int32(gap), last, pred)
     return last, pred

@@ -79,65 +79,76 @@ SCAN_DEV bool scan_state_equal(const int (&D)[LM], const int (&Bn)[LM], const in
     return eq;
 }
 
-// One column j of the score-only DP: (Din, Bin) hold the state of column j-1, (Dout, Bout)
-// receive that of column j (they may be the same arrays). Emits the column's candidates when
-// j >= emit_from.
+// One column j of the score-only DP: (Din, Bin) hold the state of column j-1 and stay intact,
+// (Dout, Bout) receive that of column j. Returns the column's largest max(A, C): a cell can only
+// be a candidate (best >= T, not ending in B) when that is >= T, and then scan_emit_column
+// recomputes the column from (Din, Bin) and emits its candidates (a rare path).
 //
 // Unused top rows (r < P <= 7 when LM >= 16) run branch-free as copies of row 0: their profile
 // scores are hugely negative (A = 0) and their gap costs 0 (GO/GE; then B = C = D = 0), so the
 // first real row sees exactly row 0. LM == 8 (queries of <= 8 letters) skips them with a branch.
 template <int LM>
-SCAN_DEV void scan_column(const int (&Din)[LM], const int (&Bin)[LM], int (&Dout)[LM], int (&Bout)[LM],
-                          const signed char* ref, int j, int emit_from, const int* prof, int P,
-                          const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo, int sge, int T,
-                          int task, int* cand_count, int cand_cap, ScanCand* cands) {
+SCAN_DEV int scan_column(const int (&Din)[LM], const int (&Bin)[LM], int (&Dout)[LM], int (&Bout)[LM],
+                         const int4* pc, int P, const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo,
+                         int sge) {
     constexpr bool kBranchFree = LM > 8;
-    const int c = ref[j - 1];
-    const int4* pc = reinterpret_cast<const int4*>(prof + c * LM);
     int dold = 0, aup = 0, cup = 0;  // row 0: all zero
+    int gm = SCAN_NEG_INF;
 #pragma unroll
     for (int r4 = 0; r4 < LM / 4; ++r4) {
         const int4 s4 = SCAN_LDG(pc + r4);
         const int sv[4] = {s4.x, s4.y, s4.z, s4.w};
-        int ga[4], gb[4], gc[4], gd[4];
-        int gm = SCAN_NEG_INF;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const int r = r4 * 4 + k;
             const bool seed = SCAN_SEED_ROW(r, LM);
             const int rgo = seed ? sgo : (r < 8 && kBranchFree ? GO[r & 7] : go);
             const int rge = seed ? sge : (r < 8 && kBranchFree ? GE[r & 7] : ge);
-            ga[k] = 0; gb[k] = 0; gc[k] = 0; gd[k] = 0;
             if (kBranchFree || r >= P) {
                 const int A = scan_addmax(dold, sv[k], 0);
                 const int C = seed ? -1 : scan_addmax(aup, rgo, cup + rge);
                 const int B = Bin[r];
                 dold = Din[r];
-                const int Dn = scan_max3(A, B, C);
-                Dout[r] = Dn;
+                Dout[r] = scan_max3(A, B, C);
                 Bout[r] = scan_addmax(A, rgo, B + rge);
                 aup = A;
                 cup = C;
                 gm = scan_max3(gm, A, C);
-                ga[k] = A; gb[k] = B; gc[k] = C; gd[k] = Dn;
             } else {
                 Dout[r] = Din[r];
                 Bout[r] = Bin[r];
             }
         }
-        // best >= T and not ending in B imply max(A, C) >= T: test that once per 4 rows.
-        if (gm >= T && j >= emit_from) {
+    }
+    return gm;
+}
+
+// Emit the candidates of column j (state of column j-1 in Din/Bin): same arithmetic as scan_column.
+template <int LM>
+SCAN_DEV void scan_emit_column(const int (&Din)[LM], const int (&Bin)[LM], const int4* pc, int j, int P,
+                               const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo, int sge, int T,
+                               int task, int* cand_count, int cand_cap, ScanCand* cands) {
+    const int* ps = reinterpret_cast<const int*>(pc);
+    int dold = 0, aup = 0, cup = 0;
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                const int r = r4 * 4 + k;
-                if (r >= P && gd[k] >= T && !(gb[k] > ga[k] && gb[k] >= gc[k])) {
-                    const int slot = atomicAdd(cand_count, 1);
-                    if (slot < cand_cap) {
-                        ScanCand cd;
-                        cd.task = task; cd.i = r - P + 1; cd.j = j; cd.score = gd[k];
-                        cands[slot] = cd;
-                    }
-                }
+    for (int r = 0; r < LM; ++r) {  // compile-time r keeps the state arrays in registers
+        if (r < P) continue;
+        const bool seed = SCAN_SEED_ROW(r, LM);
+        const int rgo = seed ? sgo : (r < 8 ? GO[r & 7] : go);
+        const int rge = seed ? sge : (r < 8 ? GE[r & 7] : ge);
+        const int A = scan_addmax(dold, ps[r], 0);
+        const int C = seed ? -1 : scan_addmax(aup, rgo, cup + rge);
+        const int B = Bin[r];
+        dold = Din[r];
+        const int best = scan_max3(A, B, C);
+        aup = A;
+        cup = C;
+        if (best >= T && !(B > A && B >= C)) {
+            const int slot = atomicAdd(cand_count, 1);
+            if (slot < cand_cap) {
+                ScanCand cd;
+                cd.task = task; cd.i = r - P + 1; cd.j = j; cd.score = best;
+                cands[slot] = cd;
             }
         }
     }
@@ -162,8 +173,10 @@ SCAN_DEV void scan_sweep(int (&D)[LM], int (&Bn)[LM], const signed char* ref, in
     }
     int D2[LM], B2[LM];
     for (int j = jfrom; j <= jto; j += 2) {
-        scan_column<LM>(D, Bn, D2, B2, ref, j, emit_from, prof, P, GO, GE, go, ge, sgo, sge, T, task, cand_count,
-                        cand_cap, cands);
+        const int4* pc = reinterpret_cast<const int4*>(prof + ref[j - 1] * LM);
+        int gm = scan_column<LM>(D, Bn, D2, B2, pc, P, GO, GE, go, ge, sgo, sge);
+        if (gm >= T && j >= emit_from)
+            scan_emit_column<LM>(D, Bn, pc, j, P, GO, GE, go, ge, sgo, sge, T, task, cand_count, cand_cap, cands);
         if (j == save_col) scan_store_state<LM>(D2, B2, save_out);
         if (j == next_cp) {
             if (j >= cp_from) scan_store_state<LM>(D2, B2, cp_base + (long long)(j / cpint - 1) * 2 * LM);
@@ -174,8 +187,11 @@ SCAN_DEV void scan_sweep(int (&D)[LM], int (&Bn)[LM], const signed char* ref, in
             for (int r = 0; r < LM; ++r) { D[r] = D2[r]; Bn[r] = B2[r]; }
             break;
         }
-        scan_column<LM>(D2, B2, D, Bn, ref, j + 1, emit_from, prof, P, GO, GE, go, ge, sgo, sge, T, task,
-                        cand_count, cand_cap, cands);
+        const int4* pc2 = reinterpret_cast<const int4*>(prof + ref[j] * LM);
+        gm = scan_column<LM>(D2, B2, D, Bn, pc2, P, GO, GE, go, ge, sgo, sge);
+        if (gm >= T && j + 1 >= emit_from)
+            scan_emit_column<LM>(D2, B2, pc2, j + 1, P, GO, GE, go, ge, sgo, sge, T, task, cand_count, cand_cap,
+                                 cands);
         if (j + 1 == save_col) scan_store_state<LM>(D, Bn, save_out);
         if (j + 1 == next_cp) {
             if (j + 1 >= cp_from) scan_store_state<LM>(D, Bn, cp_base + (long long)(j / cpint) * 2 * LM);
@@ -256,7 +272,7 @@ SCAN_DEV void scan_repair_pair(int x, const int* rp_pair, const int* rp_seg, con
 // n = -1 when the traceback needs columns before the window.
 template <int LM>
 SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const int* sv_j, const ScanTaskArgs& a,
-                             const int* cp, int K, unsigned char* scratch, long long stride, int* out_i0,
+                             const int* cp, int K, unsigned int* scratch, long long nl, int* out_i0,
                              int* out_j0, int* out_n, unsigned char* ops, long long opcap) {
     const int p = sv_pair[x];
     const int iend = sv_i[x];
@@ -268,7 +284,10 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
     const int* prof = a.prof + (long long)q * 5 * LM;
     int c = jend - K;
     c = c > 0 ? (c / a.cpint) * a.cpint : 0;
-    unsigned char* win = scratch + (long long)x * stride;  // column j at win + (j - c - 1) * LM
+    // Trace window: word q (rows 4q..4q+3) of window column w (= j - c - 1) of survivor x is
+    // scratch[(w * LM/4 + q) * nl + x], so that the threads of a warp store side by side.
+    auto word_at = [&](int w, int q) -> unsigned int& { return scratch[((long long)w * (LM / 4) + q) * nl + x]; };
+    auto byte_at = [&](int j, int r) -> int { return (word_at(j - c - 1, r >> 2) >> (8 * (r & 3))) & 0xff; };
     int A[LM], B[LM], C[LM];
     int jstart;
     if (c == 0) {
@@ -304,7 +323,7 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
             }
             word |= byte << (8 * (r & 3));
             if ((r & 3) == 3) {
-                *reinterpret_cast<unsigned int*>(win + r - 3) = word;
+                word_at(0, r >> 2) = word;
                 word = 0;
             }
         }
@@ -315,7 +334,6 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
         const int4* pc = reinterpret_cast<const int4*>(prof + cls * LM);
         int pA = 0, pB = 0, pC = 0;    // row above, previous column
         int aup = 0, cup = 0;          // row above, this column
-        unsigned char* col = win + (long long)(j - c - 1) * LM;
 #pragma unroll
         for (int r4 = 0; r4 < LM / 4; ++r4) {
             const int4 s4 = SCAN_LDG(pc + r4);
@@ -364,18 +382,18 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
                     word |= ((unsigned int)tA | extB | extC | (unsigned int)(tb << 4)) << (8 * k);
                 }
             }
-            *reinterpret_cast<unsigned int*>(col + r4 * 4) = word;
+            word_at(j - c - 1, r4) = word;
         }
     }
     // Traceback (cpu.trace_back).
     int i = iend, j = jend;
     long long n = 0;
     unsigned char* out = ops + (long long)x * opcap;
-    int state = (win[(long long)(j - c - 1) * LM + (i + P - 1)] >> 4) & 3;
+    int state = (byte_at(j, i + P - 1) >> 4) & 3;
     bool fail = false;
     while (i > 0 && j > 0) {
         if (j <= c) { fail = true; break; }
-        const int t = win[(long long)(j - c - 1) * LM + (i + P - 1)];
+        const int t = byte_at(j, i + P - 1);
         if (((t >> 4) & 3) == 0 || state == 0) break;
         if (c > 0 && j == c + 1) { fail = true; break; }
         if (n >= opcap) { fail = true; break; }
@@ -413,7 +431,7 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
 
 #ifndef SCAN_HOST_TEST
 template <int LM>
-SCAN_GLOBAL void __launch_bounds__(128, 4) scan_pass1(int n_tasks, const int* task_pair, const int* task_seg, SCAN_ARGS_PARAMS, int* cp,
+SCAN_GLOBAL void __launch_bounds__(128, LM <= 24 ? 4 : (LM <= 32 ? 3 : 2)) scan_pass1(int n_tasks, const int* task_pair, const int* task_seg, SCAN_ARGS_PARAMS, int* cp,
                             int* entry, int* cand_count, int cand_cap, ScanCand* cands) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tasks) return;
@@ -434,11 +452,11 @@ SCAN_GLOBAL void scan_repair(int n, const int* rp_pair, const int* rp_seg, const
 
 template <int LM>
 SCAN_GLOBAL void scan_trace(int n, const int* sv_pair, const int* sv_i, const int* sv_j, SCAN_ARGS_PARAMS,
-                            const int* cp, int K, unsigned char* scratch, long long stride, int* out_i0,
+                            const int* cp, int K, unsigned int* scratch, long long nl, int* out_i0,
                             int* out_j0, int* out_n, unsigned char* ops, long long opcap) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= n) return;
     SCAN_ARGS_MAKE(a);
-    scan_trace_one<LM>(x, sv_pair, sv_i, sv_j, a, cp, K, scratch, stride, out_i0, out_j0, out_n, ops, opcap);
+    scan_trace_one<LM>(x, sv_pair, sv_i, sv_j, a, cp, K, scratch, nl, out_i0, out_j0, out_n, ops, opcap);
 }
 #endif

@@ -43,12 +43,12 @@ using std::min;
                                  cand_count, cand_cap, cands);                                           \
     }                                                                                                    \
     extern "C" void host_scan_trace_##LM(int n, const int* sv_pair, const int* sv_i, const int* sv_j,    \
-                                         SCAN_ARGS_PARAMS, const int* cp, int K, unsigned char* scratch, \
-                                         long long stride, int* out_i0, int* out_j0, int* out_n,         \
+                                         SCAN_ARGS_PARAMS, const int* cp, int K, unsigned int* scratch,  \
+                                         long long nl, int* out_i0, int* out_j0, int* out_n,             \
                                          unsigned char* ops, long long opcap) {                          \
         SCAN_ARGS_MAKE(a);                                                                               \
         for (int x = 0; x < n; ++x)                                                                      \
-            scan_trace_one<LM>(x, sv_pair, sv_i, sv_j, a, cp, K, scratch, stride, out_i0, out_j0, out_n, \
+            scan_trace_one<LM>(x, sv_pair, sv_i, sv_j, a, cp, K, scratch, n, out_i0, out_j0, out_n,     \
                                ops, opcap);                                                              \
     }
 

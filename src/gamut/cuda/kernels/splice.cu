@@ -106,6 +106,7 @@ extern "C" __global__ void splice_forward(
         int left_in = NEG_INF;  // H at (row, col0 - 1)
         int diag_in = NEG_INF;  // H at (row - 1, col0 - 1)
         int out = NEG_INF;      // H at (row, col0 + COLS - 1), for the next lane
+        ScoreVec sv;            // scores of the next DP row (loaded when the lane advances)
 
         const long long steps = rows + 31;
         for (long long step = 0; step < steps; ++step) {
@@ -160,7 +161,6 @@ extern "C" __global__ void splice_forward(
                         if (col0 + q < width) dst[q] = arg;
                     }
                 } else {
-                    const ScoreVec sv = profile[(int)b[sk + i - 1] * 32 + lane];
                     int cand[COLS];
 #pragma unroll
                     for (int q = 0; q < COLS; ++q) {
@@ -190,7 +190,8 @@ extern "C" __global__ void splice_forward(
                         *((volatile int*)(prog + c)) = (int)(row + 1);
                     }
                 }
-                // Advance along the exon stream.
+                // Advance along the exon stream; fetch the next row's scores now, so that the
+                // loads overlap the shuffle of the next step instead of delaying its cells.
                 if (i == len) {
                     ++k;
                     i = 0;
@@ -200,6 +201,7 @@ extern "C" __global__ void splice_forward(
                     }
                 } else {
                     ++i;
+                    sv = profile[(int)b[sk + i - 1] * 32 + lane];
                 }
             }
         }

@@ -1,0 +1,140 @@
+"""``gamut fold``: Nussinov folding of one sequence or a FASTA file of many."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from gamut.errors import InputError, UsageError
+from gamut.fold.api import DEFAULT_MIN_LOOP, ENGINES, FoldResult, fold
+from gamut.io import atomic_output, read_fasta
+
+FORMATS = ("dot-bracket", "tsv", "jsonl")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fold",
+        help="fold RNA by maximising base pairs (Nussinov), with traceback",
+        description="Fold RNA with Nussinov's recurrence: the maximum number of AU, GC and GU pairs and "
+        "one optimal structure in dot-bracket. INPUT is a FASTA file (.gz allowed) or a sequence.",
+    )
+    p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records, or a sequence such as GGGAAACCC")
+    p.add_argument("--min-loop", type=int, default=DEFAULT_MIN_LOOP,
+                   help=f"least number of unpaired bases a pair encloses (default {DEFAULT_MIN_LOOP}, the papers' "
+                   "variant that forbids adjacent pairs; 3 is the usual hairpin minimum; 0 allows adjacent pairs)")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="gpu, or a CPU engine: blocked (tiled, multicore, default on CPU), multicore (OMP2), "
+                   "cpu2 (cache-efficient) or cpu1 (naive) (default auto)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto uses a CUDA GPU when CuPy and a device are present (default auto)")
+    p.add_argument("-o", "--output", default="-", help="output file (default: standard output); written atomically")
+    p.add_argument("--format", choices=FORMATS, default="dot-bracket",
+                   help="dot-bracket (FASTA-like: header, sequence, structure), tsv or jsonl (default dot-bracket)")
+    p.add_argument("--no-structure", action="store_true", help="report the score only (skip the traceback)")
+    p.add_argument("--corner", type=int, default=0, metavar="K",
+                   help="also report the top-right K x K block of the score matrix (for inspection)")
+    p.add_argument("--plot", metavar="FILE",
+                   help="arc diagram (.png, .svg or .pdf); with several records, one file per record named FILE "
+                   "with the record name before the suffix")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: on for several records in a terminal)")
+    p.set_defaults(func=run)
+
+
+def _records(source: str) -> list[tuple[str, str]]:
+    """FASTA records of the file ``source``, or ``source`` itself when it is no file and looks like a sequence."""
+    if os.path.exists(source) or "." in source or os.sep in source or not source:
+        return [(rec.name, rec.sequence) for rec in read_fasta(source)]
+    return [("sequence", source)]
+
+
+def _plot_path(template: str, name: str, many: bool) -> str:
+    if not many:
+        return template
+    stem, suffix = os.path.splitext(template)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    return f"{stem}.{safe}{suffix}"
+
+
+def format_result(result: FoldResult, fmt: str) -> str:
+    """One result as text in ``fmt`` (``dot-bracket``, ``tsv`` or ``jsonl``)."""
+    if fmt == "jsonl":
+        record = {"name": result.name, "length": len(result), "pairs": result.pairs, "min_loop": result.min_loop,
+                  "engine": result.engine, "sequence": result.sequence, "structure": result.structure}
+        if result.corner is not None:
+            record["corner"] = result.corner.tolist()
+        return json.dumps(record) + "\n"
+    if fmt == "tsv":
+        return "\t".join(str(x) for x in (result.name, len(result), result.pairs, result.min_loop, result.engine,
+                                          result.structure or "")) + "\n"
+    lines = [f">{result.name} length={len(result)} pairs={result.pairs} min_loop={result.min_loop} "
+             f"engine={result.engine}", result.sequence]
+    if result.structure is not None:
+        lines.append(result.structure)
+    if result.corner is not None:
+        k = result.corner.shape[0]
+        n = len(result)
+        lines.append(f"# corner: C(i, j) = pairs in positions i..j (1-based), rows i = 1..{k}, "
+                     f"columns j = {n - k + 1}..{n}")
+        lines += ["# " + " ".join(str(int(v)) for v in row) for row in result.corner]
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.corner < 0:
+        raise UsageError("--corner must be >= 0")
+    if args.corner and args.format == "tsv":
+        raise UsageError("--corner is shown in the dot-bracket and jsonl formats, not tsv")
+    if args.plot and args.no_structure:
+        raise UsageError("--plot needs the structure: drop --no-structure")
+    records = _records(args.input)
+    show = args.progress if args.progress is not None else (len(records) > 1 and sys.stderr.isatty())
+    with atomic_output(args.output, "w") as out:
+        if args.format == "tsv":
+            out.write("name\tlength\tpairs\tmin_loop\tengine\tstructure\n")
+        with _progress(show, len(records)) as advance:
+            for name, sequence in records:
+                try:
+                    result = fold(sequence, args.min_loop, args.device, engine=args.engine,
+                                  traceback=not args.no_structure, corner=args.corner, name=name)
+                except InputError as exc:
+                    if len(records) == 1 and name == "sequence":
+                        raise
+                    raise InputError(f"{args.input}: record {exc}") from None
+                out.write(format_result(result, args.format))
+                if args.plot:
+                    from gamut.fold.plot import arc_diagram
+
+                    arc_diagram(result, _plot_path(args.plot, name, len(records) > 1))
+                advance(len(sequence))
+    return 0
+
+
+class _progress:
+    """Context manager yielding ``advance(nt)``; a rich progress bar on stderr when ``show``."""
+
+    def __init__(self, show: bool, total: int):
+        self.show, self.total, self.bar = show, total, None
+
+    def __enter__(self):
+        if not self.show:
+            return lambda nt: None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("folding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=Console(stderr=True))
+        self.bar.start()
+        task = self.bar.add_task("fold", total=self.total)
+        return lambda nt: self.bar.advance(task)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+        return False
+
+
+__all__ = ["FORMATS", "format_result", "register", "run"]
