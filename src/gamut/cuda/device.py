@@ -8,6 +8,11 @@ from gamut.errors import DeviceError, UsageError
 
 DEVICES = ("auto", "cpu", "cuda")
 
+#: Analyses whose CUDA engine has passed its GPU test suite on real hardware. ``--device auto``
+#: uses the GPU only for these; ``--device cuda`` always can. (As of 0.1.0 no GPU engine has run
+#: on a device yet: all were checked on the CPU through host builds and emulations only.)
+VERIFIED_GPU_ENGINES: frozenset[str] = frozenset()
+
 
 @functools.lru_cache(maxsize=1)
 def available_gpus() -> tuple[int, ...]:
@@ -26,11 +31,17 @@ def gpu_available() -> bool:
     return bool(available_gpus())
 
 
-def resolve_device(device: str = "auto") -> str:
-    """Map ``auto|cpu|cuda`` to ``cpu`` or ``cuda``; ``cuda`` without a GPU is an error."""
+def resolve_device(device: str = "auto", analysis: str | None = None) -> str:
+    """Map ``auto|cpu|cuda`` to ``cpu`` or ``cuda``; ``cuda`` without a GPU is an error.
+
+    With ``auto`` and an ``analysis`` name ("scan", "fold", "splice"), the GPU is chosen only when
+    that analysis' CUDA engine is in :data:`VERIFIED_GPU_ENGINES`.
+    """
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}' (choose from {', '.join(DEVICES)})")
     if device == "cpu":
+        return "cpu"
+    if device == "auto" and analysis is not None and analysis not in VERIFIED_GPU_ENGINES:
         return "cpu"
     if gpu_available():
         return "cuda"

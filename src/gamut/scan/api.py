@@ -22,10 +22,10 @@ OUTPUT_FORMATS = ("miranda", "tsv", "jsonl", "parquet")
 
 
 def make_engine(device: str = "auto", threads: int | None = None, gpus: str | Sequence[int] | None = None) -> AlignmentEngine:
-    """The alignment engine for ``device`` (``auto`` prefers a CUDA GPU when one is usable)."""
+    """The alignment engine for ``device`` (``auto``: a CUDA GPU when usable and its engine is verified)."""
     from gamut.cuda import parse_gpus, resolve_device
 
-    if resolve_device(device) == "cuda":
+    if resolve_device(device, "scan") == "cuda":
         from gamut.scan.gpu import GpuEngine
 
         return GpuEngine(parse_gpus(gpus), threads=threads)

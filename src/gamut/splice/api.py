@@ -28,7 +28,7 @@ def choose_engine(device: str = "auto", engine: str | None = None) -> str:
         if engine == "gpu":
             resolve_device("cuda")
         return engine
-    return "gpu" if resolve_device(device) == "cuda" else "fast"
+    return "gpu" if resolve_device(device, "splice") == "cuda" else "fast"
 
 
 def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None):
