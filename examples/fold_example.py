@@ -11,7 +11,7 @@ from gamut.io import read_fasta
 
 here = Path(__file__).parent
 for record in read_fasta(here / "fold_hairpins.fa"):
-    result = gamut.fold(record.sequence, min_loop=3, name=record.name)  # GPU when present, else CPU
+    result = gamut.fold(record.sequence, min_loop=3, name=record.name)  # device="cuda" for the GPU engine
     print(f"{record.name:14s} {len(result):3d} nt {result.pairs:3d} pairs  {result.structure}")
     if record.name == "hsa-let-7a-1":
         arc_diagram(result, "fold_let-7a-1.png")

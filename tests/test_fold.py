@@ -159,6 +159,17 @@ def test_options_are_checked():
     assert choose_engine("auto", "cpu") == "blocked"
 
 
+def test_auto_device_uses_the_gpu_only_once_verified(monkeypatch):
+    import gamut.cuda.device as device
+
+    monkeypatch.setattr(device, "gpu_available", lambda: True)
+    monkeypatch.setattr(device, "VERIFIED_GPU_ENGINES", frozenset())
+    assert choose_engine("auto", "auto") == "blocked"
+    assert choose_engine("auto", "cuda") == "gpu"
+    monkeypatch.setattr(device, "VERIFIED_GPU_ENGINES", frozenset({"fold"}))
+    assert choose_engine("auto", "auto") == "gpu"
+
+
 def test_cuda_request_without_gpu_is_a_clear_error():
     from gamut.cuda import gpu_available
 
@@ -189,3 +200,14 @@ def test_multicore_bands_and_halos(band, chunks):
         got = np.zeros_like(expected)
         fill_multicore(codes, np.int64(min_loop), got, band, chunks)
         assert np.array_equal(got, expected)
+
+
+def test_host_memory_is_checked(monkeypatch):
+    import gamut.fold.api as api
+
+    assert api._available_memory() > 10_000_000
+    monkeypatch.setattr(api, "_available_memory", lambda: 10_000)
+    with pytest.raises(InputError, match="GB of memory"):
+        gamut.fold(random_rna(200, 1), engine="cpu2")
+    with pytest.raises(InputError, match="GB of memory"):
+        gamut.fold(random_rna(200, 1), engine="blocked")

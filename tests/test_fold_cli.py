@@ -7,6 +7,7 @@ import pytest
 
 import gamut
 from gamut.cli import main
+from gamut.errors import InputError, UsageError
 
 from fold_helpers import check_structure
 
@@ -59,13 +60,13 @@ def test_dot_bracket_corner_and_no_structure(capsys):
 @pytest.mark.parametrize(
     "argv,code,message",
     [
-        (["fold", "AC-GU"], 1, "letter '-' at position 3"),
-        (["fold", "missing.fa"], 1, "missing.fa: no such file"),
-        (["fold", "ACGU", "--min-loop", "-1"], 2, "min_loop"),
-        (["fold", "ACGU", "--engine", "cpu1", "--device", "cuda"], 2, "runs on the CPU"),
-        (["fold", "ACGU", "--corner", "2", "--format", "tsv"], 2, "--corner"),
-        (["fold", "ACGU", "--plot", "x.gif"], 2, "must end in"),
-        (["fold", "ACGU", "--plot", "x.png", "--no-structure"], 2, "needs the structure"),
+        (["fold", "AC-GU"], InputError.exit_code, "letter '-' at position 3"),
+        (["fold", "missing.fa"], InputError.exit_code, "missing.fa: no such file"),
+        (["fold", "ACGU", "--min-loop", "-1"], UsageError.exit_code, "min_loop"),
+        (["fold", "ACGU", "--engine", "cpu1", "--device", "cuda"], UsageError.exit_code, "runs on the CPU"),
+        (["fold", "ACGU", "--corner", "2", "--format", "tsv"], UsageError.exit_code, "--corner"),
+        (["fold", "ACGU", "--plot", "x.gif"], UsageError.exit_code, "must end in"),
+        (["fold", "ACGU", "--plot", "x.png", "--no-structure"], UsageError.exit_code, "needs the structure"),
     ],
 )
 def test_errors(argv, code, message, capsys, tmp_path, monkeypatch):
@@ -78,7 +79,7 @@ def test_errors(argv, code, message, capsys, tmp_path, monkeypatch):
 def test_bad_record_names_file_and_record(tmp_path, capsys):
     fasta = tmp_path / "bad.fa"
     fasta.write_text(">good\nACGU\n>broken\nAC*GU\n")
-    assert main(["fold", str(fasta), "-o", str(tmp_path / "out.txt")]) == 1
+    assert main(["fold", str(fasta), "-o", str(tmp_path / "out.txt")]) == InputError.exit_code
     assert f"{fasta}: record broken: letter '*' at position 3" in capsys.readouterr().err
     assert not (tmp_path / "out.txt").exists()
 

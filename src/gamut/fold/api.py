@@ -56,11 +56,15 @@ class FoldResult:
 
 
 def choose_engine(engine: str = "auto", device: str = "auto") -> str:
-    """Resolve ``engine`` and ``device`` to one engine name (``gpu`` or a CPU engine)."""
+    """Resolve ``engine`` and ``device`` to one engine name (``gpu`` or a CPU engine).
+
+    ``device="auto"`` takes the GPU only once the fold GPU engine is listed as verified on hardware
+    (:data:`gamut.cuda.device.VERIFIED_GPU_ENGINES`); ``device="cuda"`` or ``engine="gpu"`` always can.
+    """
     if engine not in ENGINES:
         raise UsageError(f"unknown fold engine '{engine}' (choose from {', '.join(ENGINES)})")
     if engine == "auto":
-        return "gpu" if resolve_device(device) == "cuda" else "blocked"
+        return "gpu" if resolve_device(device, "fold") == "cuda" else "blocked"
     if engine == "gpu":
         if device == "cpu":
             raise UsageError("engine 'gpu' cannot run with device 'cpu'")
@@ -76,12 +80,24 @@ def _check_min_loop(min_loop: int) -> int:
     return int(min_loop)
 
 
-def _check_host_memory(nbytes: int, what: str) -> None:
+def _available_memory() -> int | None:
+    """Bytes of host memory available to a new allocation (``MemAvailable``), if known."""
     try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return
-    if nbytes > available:
+        return None
+
+
+def _check_host_memory(nbytes: int, what: str) -> None:
+    available = _available_memory()
+    if available is not None and nbytes > available:
         raise InputError(f"{what} needs {nbytes / 1e9:.1f} GB of memory, only {available / 1e9:.1f} GB available")
 
 
@@ -98,7 +114,8 @@ def fold(
     """Fold one RNA ``sequence`` by maximising base pairs (AU, GC, GU) with Nussinov's recurrence.
 
     ``min_loop`` is the least number of unpaired bases a pair encloses (the papers' variant is 1;
-    3 is the usual biological hairpin minimum). ``device`` is ``auto|cpu|cuda``; ``engine`` picks
+    3 is the usual biological hairpin minimum). ``device`` is ``auto|cpu|cuda`` (see
+    :func:`choose_engine`); ``engine`` picks
     ``gpu``, ``blocked`` (tiled, multicore; the CPU default), ``multicore`` (OMP2), ``cpu2`` or
     ``cpu1``. ``traceback=False`` skips the structure; ``corner=k`` keeps the top-right ``k x k``
     block of the score matrix in ``result.corner``. T is read as U; IUPAC codes such as N never pair.
