@@ -24,6 +24,9 @@ def atomic_output(path: str | os.PathLike | None, mode: str = "w") -> Iterator[I
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

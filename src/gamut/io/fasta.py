@@ -46,7 +46,7 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False) -> Iterato
                     raise InputError(f"{path}: record '{name}' has no sequence")
                 count += 1
                 yield FastaRecord(name, description.strip(), sequence)
-    except dnaio.exceptions.FormatError as exc:
+    except (dnaio.exceptions.FileFormatError, dnaio.exceptions.UnknownFileFormat) as exc:
         raise InputError(f"{path}: not valid FASTA ({exc})") from None
     if count == 0:
         raise InputError(f"{path}: no FASTA records found")

@@ -1,0 +1,49 @@
+"""General FASTA reading and atomic output."""
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+
+from gamut.errors import InputError
+from gamut.io import atomic_output, read_fasta
+
+
+def test_read_fasta_plain_and_gzip(tmp_path):
+    text = ">a first\nACGU\nAC\n>b\nGG\n"
+    plain = tmp_path / "x.fa"
+    plain.write_text(text)
+    packed = tmp_path / "x.fa.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, packed):
+        records = list(read_fasta(path))
+        assert [(r.name, r.description, r.sequence) for r in records] == [("a", "first", "ACGUAC"), ("b", "", "GG")]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [("", "no FASTA records"), (">a\n", "has no sequence"), ("ACGU\n", "not valid FASTA")],
+)
+def test_read_fasta_errors(tmp_path, content, message):
+    path = tmp_path / "bad.fa"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        list(read_fasta(path))
+    with pytest.raises(InputError, match="no such file"):
+        list(read_fasta(tmp_path / "missing.fa"))
+
+
+def test_atomic_output_only_on_success(tmp_path):
+    target = tmp_path / "out.txt"
+    with pytest.raises(RuntimeError):
+        with atomic_output(target) as handle:
+            handle.write("half")
+            raise RuntimeError("boom")
+    assert not target.exists() and os.listdir(tmp_path) == []
+    with atomic_output(target) as handle:
+        handle.write("whole")
+    assert target.read_text() == "whole"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
