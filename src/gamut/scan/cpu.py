@@ -9,6 +9,8 @@ Trace byte per cell (row-major ``trace[i, j]``): bits 0-1 ``tA`` (0..3), bit 2 s
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from numba import njit
 
@@ -49,7 +51,6 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
     tAC = np.zeros(R + 1, np.uint8)
     extB = np.zeros(R + 1, np.uint8)
     score = np.empty(R + 1, profile.dtype)
-    cand = np.empty(R + 1, np.int32)
     cs = np.empty(64, np.int32)
     ci = np.empty(64, np.int32)
     cj = np.empty(64, np.int32)
@@ -107,18 +108,18 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
             tb = tb if positive else np.uint8(0)
             best = best if positive else 0
             trow[j] = tAC[j] | extB[j] | (tb << np.uint8(4))
-            # 5. candidates: best >= threshold, not ending in state B (collected below)
-            is_cand = (best >= threshold) & (tb != 2)
-            cand[j] = best if is_cand else -1
-            row_cands += np.int32(is_cand)
-        if row_cands:
+            # 5. candidates: best >= threshold, not ending in state B (only counted here)
+            row_cands += np.int32((best >= threshold) & (tb != 2))
+        if row_cands:  # rare: collect them, recomputing best from the row values
             if n + row_cands > cs.shape[0]:
                 cs = _grow(cs, n + row_cands)
                 ci = _grow(ci, n + row_cands)
                 cj = _grow(cj, n + row_cands)
             for j in range(1, R + 1):
-                if cand[j] >= 0:
-                    cs[n] = cand[j]
+                tb = (trow[j] >> 4) & 3
+                best = max(rowA[j], rowB[j], rowC[j], 0)
+                if tb != 2 and best >= threshold:
+                    cs[n] = best
                     ci[n] = i
                     cj[n] = j
                     n += 1
@@ -191,15 +192,17 @@ def trace_back(trace, i_end, j_end, ops):
 
 
 @njit(cache=True, nogil=True)
-def align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold):
+def align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, workspace):
     """Align one (query, reference) pair: survivors of §6 with their tracebacks (§7.1).
 
+    ``workspace`` is a uint8 buffer of at least (L+1)*(R+1) bytes for the trace (reused across
+    pairs by a thread: fresh allocations of this size cost page faults on every pair).
     Returns ``(score, i_end, j_end, i_start, j_start, op_offsets, ops, cells)``; ops of survivor k
     are ``ops[op_offsets[k]:op_offsets[k+1]]`` in alignment order (query 3' side first).
     """
     L = qrev.shape[0]
     R = ref.shape[0]
-    trace = np.empty((L + 1, R + 1), np.uint8)
+    trace = workspace[: (L + 1) * (R + 1)].reshape((L + 1, R + 1))
     cs, ci, cj = fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trace)
     keep = order_and_suppress(cs, ci, cj, L, R)
     s = keep.shape[0]
@@ -262,11 +265,16 @@ class CpuEngine:
             t = query_tables(queries[int(qi)].codes, params)
             tables[int(qi)] = (t.qrev, *dp_tables(t), t.seed_row)
         threshold = int(params.score_threshold)
+        local = threading.local()
 
         def one(pair) -> PairAlignments:
             qrev, profile, gap_open, gap_ext, seed_row = tables[int(pair[0])]
             ref = references[int(pair[1])].codes
-            out = align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold)
+            need = (qrev.shape[0] + 1) * (ref.shape[0] + 1)
+            workspace = getattr(local, "workspace", None)
+            if workspace is None or workspace.shape[0] < need:
+                workspace = local.workspace = np.empty(max(need, 1 << 20), np.uint8)
+            out = align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, workspace)
             return PairAlignments(*out[:7])
 
         if self.threads == 1 or len(pairs) < 2:
