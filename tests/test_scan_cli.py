@@ -131,3 +131,34 @@ def test_module_entry_point(files):
     proc = subprocess.run([sys.executable, "-m", "gamut", "miranda", str(q), str(r), "-noenergy", "-quiet"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "Scan Complete" in proc.stdout
+
+
+def test_parquet_output(files, tmp_path):
+    q, r = files
+    out = tmp_path / "hits.parquet"
+    assert main(["scan", str(q), str(r), "--noenergy", "--format", "parquet", "-o", str(out)]) == 0
+    table = pd.read_parquet(out)
+    assert list(table["reference_id"]) == ["utr1"] and int(table.loc[0, "score"]) > 140
+    assert main(["scan", str(q), str(r), "--noenergy", "--format", "parquet"]) == 1  # needs -o
+
+
+def test_energy_models_through_the_scan(files):
+    """Hits carry the energy of their fold string under the chosen model, filtered by -en."""
+    from gamut.scan.energy import duplex_energies
+    from gamut.scan.runner import ScanInput, run_scan
+    from gamut.scan.cpu import CpuEngine
+    from gamut.scan.params import ScanParams
+    from gamut.scan.fasta import read_miranda_fasta
+
+    q, r = files
+    for model in ("miranda", "vienna2004"):
+        hits = gamut.scan(str(q), str(r), energy_model=model, energy_threshold=100)
+        params = ScanParams(energy_model=model, energy_threshold=100)
+        results = list(run_scan(ScanInput(read_miranda_fasta(q), read_miranda_fasta(r), params), CpuEngine(1)))
+        folds = [h.fold_string for res in results for h in res.hits]
+        assert len(hits) == len(folds) == 1
+        expected = duplex_energies(folds, model=model)
+        assert hits["energy"].tolist() == [round(float(e), 2) for e in expected]
+        assert expected[0] < -20  # a perfect site folds strongly
+    strict_cut = gamut.scan(str(q), str(r), energy_threshold=-100)
+    assert strict_cut.empty
