@@ -186,5 +186,3 @@ class _RichProgress:
 
 def _progress_bar(total: int, label: str) -> _RichProgress:
     return _RichProgress(total, label)
-
-
