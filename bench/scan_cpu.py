@@ -12,7 +12,6 @@ Writes bench/results/scan_cpu_<host>.json and .md.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -27,7 +26,7 @@ import numpy as np
 from gamut.scan.alignments import EncodedSeq
 from gamut.scan.alphabet import encode
 from gamut.scan.cpu import CpuEngine
-from gamut.scan.fasta import parse_miranda_fasta
+from gamut.scan.fasta import read_miranda_fasta
 from gamut.scan.params import ScanParams
 from gamut.scan.runner import ScanInput, run_scan
 
@@ -36,7 +35,7 @@ SHARED = HERE.parent.parent / "shared" / "data" / "mirbase"
 
 
 def load(path: Path):
-    return parse_miranda_fasta(gzip.decompress(path.read_bytes()), str(path))
+    return read_miranda_fasta(path)
 
 
 def workload(data_dir: Path, n_queries: int, n_refs: int, ref_length: int):

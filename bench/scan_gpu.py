@@ -190,7 +190,7 @@ def run_big(args, rng, make_engine) -> dict:
     res = engine.align(qs, rs, sample, params)
     t1 = time.perf_counter()
     for (a, b), found in zip(sample, res):
-        pair_hits(f"q{a}", queries[a], f"r{b}", refs[b], found)
+        pair_hits(f"q{a}", queries[a], qs[a].codes, f"r{b}", refs[b], rs[b].codes, found)
     post_per_pair = (time.perf_counter() - t1) / len(sample)
     row = {"config": "big", "queries": nq, "references": nr, "mean_ref_len": float(lengths.mean()),
            "cells": cells, "engine_s": t, "engine_gcups": cells / t / 1e9, "survivors": survivors,

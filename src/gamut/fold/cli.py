@@ -10,6 +10,7 @@ import sys
 from gamut.errors import InputError, UsageError
 from gamut.fold.api import DEFAULT_MIN_LOOP, ENGINES, FoldResult, fold
 from gamut.io import atomic_output, read_fasta
+from gamut.progress import progress_bar
 
 FORMATS = ("dot-bracket", "tsv", "jsonl")
 
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     with atomic_output(args.output, "w") as out:
         if args.format == "tsv":
             out.write("name\tlength\tpairs\tmin_loop\tengine\tstructure\n")
-        with _progress(show, len(records)) as advance:
+        with progress_bar("folding records", len(records), show) as advance:
             for name, sequence in records:
                 try:
                     result = fold(sequence, args.min_loop, args.device, engine=args.engine,
@@ -110,32 +111,8 @@ def run(args: argparse.Namespace) -> int:
                     from gamut.fold.plot import arc_diagram
 
                     arc_diagram(result, _plot_path(args.plot, name, len(records) > 1))
-                advance(len(sequence))
+                advance(1)
     return 0
-
-
-class _progress:
-    """Context manager yielding ``advance(nt)``; a rich progress bar on stderr when ``show``."""
-
-    def __init__(self, show: bool, total: int):
-        self.show, self.total, self.bar = show, total, None
-
-    def __enter__(self):
-        if not self.show:
-            return lambda nt: None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("folding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=Console(stderr=True))
-        self.bar.start()
-        task = self.bar.add_task("fold", total=self.total)
-        return lambda nt: self.bar.advance(task)
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.stop()
-        return False
 
 
 __all__ = ["FORMATS", "format_result", "register", "run"]

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import nullcontext
-from typing import IO, Iterable, Mapping, Sequence, Union
+from typing import IO, Mapping, Sequence, Union
 
 import pandas as pd
 
 from gamut.errors import InputError, UsageError
 from gamut.io.atomic import atomic_output
+from gamut.progress import progress_bar
 from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
 from gamut.scan.params import ScanParams
@@ -120,7 +120,7 @@ def scan_files(
     total = scan_input.total_cells()
     if progress is None:
         progress = sys.stderr.isatty() and total > 300_000_000
-    bar = _progress_bar(total, engine.name) if progress else nullcontext(None)
+    bar = progress_bar(f"scan [{engine.name}] cells", total, bool(progress))
     if fmt == "parquet":
         if output in (None, "-"):
             raise UsageError("--format parquet needs an output file (-o hits.parquet)")
@@ -160,29 +160,3 @@ def _write_parquet(scan_input: ScanInput, engine, output: str, threads, bar) -> 
     with atomic_output(output, "wb") as out:
         pq.write_table(table, out)
     return 0
-
-
-class _RichProgress:
-    """A rich progress bar on stderr counting aligned cells."""
-
-    def __init__(self, total: int, label: str):
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-        self.progress = Progress(
-            TextColumn(f"scan [{label}]"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-        )
-        self.total = total
-
-    def __enter__(self):
-        self.progress.__enter__()
-        task = self.progress.add_task("scan", total=self.total)
-        return lambda cells: self.progress.advance(task, cells)
-
-    def __exit__(self, *exc):
-        return self.progress.__exit__(*exc)
-
-
-def _progress_bar(total: int, label: str) -> _RichProgress:
-    return _RichProgress(total, label)

@@ -370,7 +370,7 @@ class _DeviceRun:
     def run(self, rows: int, qtabs: list, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
             seglen: int) -> list[PairAlignments | None]:
         """Align pairs (q_of_pair[k], r_of_pair[k]); returns per-pair results (None: redo on CPU)."""
-        xp, be, t = self.xp, self.be, self.t
+        be, t = self.be, self.t
         n_pairs = q_of_pair.shape[0]
         results: list[PairAlignments | None] = [None] * n_pairs
         # Query slots: profiles bottom-aligned in `rows` rows.

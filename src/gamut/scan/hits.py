@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gamut.scan.alignments import OP_MATCH, OP_QGAP, PairAlignments
-from gamut.scan.alphabet import MAP_CHARS, encode
+from gamut.scan.alphabet import MAP_CHARS
 
 #: Two reported ranges may share at most this many reference positions (spec §7.2).
 MAX_REFERENCE_OVERLAP = 6
@@ -70,19 +70,24 @@ def strict_seed_ok(query_line: str, map_line: str, n5: int, n3: int) -> bool:
 def pair_hits(
     query_id: str,
     query_seq: bytes,
+    query_codes: np.ndarray,
     reference_id: str,
     reference_seq: bytes,
+    reference_codes: np.ndarray,
     alignments: PairAlignments,
 ) -> list[Hit]:
-    """Apply the overlap rule to a pair's survivors and build each kept hit's strings (spec §7)."""
+    """Apply the overlap rule to a pair's survivors and build each kept hit's strings (spec §7).
+
+    ``*_codes`` are the sequences' class codes (:func:`gamut.scan.alphabet.encode`), 5'->3'.
+    """
     if len(alignments) == 0:
         return []
     L = len(query_seq)
     R = len(reference_seq)
     qrev = query_seq[::-1].decode("latin-1")
     ref = reference_seq.decode("latin-1")
-    q_classes = encode(query_seq[::-1])
-    r_classes = encode(reference_seq)
+    q_classes = query_codes[::-1]
+    r_classes = reference_codes
     accepted: list[tuple[int, int]] = []
     hits: list[Hit] = []
     for k in range(len(alignments)):

@@ -82,9 +82,9 @@ class PairResult:
         return [h for h in self.hits if h.reported]
 
 
-def summary_lines(result: PairResult, noenergy: bool) -> str:
-    """The '>>' per-pair summary (with its header), or '' when miRanda prints none (spec §10.5)."""
-    hits = result.reported
+def summary_lines(result: PairResult, hits: list[Hit], noenergy: bool) -> str:
+    """The '>>' per-pair summary of the reported ``hits`` (with its header), or '' when miRanda
+    prints none (spec §10.5)."""
     if not hits:
         return ""
     neg_energy = sum(-float(h.energy) for h in hits)
@@ -129,9 +129,10 @@ class MirandaTextWriter:
         if not self.quiet:
             parts.append(read_line(result.reference, len(result.reference)))
             parts.append(RULE + f"Performing Scan: {result.query.id} vs {result.reference.id}\n" + RULE)
-        for hit in result.reported:
+        reported = result.reported
+        for hit in reported:
             parts.append(keyval_line(hit, noenergy) if self.keyval else hit_block(hit, noenergy))
-        summary = summary_lines(result, noenergy)
+        summary = summary_lines(result, reported, noenergy)
         if not self.quiet:
             parts.append("Score for this Scan:\n")
         if summary:

@@ -109,7 +109,10 @@ def run_scan(
             counter += 1
             q, r = scan_input.queries[qi], scan_input.references[ri]
             seq = scan_input.trimmed[ri]
-            hits = pair_hits(q.id, q.sequence, r.id, seq, found)
+            hits = pair_hits(
+                q.id, q.sequence, scan_input.query_codes[qi].codes,
+                r.id, seq, scan_input.reference_codes[ri].codes, found,
+            )
             results.append(PairResult(q, r, len(seq), counter, hits))
         all_hits = [h for res in results for h in res.hits]
         assign_energies(all_hits, params, threads)

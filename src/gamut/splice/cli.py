@@ -38,8 +38,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
+    from gamut.progress import progress_bar
     from gamut.errors import UsageError
     from gamut.io import atomic_output
     from gamut.splice.api import splice_many
@@ -55,11 +54,10 @@ def run(args: argparse.Namespace) -> int:
                             exon_format=None if args.exon_format == "auto" else args.exon_format,
                             feature_types=types, pairs_path=args.pairs)
     cases = [fc.case for fc in file_cases]
-    with Progress(transient=True, disable=len(cases) < 2 or not sys.stderr.isatty()) as bar:
-        task = bar.add_task("spliced alignment", total=len(cases))
+    with progress_bar("spliced alignment", len(cases), len(cases) > 1 and sys.stderr.isatty()) as advance:
         results = splice_many(cases, match=args.match, mismatch=args.mismatch, gap=args.gap,
                               device=args.device, engine=args.engine, threads=args.threads,
-                              batch_size=64, progress=lambda done: bar.advance(task, done))
+                              batch_size=64, progress=advance)
     with atomic_output(args.output) as handle:
         for fc, result in zip(file_cases, results):
             handle.write(format_report(fc.base_name, result, alignment=not args.no_alignment))
