@@ -96,7 +96,9 @@ def device_info(host: bool) -> dict:
 def time_engine(engine, qs, rs, pairs, params) -> tuple[float, int]:
     t0 = time.perf_counter()
     res = engine.align(qs, rs, pairs, params)
-    return time.perf_counter() - t0, sum(len(r) for r in res)
+    t = time.perf_counter() - t0
+    count = res.survivor_count() if hasattr(res, "survivor_count") else sum(len(r) for r in res)
+    return t, count
 
 
 def time_pipeline(engine, queries, refs, params) -> tuple[float, int]:
@@ -124,9 +126,22 @@ def run_config(label: str, nq: int, nr: int, mean_len: int, spread: float, args,
     params = ScanParams(noenergy=True)
     row: dict = {"config": label, "queries": nq, "references": nr, "mean_ref_len": float(lengths.mean()),
                  "cells": cells}
+    # Compile / warm up every kernel instance the configuration needs (one per query length).
+    warm = np.array([(q, 0) for q in np.unique([len(x) for x in qs], return_index=True)[1]], np.int64)
     for name, engine in engines.items():
-        engine.align(qs, rs, pairs[:2], params)  # compile / warm up
+        engine.align(qs, rs, warm, params)
+        engine.stats.clear()
         t, n = time_engine(engine, qs, rs, pairs, params)
+        row[f"{name}_stats"] = {k: round(v, 4) for k, v in engine.stats.items()}
+        if args.profile and name == "gpu1":  # an extra, untimed run under the profiler
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            time_engine(engine, qs, rs, pairs, params)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(10)
         row[f"{name}_engine_s"] = t
         row[f"{name}_engine_gcups"] = cells / t / 1e9
         row["survivors"] = n
@@ -179,7 +194,7 @@ def run_big(args, rng, make_engine) -> dict:
         qi = np.arange(q0, min(nq, q0 + per_chunk))
         pairs = np.stack(np.meshgrid(qi, np.arange(nr), indexing="ij"), -1).reshape(-1, 2).astype(np.int64)
         res = engine.align(qs, rs, pairs, params)
-        survivors += sum(len(r) for r in res)
+        survivors += res.survivor_count() if hasattr(res, "survivor_count") else sum(len(r) for r in res)
         pairs_done += len(pairs)
         del res
     t = time.perf_counter() - t0
@@ -248,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--host", action="store_true", help="run the kernels' host build (no GPU; smoke test)")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile summary of each GPU engine run")
     args = ap.parse_args(argv)
     from gamut.scan.gpu import GpuEngine, HostBackend, build_host_library
 
@@ -274,10 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         engines["gpuN"] = make_engine(multi)
     scale = args.scale_down
     rows = []
-    if "2" in args.tables:
+    tables = args.tables.split(",")
+    if "2" in tables:
         for nq in (1, 32, 64, 128, 256):
             rows.append(run_config(f"T2 q={nq}", max(1, nq // scale), 256 // scale, 20_000, 0.1, args, engines, rng))
-    if "3" in args.tables:
+    if "3" in tables:
         for mean in (1_000, 5_000, 10_000, 22_000):
             rows.append(run_config(f"T3 len={mean}", 256 // scale, 256 // scale, mean, 0.5, args, engines, rng))
     big = run_big(args, rng, make_engine) if args.big else None

@@ -164,3 +164,12 @@ def test_gpu_batch_packing_layout():
         assert packed.chunks[i] == chunks
         assert packed.bound_off[i + 1] - packed.bound_off[i] == chunks * case.stream_rows
         assert packed.progress_off[i + 1] - packed.progress_off[i] == chunks
+
+
+@pytest.mark.parametrize("scale", [0.1, 1.0])
+def test_generator_makes_only_valid_exons(scale):
+    """Every generated exon is non-empty and inside its base (a shifted decoy once ended up empty)."""
+    for g in paper_like_cases(300, seed=0, scale=scale):
+        assert (g.exons[:, 0] >= 0).all() and (g.exons[:, 1] > g.exons[:, 0]).all(), g.name
+        assert (g.exons[:, 1] <= g.base.size).all(), g.name
+        make_case(g.base, g.exons, g.target, ScoreParams(), name=g.name)

@@ -61,7 +61,11 @@ class EncodedSeq:
 
 
 class AlignmentEngine(Protocol):
-    """Aligns many (query, reference) pairs. ``pairs`` holds (query index, reference index)."""
+    """Aligns many (query, reference) pairs. ``pairs`` holds (query index, reference index).
+
+    Returns one :class:`PairAlignments` per pair, in order: a list, or a sequence that builds
+    them on access (the GPU engine's).
+    """
 
     name: str
 
@@ -71,4 +75,4 @@ class AlignmentEngine(Protocol):
         references: Sequence[EncodedSeq],
         pairs: np.ndarray,
         params: ScanParams,
-    ) -> list[PairAlignments]: ...
+    ) -> Sequence[PairAlignments]: ...

@@ -177,6 +177,63 @@ class BatchPairAlignments(PairAlignments):
         return self._batch[6][o[self._start] : o[self._stop]]
 
 
+class GpuAlignments(Sequence[PairAlignments]):
+    """The per-pair results of one :meth:`GpuEngine.align` call, built on access.
+
+    A sequence of :class:`PairAlignments` (pair k's survivors are rows ``lo[k]:hi[k]`` of a
+    batch's arrays), so that no per-pair Python object exists until a consumer asks for it.
+    Device threads fill disjoint pairs; ``assigned`` marks the pairs that have a result.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._batches: list[tuple] = []
+        self._lock = threading.Lock()
+        self._batch_of = np.full(n, -1, np.int32)  # -1: no survivors (or an explicit result)
+        self._lo = np.zeros(n, np.int64)
+        self._hi = np.zeros(n, np.int64)
+        self._explicit: dict[int, PairAlignments] = {}
+        self.assigned = np.zeros(n, bool)
+        self._empty = PairAlignments.empty()
+
+    def add_batch(self, arrays: tuple, pairs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Pairs ``pairs`` take rows ``lo:hi`` of ``arrays`` (score, i_end, j_end, i_start, j_start, op offsets, ops)."""
+        with self._lock:
+            self._batches.append(arrays)
+            index = len(self._batches) - 1
+        self._batch_of[pairs] = index
+        self._lo[pairs] = lo
+        self._hi[pairs] = hi
+
+    def set(self, k: int, value: PairAlignments) -> None:
+        self._explicit[k] = value
+        self.assigned[k] = True
+
+    def survivor_count(self) -> int:
+        return int((self._hi - self._lo).sum()) + sum(len(v) for v in self._explicit.values())
+
+    def __len__(self) -> int:
+        return self._batch_of.shape[0]
+
+    def _item(self, k: int) -> PairAlignments:
+        b = int(self._batch_of[k])
+        if b >= 0:
+            return BatchPairAlignments(self._batches[b], int(self._lo[k]), int(self._hi[k]))
+        return self._explicit.get(k, self._empty)
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self._item(x) for x in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self._item(k)
+
+    def __iter__(self):
+        for k in range(len(self)):
+            yield self._item(k)
+
+
 # --------------------------------------------------------------------------------------------
 # Backends: where the kernels run. CuPy on a GPU, or (tests) the same C++ compiled for the host.
 # --------------------------------------------------------------------------------------------
@@ -367,12 +424,14 @@ class _DeviceRun:
         order = np.lexsort((i, j, -score.astype(np.int64), pair))
         return pair[order], i[order], j[order], score[order]
 
-    def run(self, rows: int, qtabs: list, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
-            seglen: int) -> list[PairAlignments | None]:
-        """Align pairs (q_of_pair[k], r_of_pair[k]); returns per-pair results (None: redo on CPU)."""
+    def run(self, rows: int, qtabs: dict, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
+            seglen: int, pair_ids: np.ndarray, results: GpuAlignments) -> None:
+        """Align pairs (q_of_pair[k], r_of_pair[k]) into ``results[pair_ids[k]]``.
+
+        Pairs left unassigned (a traceback left its window) are redone on the CPU by the caller.
+        """
         be, t = self.be, self.t
         n_pairs = q_of_pair.shape[0]
-        results: list[PairAlignments | None] = [None] * n_pairs
         # Query slots: profiles bottom-aligned in `rows` rows.
         uq, q_slot = np.unique(q_of_pair, return_inverse=True)
         prof = np.full((uq.shape[0], 5, rows), PAD_SCORE, np.int32)
@@ -404,26 +463,23 @@ class _DeviceRun:
         ncp = R // t.cpint
         state_bytes = 2 * rows * 4
         budget = min(t.max_state_bytes, be.free_bytes() // 3)
+        # Batches: the longest runs of pairs (in `order`) within the task and state budgets.
+        cum_tasks = np.cumsum(nseg[order])
+        cum_states = np.cumsum(nseg[order] + ncp[order])
         start = 0
         while start < n_pairs:
-            tasks = cps = 0
-            stop = start
-            while stop < n_pairs:
-                p = order[stop]
-                if stop > start and (tasks + nseg[p] > t.max_tasks
-                                     or (cps + ncp[p] + tasks + nseg[p]) * state_bytes > budget):
-                    break
-                tasks += int(nseg[p])
-                cps += int(ncp[p])
-                stop += 1
+            base_t = cum_tasks[start - 1] if start else 0
+            base_s = cum_states[start - 1] if start else 0
+            stop = min(int(np.searchsorted(cum_tasks, base_t + t.max_tasks, side="right")),
+                       int(np.searchsorted(cum_states, base_s + budget // state_bytes, side="right")))
+            stop = max(stop, start + 1)
             batch = order[start:stop]
             self._run_batch(rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len,
-                            d_prof, d_pad, results)
+                            d_prof, d_pad, pair_ids, results)
             start = stop
-        return results
 
     def _run_batch(self, rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
-                   d_pad, results) -> None:
+                   d_pad, pair_ids, results) -> None:
         xp, be, t = self.xp, self.be, self.t
         nb = batch.shape[0]
         b_nseg = nseg[batch]
@@ -436,13 +492,18 @@ class _DeviceRun:
         total_cp = int(pair_cp[-1])
         b_R = R[batch]
         b_L = L[batch]
-        # Tasks: (local pair, segment). Full segments first, grouped by query for cache locality.
-        task_pair = np.repeat(np.arange(nb, dtype=np.int32), b_nseg)
-        task_seg = (np.arange(n_tasks, dtype=np.int64) - np.repeat(pair_task0[:-1], b_nseg)).astype(np.int32)
-        seg_len = np.minimum(b_R[task_pair] - task_seg.astype(np.int64) * seglen, seglen)
-        torder = np.lexsort((task_seg, task_pair, q_slot[batch][task_pair], -seg_len))
-        task_pair = np.ascontiguousarray(task_pair[torder])
-        task_seg = np.ascontiguousarray(task_seg[torder])
+        # Tasks: (local pair, segment). Full segments first, grouped by query for cache locality,
+        # then the pairs' partial last segments, longest first.
+        by_query = np.argsort(q_slot[batch], kind="stable").astype(np.int32)
+        n_full = (b_R // seglen)[by_query]
+        full_pair = np.repeat(by_query, n_full)
+        full_first = np.cumsum(n_full) - n_full
+        full_seg = np.arange(full_pair.shape[0], dtype=np.int64) - np.repeat(full_first, n_full)
+        rem = b_R % seglen
+        part_pair = by_query[rem[by_query] > 0]
+        part_pair = part_pair[np.argsort(-rem[part_pair], kind="stable")]
+        task_pair = np.concatenate([full_pair, part_pair]).astype(np.int32)
+        task_seg = np.concatenate([full_seg, (b_R // seglen)[part_pair]]).astype(np.int32)
         pair_tasks = np.empty(n_tasks, np.int32)
         pair_tasks[pair_task0[task_pair] + task_seg] = np.arange(n_tasks, dtype=np.int32)
 
@@ -502,7 +563,7 @@ class _DeviceRun:
         i0, j0, nops, flat, offs = self._trace(rows, common, d_cp, sv_pair, sv_i, sv_j)
         self.stats["trace_fallback_pairs"] += int(np.unique(sv_pair[nops < 0]).shape[0])
         clock = self._lap("trace_s", clock)
-        self._assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results)
+        self._assemble(pair_ids[batch], sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results)
         self._lap("assemble_s", clock)
 
     def _lap(self, key: str, since: float) -> float:
@@ -548,23 +609,24 @@ class _DeviceRun:
         return i0, j0, nops, np.concatenate(pieces), offsets
 
     @staticmethod
-    def _assemble(batch, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results) -> None:
-        """Per-pair results of a batch: the shared empty result, survivors, or None (CPU redo)."""
-        empty = PairAlignments.empty()
-        for k in batch.tolist():
-            results[k] = empty
-        if sv_pair.shape[0] == 0:
+    def _assemble(pairs, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results: GpuAlignments) -> None:
+        """Record a batch's results: survivors of pairs ``pairs[sv_pair]``; the others have none.
+
+        A pair whose traceback left its window stays unassigned: it is redone on the CPU.
+        """
+        results.assigned[pairs] = True
+        n = sv_pair.shape[0]
+        if n == 0:
             return
-        with_hits, starts = np.unique(sv_pair, return_index=True)
-        ends = np.append(starts[1:], sv_pair.shape[0])
-        failed = np.zeros(batch.shape[0], bool)
+        # Survivors are grouped by pair (sorted by pair first): runs of equal sv_pair.
+        starts = np.flatnonzero(np.r_[True, sv_pair[1:] != sv_pair[:-1]])
+        ends = np.append(starts[1:], n)
+        failed = np.zeros(pairs.shape[0], bool)
         failed[sv_pair[nops < 0]] = True
-        arrays = (sv_s, sv_i, sv_j, i0, j0, offs, flat)
-        for lp, a, b in zip(with_hits.tolist(), starts.tolist(), ends.tolist()):
-            if failed[lp]:
-                results[int(batch[lp])] = None  # traceback left its window: redone on the CPU
-                continue
-            results[int(batch[lp])] = BatchPairAlignments(arrays, a, b)
+        local = sv_pair[starts]
+        ok = ~failed[local]
+        results.add_batch((sv_s, sv_i, sv_j, i0, j0, offs, flat), pairs[local[ok]], starts[ok], ends[ok])
+        results.assigned[pairs[local[~ok]]] = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -608,23 +670,27 @@ class GpuEngine:
         return max((b.peak_bytes for b in self.backends), default=0)
 
     def align(self, queries: Sequence[EncodedSeq], references: Sequence[EncodedSeq], pairs: np.ndarray,
-              params: ScanParams) -> list[PairAlignments]:
+              params: ScanParams) -> GpuAlignments:
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         n = pairs.shape[0]
-        out: list[PairAlignments | None] = [None] * n
+        out = GpuAlignments(n)
         if n == 0:
-            return []
+            return out
         q_lengths = np.array([len(q) for q in queries], np.int64)
         r_lengths = np.array([len(r) for r in references], np.int64)
         qlen = q_lengths[pairs[:, 0]]
         rlen = r_lengths[pairs[:, 1]]
-        empty = PairAlignments.empty()
         trivial = (qlen == 0) | (rlen == 0)
-        for k in np.nonzero(trivial)[0].tolist():
-            out[k] = empty
+        out.assigned[trivial] = True
         buckets = np.array([bucket_for(int(x)) for x in q_lengths], np.int64)[pairs[:, 0]]
         gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
-        tables = {int(q): query_tables(queries[int(q)].codes, params) for q in np.unique(pairs[gpu_idx, 0])}
+        schemes: dict[int, Any] = {}
+        tables = {}
+        for q in np.unique(pairs[gpu_idx, 0]).tolist():
+            n = int(q_lengths[q])
+            if n not in schemes:
+                schemes[n] = row_scheme(n, params)
+            tables[q] = query_tables(queries[q].codes, params, schemes[n])
         refs = [r.codes for r in references]
         # Split the GPU pairs over devices: by cells, largest first, dealt out in a snake order
         # (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix of sizes.
@@ -638,7 +704,7 @@ class GpuEngine:
 
         def work(d: int) -> None:
             try:
-                self._align_on(self.backends[d], shares[d], pairs, buckets, tables, refs, params, out)
+                self._align_on(self.backends[d], shares[d], pairs, buckets, tables, refs, r_lengths, params, out)
             except BaseException as exc:  # re-raised in the caller's thread
                 errors.append(exc)
 
@@ -652,27 +718,25 @@ class GpuEngine:
                 th.join()
         if errors:
             raise errors[0]
-        rest = np.array([k for k, v in enumerate(out) if v is None], np.int64)
+        rest = np.flatnonzero(~out.assigned)
         if rest.size:
-            for k, res in zip(rest, self.cpu.align(queries, references, pairs[rest], params)):
-                out[int(k)] = res
-        return out  # type: ignore[return-value]
+            for k, res in zip(rest.tolist(), self.cpu.align(queries, references, pairs[rest], params)):
+                out.set(k, res)
+        return out
 
-    def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, params, out) -> None:
+    def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, r_lengths, params, out) -> None:
         t = self.tuning
         with backend.device():
             for rows in np.unique(buckets[idx]):
                 sel = idx[buckets[idx] == rows]
                 q = pairs[sel, 0]
                 r = pairs[sel, 1]
-                total_cols = int(sum(refs[int(x)].shape[0] for x in r))
+                total_cols = int(r_lengths[r].sum())
                 seg = -(-total_cols // t.target_tasks)
                 seg = min(max(seg, t.min_seg), t.max_seg)
                 seg = -(-seg // t.cpint) * t.cpint
                 run = _DeviceRun(backend, t, params)
-                res = run.run(int(rows), tables, q, refs, r, seg)
+                run.run(int(rows), tables, q, refs, r, seg, sel, out)
                 with self._stats_lock:
                     for key, value in run.stats.items():
                         self.stats[key] = self.stats.get(key, 0) + value
-                for k, v in zip(sel, res):
-                    out[int(k)] = v

@@ -102,11 +102,15 @@ class QueryTables:
     seed_row: np.ndarray  # uint8 (L+1,)
 
 
-def query_tables(codes: np.ndarray, params: ScanParams) -> QueryTables:
-    """Build :class:`QueryTables` for a query given its class codes (5'->3')."""
+def query_tables(codes: np.ndarray, params: ScanParams, scheme: RowScheme | None = None) -> QueryTables:
+    """Build :class:`QueryTables` for a query given its class codes (5'->3').
+
+    ``scheme`` may pass ``row_scheme(len(codes), params)`` when many queries share a length.
+    """
     qrev = np.ascontiguousarray(codes[::-1], dtype=np.int8)
     L = qrev.shape[0]
-    scheme = row_scheme(L, params)
+    if scheme is None:
+        scheme = row_scheme(L, params)
     profile = np.zeros((N_CLASSES, L + 1), dtype=np.int32)
     rows = np.arange(1, L + 1)
     for c in range(N_CLASSES):

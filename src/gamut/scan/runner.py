@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterator
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from gamut.scan.alignments import AlignmentEngine, EncodedSeq
 from gamut.scan.alphabet import encode
 from gamut.scan.fasta import SeqRecord
-from gamut.scan.hits import NOENERGY_VALUE, Hit, mark_reported, pair_hits
+from gamut.scan.hits import NOENERGY_VALUE, Hit, SequenceSet, chunk_hits, mark_reported
 from gamut.scan.params import ScanParams
 from gamut.scan.report import PairResult
 
@@ -31,6 +32,18 @@ class ScanInput:
         self.trimmed = [r.sequence[:trim] if trim > 0 else r.sequence for r in self.references]
         self.query_codes = [EncodedSeq(encode(q.sequence)) for q in self.queries]
         self.reference_codes = [EncodedSeq(encode(s)) for s in self.trimmed]
+
+    @cached_property
+    def flat_queries(self) -> SequenceSet:
+        """The queries concatenated once, for the chunk post-processing (:func:`chunk_hits`)."""
+        return SequenceSet.build([q.id for q in self.queries], [q.sequence for q in self.queries],
+                                 [c.codes for c in self.query_codes])
+
+    @cached_property
+    def flat_references(self) -> SequenceSet:
+        """The references as miRanda sees them (after -trim), concatenated once."""
+        return SequenceSet.build([r.id for r in self.references], self.trimmed,
+                                 [c.codes for c in self.reference_codes])
 
     def pairs(self) -> Iterator[tuple[int, int]]:
         """All (query, reference) index pairs in output order, after -restrict (lazily)."""
@@ -101,19 +114,14 @@ def run_scan(
     chunk_pairs = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
     counter = 0
     for chunk, cells in _chunks(scan_input, chunk_cells, chunk_pairs):
-        alignments = engine.align(
-            scan_input.query_codes, scan_input.reference_codes, np.asarray(chunk, dtype=np.int64), params
-        )
+        pairs = np.asarray(chunk, dtype=np.int64)
+        alignments = engine.align(scan_input.query_codes, scan_input.reference_codes, pairs, params)
+        per_pair = chunk_hits(scan_input.flat_queries, scan_input.flat_references, pairs, alignments)
+        queries, references, trimmed = scan_input.queries, scan_input.references, scan_input.trimmed
         results: list[PairResult] = []
-        for (qi, ri), found in zip(chunk, alignments):
+        for (qi, ri), hits in zip(chunk, per_pair):
             counter += 1
-            q, r = scan_input.queries[qi], scan_input.references[ri]
-            seq = scan_input.trimmed[ri]
-            hits = pair_hits(
-                q.id, q.sequence, scan_input.query_codes[qi].codes,
-                r.id, seq, scan_input.reference_codes[ri].codes, found,
-            )
-            results.append(PairResult(q, r, len(seq), counter, hits))
+            results.append(PairResult(queries[qi], references[ri], len(trimmed[ri]), counter, hits))
         all_hits = [h for res in results for h in res.hits]
         assign_energies(all_hits, params, threads)
         mark_reported(all_hits, float(params.energy_threshold), params.strict)

@@ -88,7 +88,7 @@ def generate_base(
     decoys = []
     for _ in range(n_shifted):  # alternative boundaries of a true exon (overlapping it)
         s, e = true_rows[int(rng.integers(0, n_true))]
-        s2 = max(0, s + int(rng.integers(-60, 61)))
+        s2 = min(base_length - 1, max(0, s + int(rng.integers(-60, 61))))
         e2 = min(base_length, e + int(rng.integers(-60, 61)))
         if e2 <= s2:
             e2 = min(base_length, s2 + 1 + int(rng.integers(0, 50)))

@@ -99,10 +99,19 @@ def forward_gpu_many(
         bound = cp.empty(max(int(packed.bound_off[-1]), 1), cp.int32)
         progress = cp.zeros(max(int(packed.progress_off[-1]), 1), cp.int32)
         mat = cp.asarray(np.ascontiguousarray(matrix, np.int32).ravel())
-        # One case: a warp per chunk (up to max_warps). Many cases: the median chunk count, so
-        # that small cases do not reserve idle warps (wider cases take their chunks in passes).
-        typical = max(packed.chunks) if len(packed.cases) == 1 else int(np.median(packed.chunks))
-        warps = int(max(1, min(max_warps, typical)))
+        if int(packed.stream_rows.max()) >= 2**31 - 64:
+            raise ValueError("a case has more than 2^31 exon-stream rows")
+        # Few cases: every chunk gets its own one-warp block, so that a single big case uses many
+        # SMs (a case's chunks form a pipeline, so all its blocks must be resident at once).
+        # Many cases: one block per case with the median chunk count of warps, so that small
+        # cases do not reserve idle warps (wider cases take their chunks in passes).
+        sms = dev.attributes["MultiProcessorCount"]
+        spread = len(packed.cases) * max(packed.chunks)
+        if len(packed.cases) <= sms // 4 and spread <= sms * 8:
+            warps, blocks_per_case = 1, max(packed.chunks)
+        else:
+            typical = max(packed.chunks) if len(packed.cases) == 1 else int(np.median(packed.chunks))
+            warps, blocks_per_case = int(max(1, min(max_warps, typical))), 1
         shared = warps * 5 * 32 * max(16, cols * 2)  # ScoreVec is 16-byte aligned
         if shared > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared
@@ -110,12 +119,12 @@ def forward_gpu_many(
             d["base"], d["base_off"], d["starts"], d["ends"], d["by_end"], d["exon_off"], d["n_exons"],
             d["target"], d["target_off"], d["target_len"], d["out_off"], last, pred,
             bound, d["bound_off"], d["stream_rows"], progress, d["progress_off"],
-            d["case_order"], mat, np.int32(gap),
+            d["case_order"], mat, np.int32(gap), np.int32(blocks_per_case),
         )
         begin = cp.cuda.Event()
         end = cp.cuda.Event()
         begin.record()
-        kernel((len(packed.cases),), (32 * warps,), args, shared_mem=shared)
+        kernel((len(packed.cases) * blocks_per_case,), (32 * warps,), args, shared_mem=shared)
         end.record()
         host_last = cp.asnumpy(last)
         host_pred = cp.asnumpy(pred)

@@ -22,7 +22,9 @@
 
 #define NEG_INF (-(1 << 29))
 #define FULL_MASK 0xffffffffu
-#define PUBLISH_EVERY 8
+// The previous chunk's right edge is handed over in batches of 32 rows (one value per lane, loaded
+// one batch ahead so that the L2 latency is hidden) and published every PUBLISH_EVERY rows.
+#define PUBLISH_EVERY 32
 
 struct __align__(16) ScoreVec {
     short v[COLS];
@@ -45,7 +47,8 @@ extern "C" __global__ void splice_forward(
     int* last, int* pred,
     int* bound, const long long* __restrict__ bound_off, const long long* __restrict__ stream_rows,
     int* progress, const long long* __restrict__ progress_off,
-    const int* __restrict__ case_order, const int* __restrict__ matrix, const int gap)
+    const int* __restrict__ case_order, const int* __restrict__ matrix, const int gap,
+    const int blocks_per_case)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     const int warps = blockDim.x >> 5;
@@ -53,7 +56,11 @@ extern "C" __global__ void splice_forward(
     const int lane = threadIdx.x & 31;
     ScoreVec* profile = reinterpret_cast<ScoreVec*>(smem) + (size_t)warp * 5 * 32;  // [5][32] per warp
 
-    const int cs = case_order[blockIdx.x];
+    // blocks_per_case > 1 (a few big cases): the chunks of a case are spread over several
+    // blocks, hence SMs; chunk c goes to warp (c % (warps * blocks_per_case)) of the case's
+    // blocks. Only used when every block is resident at once (the host makes sure).
+    const int cs = case_order[blockIdx.x / blocks_per_case];
+    const int sub = blockIdx.x % blocks_per_case;
     const unsigned char* b = base + base_off[cs];
     const int* st = starts + exon_off[cs];
     const int* en = ends + exon_off[cs];
@@ -64,12 +71,12 @@ extern "C" __global__ void splice_forward(
     const int width = n + 1;
     int* lst = last + out_off[cs];
     int* prd = pred + out_off[cs];
-    const long long rows = stream_rows[cs];
+    const int rows = (int)stream_rows[cs];  // < 2^31 (checked on the host)
     int* prog = progress + progress_off[cs];
     const int chunk_cols = 32 * COLS;
     const int chunks = (width + chunk_cols - 1) / chunk_cols;
 
-    for (int c = warp; c < chunks; c += warps) {
+    for (int c = sub * warps + warp; c < chunks; c += warps * blocks_per_case) {
         const int col0 = c * chunk_cols + lane * COLS;  // this lane's first column
         // Score profile of this chunk: profile[a][lane].v[q] = matrix[a][target[col0 + q - 1]].
         __syncwarp();
@@ -87,7 +94,7 @@ extern "C" __global__ void splice_forward(
         int* my_bound = bound + bound_off[cs] + (long long)c * rows;          // written (right edge)
         const int* in_bound = bound + bound_off[cs] + (long long)(c - 1) * rows;  // read (left edge)
         const bool has_right = (c + 1 < chunks);
-        long long avail = 0;  // rows of the previous chunk known to be published
+        int avail = 0;  // rows of the previous chunk known to be published
 
         int h[COLS];
         int best[COLS];
@@ -107,28 +114,46 @@ extern "C" __global__ void splice_forward(
         int diag_in = NEG_INF;  // H at (row - 1, col0 - 1)
         int out = NEG_INF;      // H at (row, col0 + COLS - 1), for the next lane
         ScoreVec sv;            // scores of the next DP row (loaded when the lane advances)
+        // Left edge of the chunk (c > 0): rows [32m, 32m+32) of the previous chunk's right edge,
+        // one per lane, in edge_cur; the next batch is loaded into edge_next one batch ahead.
+        int edge_cur = NEG_INF, edge_next = NEG_INF;
+        auto load_edge = [&](int first) -> int {  // all lanes; waits until published
+            if (first >= rows) return NEG_INF;
+            const int need = min(first + 32, rows);
+            if (lane == 0 && avail < need) {
+                volatile int* flag = prog + (c - 1);
+                while ((avail = *flag) < need) __nanosleep(32);
+                __threadfence();
+            }
+            __syncwarp();
+            return (first + lane < rows) ? __ldcg(in_bound + first + lane) : NEG_INF;
+        };
+        if (c > 0) {
+            edge_cur = load_edge(0);
+            edge_next = load_edge(32);
+        }
 
-        const long long steps = rows + 31;
-        for (long long step = 0; step < steps; ++step) {
-            const long long row = step - lane;
+        const int steps = rows + 31;
+        int publish_in = PUBLISH_EVERY;  // rows until lane 31 publishes its progress
+        for (int step = 0; step < steps; ++step) {
+            const int row = step - lane;
             const bool active = (row >= 0) && (row < rows);
             // Left edge of this row: from the previous lane, or from the previous chunk for lane 0.
             int recv = __shfl_up_sync(FULL_MASK, out, 1);
+            if (c > 0) {
+                if (step > 0 && (step & 31) == 0) {
+                    edge_cur = edge_next;
+                    edge_next = load_edge(step + 32);
+                }
+                const int from_prev = __shfl_sync(FULL_MASK, edge_cur, step & 31);
+                if (lane == 0) recv = from_prev;
+            }
             if (active) {
                 diag_in = left_in;
-                if (lane > 0) {
+                if (lane > 0 || c > 0) {
                     left_in = recv;
-                } else if (c == 0) {
-                    left_in = NEG_INF;
                 } else {
-                    if (avail <= row) {
-                        volatile int* flag = prog + (c - 1);
-                        while ((avail = *flag) <= row) {
-                            __nanosleep(20);
-                        }
-                        __threadfence();
-                    }
-                    left_in = __ldcg(in_bound + row);
+                    left_in = NEG_INF;
                 }
                 if (i == 0) {
                     // Entry row of exon k: fold the exons that now precede k, then take the best.
@@ -185,9 +210,10 @@ extern "C" __global__ void splice_forward(
                 out = h[COLS - 1];
                 if (lane == 31 && has_right) {
                     __stcg(my_bound + row, out);
-                    if ((row + 1) % PUBLISH_EVERY == 0 || row + 1 == rows) {
+                    if (--publish_in == 0 || row + 1 == rows) {
                         __threadfence();
-                        *((volatile int*)(prog + c)) = (int)(row + 1);
+                        *((volatile int*)(prog + c)) = row + 1;
+                        publish_in = PUBLISH_EVERY;
                     }
                 }
                 // Advance along the exon stream; fetch the next row's scores now, so that the

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# GPU checks and benchmarks in one call on the lent device machine (see docs/scan_gpu.md).
+#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big
+# Wheels for packages the device image lacks travel in .whl/ (carry it); logs and results go to
+# $OUT (or bench/results/device when $OUT is unset).
+set -uo pipefail
+OUT=${OUT:-bench/results/device}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests
+else
+  export PYTHONPATH=$PWD/src:$PWD/tests
+fi
+export NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONUNBUFFERED=1
+run() {  # run NAME TIMEOUT CMD...: log to $OUT/NAME.log, keep going on failure
+  local name=$1 limit=$2; shift 2
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.log" | tail -n 40
+  echo "=== $name: rc=${PIPESTATUS[0]} in $((SECONDS - t0)) s"
+}
+for stage in "$@"; do
+  case $stage in
+    env) nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+         python3 -c "import cupy, numba; print('cupy', cupy.__version__, 'numba', numba.__version__, 'cuda', cupy.cuda.runtime.runtimeGetVersion())" ;;
+    tests) run pytest_gpu "${TESTS_LIMIT:-420}" python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider \
+             --timeout 240 ${TESTS:-tests/} ;;
+    scan) run scan_gpu "${SCAN_LIMIT:-300}" python3 bench/scan_gpu.py --out "$OUT" --threads 16 --kind "${KIND:-nvidia-h100-x1}" ${SCAN_ARGS:-} ;;
+    fold) run fold_gpu "${FOLD_LIMIT:-300}" python3 bench/fold.py --target gpu --out "$OUT" ${FOLD_ARGS:-} ;;
+    splice) run splice_gpu "${SPLICE_LIMIT:-240}" python3 bench/splice.py --device cuda --check --out-dir "$OUT" ${SPLICE_ARGS:-} ;;
+    big) run scan_big "${BIG_LIMIT:-400}" python3 bench/scan_gpu.py --out "$OUT" --threads 16 --tables none --big --kind "${KIND:-nvidia-h100-x1}-big" ${BIG_ARGS:-} ;;
+    *) echo "unknown stage $stage"; exit 2 ;;
+  esac
+done
