@@ -33,3 +33,7 @@ for stage in "$@"; do
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
+# One archive comes back more reliably than many files (the device tool returns at most 8).
+if [ "${PACK:-1}" = 1 ]; then
+  tar -C "$OUT" -cf /tmp/device_results.tar . && find "$OUT" -mindepth 1 -delete && mv /tmp/device_results.tar "$OUT/"
+fi

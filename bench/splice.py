@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--variants", default="8:16,8:8,4:16,16:4", help="GPU COLS:MAX_WARPS variants to time")
+    parser.add_argument("--variants", default="auto,8:16,8:8,4:16,16:4",
+                        help="GPU COLS:MAX_WARPS variants to time ('auto': the engine's defaults)")
     parser.add_argument("--skip-il1", action="store_true")
     parser.add_argument("--skip-cpu", action="store_true", help="do not time the CPU fast engine")
     parser.add_argument("--check", action="store_true", help="check GPU last/pred arrays against the CPU fast engine")
@@ -109,8 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cuda":
         from gamut.splice.gpu import GpuTiming, forward_gpu_many
 
-        variants = [tuple(int(x) for x in v.split(":")) for v in args.variants.split(",") if v]
+        from gamut.splice.gpu import MAX_WARPS
+
+        variants = [(None, MAX_WARPS) if v == "auto" else tuple(int(x) for x in v.split(":"))
+                    for v in args.variants.split(",") if v]
         for cols, warps in variants:
+            label = "auto" if cols is None else cols
             forward_gpu_many(cases[:4], params.matrix, params.gap, cols=cols, max_warps=warps)  # compile
             for name, cs in workloads.items():
                 kernel_times = []
@@ -121,12 +126,9 @@ def main(argv: list[str] | None = None) -> int:
                     kernel_times.append(timing.kernel)
 
                 wall, times = median_time(run, args.repeat)
-                record(name, f"gpu cols={cols} warps={warps} forward", wall, times)
-                record(name, f"gpu cols={cols} warps={warps} kernel", statistics.median(kernel_times), kernel_times)
-        best = min((r for r in results["runs"] if r["engine"].endswith("kernel") and r["workload"] == "paper_set"),
-                   key=lambda r: r["seconds"])
-        cols, warps = (int(best["engine"].split()[1].split("=")[1]), int(best["engine"].split()[2].split("=")[1]))
-        results["best_variant"] = {"cols": cols, "max_warps": warps}
+                record(name, f"gpu cols={label} warps={warps} forward", wall, times)
+                record(name, f"gpu cols={label} warps={warps} kernel", statistics.median(kernel_times), kernel_times)
+        cols, warps = None, MAX_WARPS  # end to end and the check: the engine's defaults
         from gamut.splice.result import build_result
 
         def end_to_end(cs):
@@ -137,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
         for name, cs in workloads.items():
             wall, times = median_time(lambda: end_to_end(cs), max(1, args.repeat - 1))
-            record(name, f"gpu end-to-end (cols={cols}, traceback)", wall, times)
+            record(name, "gpu end-to-end (defaults, traceback)", wall, times)
         if args.check:
             mismatches = 0
             for name, cs in workloads.items():

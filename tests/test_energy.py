@@ -170,6 +170,19 @@ def test_x_counts_as_g_in_dangles(side):
         assert x - n == t.dangle3[2, 3] < 0
 
 
+def test_compiled_batch_equals_single_folds(golden):
+    """Work buffers are reused (not cleared) across a chunk's strings: a batch of mixed lengths
+    and letters must give every string the energy it gets on its own."""
+    rng = np.random.default_rng(5)
+    seqs = list(golden.sequence.sample(300, random_state=5))
+    seqs += ["".join(rng.choice(list("ACGUacguXKN-"), size=n)) for n in rng.integers(0, 140, 200)]
+    batch = E.duplex_energies_dcal(seqs, engine="compiled", threads=1)
+    single = np.array([E.duplex_energies_dcal([s], engine="compiled")[0] for s in seqs])
+    assert np.array_equal(batch, single)
+    assert np.array_equal(E.duplex_energies_dcal(seqs[::-1], engine="compiled", threads=2),
+                          batch[::-1])
+
+
 # ------------------------------------------------------------------------------------------------
 # API behaviour
 # ------------------------------------------------------------------------------------------------

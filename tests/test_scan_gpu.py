@@ -160,7 +160,8 @@ def test_host_kernels_match_cpu_engine(host_lib, data):
     qs, refs, pairs = random_case(rng, nq=3, nr=3, qlen=(1, 70), rlen=(0, 1500), odd=data.draw(st.sampled_from([0.0, 0.05, 0.5])))
     params = random_params(rng)
     tuning = data.draw(st.sampled_from([TINY, GpuTuning(), GpuTuning(max_tasks=7, max_state_bytes=20_000, scratch_bytes=4096), GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64,
-                                                                      target_tasks=10**9, trace_margin=3)]))
+                                                                      target_tasks=10**9, trace_margin=3),
+                                        GpuTuning(suppress_limit=2), GpuTuning(device_suppress=False)]))
     engine = host_engine(host_lib, tuning)
     assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
 
@@ -227,7 +228,7 @@ def test_gpu_matches_cpu_engine(data):
     qs, refs, pairs = random_case(rng, nq=4, nr=3, qlen=(4, 40), rlen=(1, 30_000) if long_refs else (1, 2_000),
                                   odd=data.draw(st.sampled_from([0.0, 0.05, 0.5])))
     params = random_params(rng)
-    tuning = data.draw(st.sampled_from([GpuTuning(), TINY]))
+    tuning = data.draw(st.sampled_from([GpuTuning(), TINY, GpuTuning(suppress_limit=2)]))
     engine = GpuEngine([0], threads=2, tuning=tuning)
     assert_same(engine.align(qs, refs, pairs, params), CpuEngine(2).align(qs, refs, pairs, params), pairs)
 

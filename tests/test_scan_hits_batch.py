@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from gamut.scan.alignments import EncodedSeq, PairAlignments
 from gamut.scan.alphabet import encode
 from gamut.scan.cpu import CpuEngine
-from gamut.scan.gpu import BatchPairAlignments
+from gamut.scan.gpu import BatchPairAlignments, GpuAlignments
 from gamut.scan.hits import Hit, SequenceSet, chunk_hits, pair_hits
 from gamut.scan.params import ScanParams
 
@@ -70,6 +70,18 @@ def fast(queries: list[bytes], refs: list[bytes], pairs: np.ndarray, found: list
     return chunk_hits(qs, rs, pairs, found)
 
 
+def one_batch(found: list[PairAlignments], members: list[int]) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """Pairs ``members``' survivors concatenated into one batch, with each pair's row range."""
+    cols = [np.concatenate([getattr(found[k], f) for k in members])
+            for f in ("score", "i_end", "j_end", "i_start", "j_start")]
+    ops = [found[k].ops[found[k].op_offsets[0] : found[k].op_offsets[-1]] for k in members]
+    counts = np.concatenate([np.diff(found[k].op_offsets) for k in members])
+    offsets = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    sizes = np.array([len(found[k]) for k in members], np.int64)
+    return (*cols, offsets, np.concatenate(ops)), np.cumsum(sizes) - sizes, np.cumsum(sizes)
+
+
 def as_batches(found: list[PairAlignments]) -> list[PairAlignments]:
     """The same survivors the way the GPU engine hands them over: views of two shared batches."""
     out: list[PairAlignments] = [PairAlignments.empty()] * len(found)
@@ -78,17 +90,25 @@ def as_batches(found: list[PairAlignments]) -> list[PairAlignments]:
         members = [k for k in part if len(found[k])]
         if not members:
             continue
-        cols = [np.concatenate([getattr(found[k], f) for k in members])
-                for f in ("score", "i_end", "j_end", "i_start", "j_start")]
-        ops = [found[k].ops[found[k].op_offsets[0] : found[k].op_offsets[-1]] for k in members]
-        counts = np.concatenate([np.diff(found[k].op_offsets) for k in members])
-        offsets = np.zeros(counts.shape[0] + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        batch = (*cols, offsets, np.concatenate(ops))
-        start = 0
-        for k in members:
-            out[k] = BatchPairAlignments(batch, start, start + len(found[k]))
-            start += len(found[k])
+        batch, lo, hi = one_batch(found, members)
+        for k, a, b in zip(members, lo.tolist(), hi.tolist()):
+            out[k] = BatchPairAlignments(batch, a, b)
+    return out
+
+
+def as_gpu_sequence(found: list[PairAlignments]) -> GpuAlignments:
+    """The same survivors as a :class:`GpuAlignments` (the whole-chunk ``batch_ranges`` path):
+    the first half of the pairs in one shared batch, the others as explicit (CPU fallback) results."""
+    out = GpuAlignments(len(found))
+    half = len(found) // 2
+    members = [k for k in range(half) if len(found[k])]
+    if members:
+        batch, lo, hi = one_batch(found, members)
+        out.add_batch(batch, np.array(members, np.int64), lo, hi)
+    out.assigned[:half] = True
+    for k in range(half, len(found)):
+        out.set(k, found[k])
+    assert [len(x) for x in out] == [len(x) for x in found]
     return out
 
 
@@ -109,6 +129,7 @@ def run_both(queries: list[bytes], refs: list[bytes], params: ScanParams) -> lis
     expected = oracle(queries, refs, pairs, found)
     assert_same(fast(queries, refs, pairs, found), expected)
     assert_same(fast(queries, refs, pairs, as_batches(found)), expected)
+    assert_same(fast(queries, refs, pairs, as_gpu_sequence(found)), expected)
     return expected
 
 

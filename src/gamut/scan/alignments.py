@@ -44,6 +44,11 @@ class PairAlignments:
     def columns(self, k: int) -> np.ndarray:
         return self.ops[self.op_offsets[k] : self.op_offsets[k + 1]]
 
+    def as_batch(self) -> tuple[tuple, int, int]:
+        """``(arrays, start, stop)``: survivor arrays (score, i_end, j_end, i_start, j_start,
+        op_offsets, ops) holding this pair's survivors as rows ``start:stop``."""
+        return (self.score, self.i_end, self.j_end, self.i_start, self.j_start, self.op_offsets, self.ops), 0, len(self)
+
     @classmethod
     def empty(cls) -> "PairAlignments":
         z = np.zeros(0, np.int32)

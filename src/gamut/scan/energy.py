@@ -99,175 +99,236 @@ def generic_loop_costs(tables: EnergyTables) -> np.ndarray:
     return lc
 
 
+def _tetraloop_keys(loops: np.ndarray) -> np.ndarray:
+    """Each six-letter special tetraloop (closing pair + loop) as one integer: byte k of the
+    entry in bits 8k..8k+7."""
+    keys = (loops.astype(np.int64) << (8 * np.arange(6, dtype=np.int64))).sum(axis=1)
+    if len(set(keys.tolist())) != len(keys):
+        raise ValueError("duplicate special tetraloop entries")
+    return keys
+
+
 @njit(cache=True, nogil=True)
-def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, lc, lc_row_min,
-             mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl, tl_e,
-             S, S1, tetra, pt, c, c_intr, c_aur, c_aut, cmin, rmin, seed, g1, g2, fml, fml_t, dml):
+def _hairpin_energies(hairpin, lxc, nmax):
+    """Hairpin initiation by loop size 0..nmax (log-extrapolated beyond 30 nt)."""
+    hp = np.empty(nmax + 1, np.int64)
+    for size in range(nmax + 1):
+        hp[size] = hairpin[size] if size <= 30 else hairpin[30] + int(lxc * math.log(size / 30.0))
+    return hp
+
+
+@njit(cache=True, nogil=True)
+def _encode(raw, start, n, code_of, alias, pair, S, S1, pt, partners, npart):
+    """Letter codes S[1..n] (S1: as loop terms see them; 0 at both ends), pair types pt[i, j]
+    (0 unless 1 <= i, i + 4 <= j <= n) and the partners j >= i + 4 of each i, ascending, in
+    partners[i, :npart[i]]."""
+    m = n + 2
+    S[0] = 0
+    S1[0] = 0
+    S[m - 1] = 0
+    S1[m - 1] = 0
+    for k in range(n):
+        S[k + 1] = code_of[raw[start + k]]
+        S1[k + 1] = alias[S[k + 1]]
+    um = np.uint64(m)
+    for i in range(np.uint64(0), um):
+        for j in range(np.uint64(0), um):
+            pt[i, j] = 0
+    for i in range(np.uint64(1), np.uint64(n + 1)):
+        prow = pair[S[i]]
+        cnt = np.uint64(0)
+        for j in range(i + np.uint64(TURN + 1), np.uint64(n + 1)):
+            t = prow[S[j]]
+            pt[i, j] = t
+            partners[i, cnt] = j  # kept only where it pairs (branch-free)
+            cnt += np.uint64(t != 0)
+        npart[i] = cnt
+
+
+@njit(cache=True, nogil=True)
+def _tetraloops(raw, start, n, pt, tl_key, tl_e, tetra):
+    """tetra[i]: total energy of the special hairpin closed by (i, i + 5), INF if none; looked
+    up on the six letters as written."""
+    for i in range(n + 2):
+        tetra[i] = INF
+    for i in range(1, n - 4):
+        if pt[i, i + 5] == 0:
+            continue  # the six letters start and end with a closing pair
+        key = np.int64(0)
+        for k in range(6):
+            key |= np.int64(raw[start + i - 1 + k]) << (8 * k)
+        for t in range(tl_key.shape[0]):
+            if tl_key[t] == key:
+                tetra[i] = tl_e[t]
+
+
+@njit(cache=True, nogil=True)
+def _reset(n, c, seed, cmin, rmin_t, fml, dml, f3):
+    """Reset the cells that are read before the row loop of ``_mfe_one`` writes them: rows
+    > n - 4 of c, the first seed row, spans 0..3 of cmin, rmin_t, fml and dml (all their longer
+    spans are written before being read), and f3."""
+    um = np.uint64(n + 2)
+    for p in range(np.uint64(n - TURN), um):
+        for q in range(np.uint64(0), um):
+            c[p, q] = INF
+    top = np.uint64(n - TURN - 1)
+    for q in range(np.uint64(0), um):
+        seed[top, q] = INF
+    for p in range(np.uint64(0), um):
+        for q in range(p, min(p + np.uint64(TURN + 1), um)):
+            cmin[p, q] = INF
+            fml[p, q] = INF
+            dml[p, q] = INF
+            rmin_t[q, p] = INF
+        f3[p] = 0
+
+
+@njit(cache=True, nogil=True)
+def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, bulge, lc, lc_row_min,
+             mm_h, mm_i, d5, d3, int11, int21, int22, scalars, hp, tl_key, tl_e,
+             S, S1, tetra, pt, partners, npart, lbuf, f3,
+             c, c_intr, c_aur, c_aut, cmin, rmin_t, seed, fml, fml_t, dml):
     """Minimum free energy (dcal/mol) of raw[start:start+n] under the old dangles=1 model.
 
-    S .. dml are work buffers (vectors of m, matrices of m x m, m >= n + 2). Hot loops index
-    with unsigned integers (no negative-index checks) over rows stored so that they run forward:
-    ``c_intr[p, R - q]`` and ``c_aur[p, R - q]`` (R = m - 1), ``c_aut[q, p]``, ``fml_t[j, i]``.
+    ``hp``: hairpin initiation by size (``_hairpin_energies``). S .. dml are work buffers
+    (vectors of at least n + 2, matrices of at least (n + 2) x (n + 2)); they need no clearing.
+
+    Rows i = n - 4 .. 1, each in two passes: first every pair (i, j) from the partner list
+    (c[i, j] and its derived forms), then every segment [i, j] (minima and multiloop parts).
+    Matrices hold INF where there is no pair, so the small loops are branch-free. Hot loops
+    index with unsigned integers (no negative-index checks; ii, jj are the signed values) over
+    rows stored so that they run forward: ``c_intr[p, R - q]`` and ``c_aur[p, R - q]``
+    (R = row length - 1), ``c_aut[q, p]``, ``rmin_t[q, p]``, ``fml_t[j, i]``. The two passes
+    are kept in this one function: helper calls per pair or per row measurably slow it down.
     """
     if n < TURN + 2:
         return 0
     ml_base, ml_closing, ml_intern, au = scalars[2], scalars[3], scalars[4], scalars[5]
     lc_min = lc_row_min.min()
-    hp = np.empty(n + 1, np.int64)  # hairpin initiation by size (extrapolated beyond 30)
-    for size in range(n + 1):
-        hp[size] = hairpin[size] if size <= 30 else hairpin[30] + int(lxc * math.log(size / 30.0))
-    R = S.shape[0] - 1
-    one = np.uint64(1)
     m = n + 2  # only this corner of the (possibly larger) buffers is used
-    S[:m] = 0
-    S1[:m] = 0
-    for k in range(n):
-        S[k + 1] = code_of[raw[start + k]]
-        S1[k + 1] = alias[S[k + 1]]
-    pt[:m, :m] = 0
-    for i in range(1, n + 1):
-        for j in range(i + TURN + 1, n + 1):
-            pt[i, j] = pair[S[i], S[j]]
-    # special tetraloops, matched on the letters as written
-    tetra[:m] = INF
-    for i in range(1, n - 4):
-        if pt[i, i + 5] == 0:
-            continue  # the six letters start and end with a closing pair
-        for t in range(tl.shape[0]):
-            hit = True
-            for k in range(6):
-                if raw[start + i - 1 + k] != tl[t, k]:
-                    hit = False
-                    break
-            if hit:
-                tetra[i] = tl_e[t]
-                break
-    c[:m, :m] = INF
-    c_intr[:m, :] = INF  # c + inner mismatch of a generic interior loop (rows reversed)
-    c_aur[:m, :] = INF   # c + terminal penalty, for bulges longer than 1 (rows reversed)
-    c_aut[:m, :m] = INF   # the same, transposed
-    cmin[:m, :m] = INF    # cmin[a, b] = min of c_int over pairs inside [a, b]
-    rmin[:m, :m] = INF    # rmin[p, b] = min of c_int[p, q] over q <= b
-    seed[:m, :m] = INF    # best stem (with its dangles) of a multiloop segment [i, j]
-    g1[:m, :m] = INF      # g1[j, i]: exterior stem from i to j (no 5' dangle)
-    g2[:m, :m] = INF      # g2[j, i]: the same with a dangle on i - 1
-    fml[:m, :m] = INF
-    fml_t[:m, :m] = INF
-    dml[:m, :m] = INF
+    _encode(raw, start, n, code_of, alias, pair, S, S1, pt, partners, npart)
+    _tetraloops(raw, start, n, pt, tl_key, tl_e, tetra)
+    _reset(n, c, seed, cmin, rmin_t, fml, dml, f3)
     U1 = np.uint64(1)
     U2 = np.uint64(2)
     U3 = np.uint64(3)
-    uR = np.uint64(R)
-    # Matrix indices are unsigned (i, j, p, q, k; ii, jj, pp are their signed values): no
-    # negative-index handling, so the minimum loops vectorize.
+    uR = np.uint64(c_intr.shape[1] - 1)
+    carry = np.int64(INF)  # best exterior start at i - 1 with a 5' dangle (from row i)
     for ii in range(n - TURN - 1, 0, -1):
         i = np.uint64(ii)
-        for jj in range(ii + TURN + 1, n + 1):
+        # row i (and seed row i - 1, which this row's stems reach) starts as "no pair"
+        c[i, :m] = INF
+        c_intr[i, :] = INF
+        c_aur[i, :] = INF
+        for q in range(ii + TURN + 1, m):
+            c_aut[q, ii] = INF
+        seed[i - U1, :m] = INF
+        here = np.int64(INF)
+        below = np.int64(INF)
+        # ---- pass 1: the pairs (i, j)
+        for kk in range(npart[ii]):
+            jj = partners[ii, kk]
             j = np.uint64(jj)
             tp = pt[i, j]
-            if tp:
-                si = S1[i + U1]
-                sj = S1[j - U1]
-                au_o = au if tp > 2 else 0
-                # hairpin
-                size = jj - ii - 1
-                e = hp[size]
-                if size == 4 and tetra[i] < INF:
-                    e = tetra[i]
-                elif size == 3:
-                    e += au_o
-                else:
-                    e += mm_h[tp, si, sj]
-                # stack and 1-nt bulges
-                t = pt[i + U1, j - U1]
-                if t:
-                    e = min(e, stack[tp, rtype[t]] + c[i + U1, j - U1])
-                t = pt[i + U1, j - U2]
-                if t:
-                    e = min(e, bulge[1] + stack[tp, rtype[t]] + c[i + U1, j - U2])
-                t = pt[i + U2, j - U1]
-                if t:
-                    e = min(e, bulge[1] + stack[tp, rtype[t]] + c[i + U2, j - U1])
-                # 1x1, 1x2, 2x1, 2x2 interior loops
-                t = pt[i + U2, j - U2]
-                if t:
-                    e = min(e, int11[tp, rtype[t], si, sj] + c[i + U2, j - U2])
-                t = pt[i + U2, j - U3]
-                if t:
-                    e = min(e, int21[tp, rtype[t], si, S1[j - U2], sj] + c[i + U2, j - U3])
-                t = pt[i + U3, j - U2]
-                if t:
-                    e = min(e, int21[rtype[t], tp, S1[j - U1], si, S1[i + U2]] + c[i + U3, j - U2])
-                t = pt[i + U3, j - U3]
-                if t:
-                    e = min(e, int22[tp, rtype[t], si, S1[i + U2], S1[j - U2], sj]
-                            + c[i + U3, j - U3])
-                # bulges of 2..30 nucleotides (int32 minima: these loops vectorize)
-                bb = np.int32(INF)
-                up = i + U1
-                base = uR - j + U1  # c_aur[p, base + u2] is pair (p, j - 1 - u2)
-                umax = np.uint64(max(2, min(MAXLOOP, jj - ii - TURN - 3) + 1))
-                for u in range(U2, umax):
-                    v = np.int32(bulge[u] + c_aur[up, base + u])
-                    bb = v if v < bb else bb
-                uq = j - U1
-                for u in range(U2, umax):
-                    v = np.int32(bulge[u] + c_aut[uq, up + u])
-                    bb = v if v < bb else bb
-                e = min(e, bb + au_o)
-                # generic interior loops; a row p is skipped when its lower bound cannot win
-                mo = mm_i[tp, si, sj]
-                if mo + lc_min + cmin[i + U2, j - U2] < e:
-                    best = np.int32(min(e - mo, INF))
-                    for pp in range(ii + 2, min(jj - 2 - TURN, ii + MAXLOOP + 1) + 1):
-                        u1 = pp - ii - 1
-                        u2max = min(MAXLOOP - u1, jj - pp - TURN - 2)
-                        if u2max < 1:
-                            break
-                        p = np.uint64(pp)
-                        if lc_row_min[u1] + rmin[p, j - U2] >= best:
-                            continue
-                        uu1 = np.uint64(u1)
-                        for u2 in range(U1, np.uint64(u2max + 1)):
-                            v = np.int32(lc[uu1, u2] + c_intr[p, base + u2])
-                            best = v if v < best else best
-                    e = min(e, best + mo)
-                # multiloop closed by (i, j); inner neighbours may dangle
-                tt = rtype[tp]
-                e3 = d3[tt, si]
-                e5 = d5[tt, sj]
-                dec = dml[i + U1, j - U1]
-                dec = min(dec, dml[i + U2, j - U1] + e3 + ml_base)
-                dec = min(dec, dml[i + U1, j - U2] + e5 + ml_base)
-                dec = min(dec, dml[i + U2, j - U2] + e5 + e3 + 2 * ml_base)
-                e = min(e, dec + ml_closing + ml_intern + au_o, INF)
-                c[i, j] = e
-                c_aur[i, uR - j] = min(INF, e + au_o)
-                c_aut[j, i] = min(INF, e + au_o)
-                ci = min(INF, e + mm_i[tt, S1[j + U1], S1[i - U1]])
-                c_intr[i, uR - j] = ci
-                cmin[i, j] = min(ci, cmin[i + U1, j], cmin[i, j - U1])
-                rmin[i, j] = min(ci, rmin[i, j - U1])
-                # this pair as a multiloop stem of [i, j], [i-1, j], [i, j+1], [i-1, j+1]
-                sm = e + ml_intern + au_o
-                x5 = d5[tp, S1[i - U1]] + ml_base
-                x3 = d3[tp, S1[j + U1]] + ml_base
-                seed[i, j] = min(seed[i, j], sm)
-                seed[i - U1, j] = min(seed[i - U1, j], sm + x5)
-                seed[i, j + U1] = min(seed[i, j + U1], sm + x3)
-                seed[i - U1, j + U1] = min(seed[i - U1, j + U1], sm + x5 + x3)
-                # ... and as an exterior stem ending at j, or at j + 1 with a 3' dangle
-                ex = e + au_o
-                y3 = d3[tp, S1[j + U1]]
-                g1[j, i] = min(g1[j, i], ex)
-                g1[j + U1, i] = min(g1[j + U1, i], ex + y3)
-                if ii > 1:
-                    y5 = d5[tp, S1[i - U1]]
-                    g2[j, i] = min(g2[j, i], ex + y5)
-                    g2[j + U1, i] = min(g2[j + U1, i], ex + y5 + y3)
+            si = S1[i + U1]
+            sj = S1[j - U1]
+            au_o = au if tp > 2 else 0
+            # hairpin
+            size = jj - ii - 1
+            e = hp[size]
+            if size == 4 and tetra[i] < INF:
+                e = tetra[i]
+            elif size == 3:
+                e += au_o
             else:
-                cmin[i, j] = min(cmin[i + U1, j], cmin[i, j - U1])
-                rmin[i, j] = rmin[i, j - U1]
+                e += mm_h[tp, si, sj]
+            # stack, 1-nt bulges, 1x1, 1x2, 2x1, 2x2 loops: branch-free, exact because c is INF
+            # (>= 10^7, far above any real energy) wherever the inner pair does not exist
+            b1 = bulge[1]
+            e = min(e, stack[tp, rtype[pt[i + U1, j - U1]]] + c[i + U1, j - U1])
+            e = min(e, b1 + stack[tp, rtype[pt[i + U1, j - U2]]] + c[i + U1, j - U2])
+            e = min(e, b1 + stack[tp, rtype[pt[i + U2, j - U1]]] + c[i + U2, j - U1])
+            e = min(e, int11[tp, rtype[pt[i + U2, j - U2]], si, sj] + c[i + U2, j - U2])
+            e = min(e, int21[tp, rtype[pt[i + U2, j - U3]], si, S1[j - U2], sj]
+                    + c[i + U2, j - U3])
+            e = min(e, int21[rtype[pt[i + U3, j - U2]], tp, S1[j - U1], si, S1[i + U2]]
+                    + c[i + U3, j - U2])
+            e = min(e, int22[tp, rtype[pt[i + U3, j - U3]], si, S1[i + U2], S1[j - U2], sj]
+                    + c[i + U3, j - U3])
+            # bulges of 2..30 nucleotides (int32 minima: these loops vectorize)
+            bb = np.int32(INF)
+            up = i + U1
+            base = uR - j + U1  # c_aur[p, base + u2] is pair (p, j - 1 - u2)
+            umax = np.uint64(max(2, min(MAXLOOP, jj - ii - TURN - 3) + 1))
+            for u in range(U2, umax):
+                v = np.int32(bulge[u] + c_aur[up, base + u])
+                bb = v if v < bb else bb
+            uq = j - U1
+            for u in range(U2, umax):
+                v = np.int32(bulge[u] + c_aut[uq, up + u])
+                bb = v if v < bb else bb
+            e = min(e, bb + au_o)
+            # generic interior loops. Exact pruning: a loop through row p = i + 1 + u1 costs at
+            # least lbuf[u1] = min_u2 lc[u1, u2] + min_q c_intr[p, q] (q <= j - 2), and all of
+            # them at least lc_min + cmin[i + 2, j - 2]; a bound >= the best so far cannot win.
+            mo = mm_i[tp, si, sj]
+            if mo + lc_min + cmin[i + U2, j - U2] < e:
+                best = np.int32(min(e - mo, INF))
+                rows = np.uint64(min(jj - TURN - 3, ii + MAXLOOP) - ii - 1)
+                pb = i + U1
+                lb = np.int32(INF)
+                for u in range(U1, rows + U1):  # all row bounds in one vectorized pass
+                    v = np.int32(lc_row_min[u] + rmin_t[j - U2, pb + u])
+                    lbuf[u] = v
+                    lb = v if v < lb else lb
+                if lb < best:
+                    for u1 in range(U1, rows + U1):
+                        if lbuf[u1] < best:
+                            p = pb + u1
+                            u2end = np.uint64(min(MAXLOOP - np.int64(u1),
+                                                  jj - np.int64(p) - TURN - 2) + 1)
+                            for u2 in range(U1, u2end):
+                                v = np.int32(lc[u1, u2] + c_intr[p, base + u2])
+                                best = v if v < best else best
+                e = min(e, best + mo)
+            # multiloop closed by (i, j); inner neighbours may dangle
+            tt = rtype[tp]
+            e3 = d3[tt, si]
+            e5 = d5[tt, sj]
+            dec = dml[i + U1, j - U1]
+            dec = min(dec, dml[i + U2, j - U1] + e3 + ml_base)
+            dec = min(dec, dml[i + U1, j - U2] + e5 + ml_base)
+            dec = min(dec, dml[i + U2, j - U2] + e5 + e3 + 2 * ml_base)
+            e = min(e, dec + ml_closing + ml_intern + au_o, INF)
+            c[i, j] = e
+            c_aur[i, uR - j] = min(INF, e + au_o)
+            c_aut[j, i] = min(INF, e + au_o)
+            c_intr[i, uR - j] = min(INF, e + mm_i[tt, S1[j + U1], S1[i - U1]])
+            # this pair as a multiloop stem of [i, j], [i-1, j], [i, j+1], [i-1, j+1]
+            sm = e + ml_intern + au_o
+            x5 = d5[tp, S1[i - U1]] + ml_base
+            x3 = d3[tp, S1[j + U1]] + ml_base
+            seed[i, j] = min(seed[i, j], sm)
+            seed[i - U1, j] = min(seed[i - U1, j], sm + x5)
+            seed[i, j + U1] = min(seed[i, j + U1], sm + x3)
+            seed[i - U1, j + U1] = min(seed[i - U1, j + U1], sm + x5 + x3)
+            # ... and as the first exterior stem of [i, n] (or of [i - 1, n] with a 5' dangle):
+            # f3 runs from the 3' end, the same exterior structures as the old library's f5
+            rest = f3[j + U1]
+            if jj < n:
+                rest = min(rest, d3[tp, S1[j + U1]] + f3[j + U2])
+            ext = e + au_o + rest
+            here = min(here, ext)
+            if ii > 1:
+                below = min(below, d5[tp, S1[i - U1]] + ext)
+        f3[i] = min(f3[i + U1], here, carry)
+        carry = below
+        # ---- pass 2: the segments [i, j]
+        for jj in range(ii + TURN + 1, n + 1):
+            j = np.uint64(jj)
+            ci = c_intr[i, uR - j]
+            cmin[i, j] = min(ci, cmin[i + U1, j], cmin[i, j - U1])
+            rmin_t[j, i] = min(ci, rmin_t[j - U1, i])
             # multiloop segments [i, j]: a stem (seeded above), unpaired ends, or two parts
             f = min(seed[i, j], fml[i + U1, j] + ml_base, fml[i, j - U1] + ml_base)
             dm = np.int32(INF)
@@ -278,28 +339,22 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, hairpin, bulge, 
             f = min(f, dm, INF)
             fml[i, j] = f
             fml_t[j, i] = f
-    # exterior loop: f5[j] = min(f5[j-1], f5[i-1] + g1[j, i], f5[i-2] + g2[j, i])
-    f5 = np.zeros(n + 1, np.int32)
-    for j in range(TURN + 2, n + 1):
-        best = f5[j - 1]
-        uj = np.uint64(j)
-        for i in range(one, np.uint64(j - TURN)):
-            v = np.int32(f5[i - one] + g1[uj, i])
-            best = v if v < best else best
-        for i in range(np.uint64(2), np.uint64(j - TURN)):
-            v = np.int32(f5[i - np.uint64(2)] + g2[uj, i])
-            best = v if v < best else best
-        f5[j] = best
-    return f5[n]
+    return f3[1]
 
 
 @njit(cache=True, parallel=True)
 def _mfe_batch(raw, offsets, order, blocks, pair, rtype, code_of, alias, stack, hairpin, bulge,
-               lc, lc_row_min, mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl, tl_e):
+               lc, lc_row_min, mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl_key,
+               tl_e):
     """Energies of all fold strings. Strings are taken in ``order`` (by length) in ``blocks``
-    chunks that run in parallel; a chunk reuses one set of work buffers sized for its longest."""
+    chunks that run in parallel; a chunk allocates one set of work buffers, sized for its
+    longest string, and reuses it for all its strings."""
     count = offsets.shape[0] - 1
     out = np.empty(count, np.int64)
+    longest = 0
+    for x in range(count):
+        longest = max(longest, offsets[x + 1] - offsets[x])
+    hp = _hairpin_energies(hairpin, lxc, longest)
     for b in prange(blocks):
         lo = b * count // blocks
         hi = (b + 1) * count // blocks
@@ -311,25 +366,27 @@ def _mfe_batch(raw, offsets, order, blocks, pair, rtype, code_of, alias, stack, 
         S1 = np.empty(m, np.uint8)
         tetra = np.empty(m, np.int64)
         pt = np.empty((m, m), np.uint8)
+        partners = np.empty((m, m), np.int64)
+        npart = np.empty(m, np.int64)
+        lbuf = np.empty(MAXLOOP + 1, np.int32)
+        f3 = np.empty(m, np.int64)
         c = np.empty((m, m), np.int32)
         c_intr = np.empty((m, m), np.int32)
         c_aur = np.empty((m, m), np.int32)
         c_aut = np.empty((m, m), np.int32)
         cmin = np.empty((m, m), np.int32)
-        rmin = np.empty((m, m), np.int32)
+        rmin_t = np.empty((m, m), np.int32)
         seed = np.empty((m, m), np.int32)
-        g1 = np.empty((m, m), np.int32)
-        g2 = np.empty((m, m), np.int32)
         fml = np.empty((m, m), np.int32)
         fml_t = np.empty((m, m), np.int32)
         dml = np.empty((m, m), np.int32)
         for k in range(lo, hi):
             x = order[k]
             out[x] = _mfe_one(raw, offsets[x], offsets[x + 1] - offsets[x], pair, rtype, code_of,
-                              alias, stack, hairpin, bulge, lc, lc_row_min, mm_h, mm_i, d5, d3,
-                              int11, int21, int22, scalars, lxc, tl, tl_e,
-                              S, S1, tetra, pt, c, c_intr, c_aur, c_aut, cmin, rmin, seed, g1,
-                              g2, fml, fml_t, dml)
+                              alias, stack, bulge, lc, lc_row_min, mm_h, mm_i, d5, d3, int11,
+                              int21, int22, scalars, hp, tl_key, tl_e,
+                              S, S1, tetra, pt, partners, npart, lbuf, f3,
+                              c, c_intr, c_aur, c_aut, cmin, rmin_t, seed, fml, fml_t, dml)
     return out
 
 
@@ -355,9 +412,9 @@ def _compiled_energies(seqs: list[str], threads: int) -> np.ndarray:
     numba.set_num_threads(workers)
     try:
         return _mfe_batch(raw, offsets, order, blocks, _PAIR, _RTYPE, _CODE, _ALIAS, t.stack,
-                          t.hairpin, t.bulge, lc, lc.min(axis=1).astype(np.int64), t.mismatch_h,
+                          t.hairpin, t.bulge, lc, lc.min(axis=1).astype(np.int32), t.mismatch_h,
                           t.mismatch_i, t.dangle5, t.dangle3, t.int11, t.int21, t.int22,
-                          t.scalars, t.lxc, t.tetraloops, t.tetraloop_e)
+                          t.scalars, t.lxc, _tetraloop_keys(t.tetraloops), t.tetraloop_e)
     finally:
         numba.set_num_threads(previous)
 

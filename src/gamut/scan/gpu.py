@@ -49,7 +49,8 @@ class GpuTuning:
     ``min_seg``/``max_seg``: segment length bounds (multiples of ``cpint``); ``target_tasks``:
     threads per device to aim for; ``trace_margin``: extra columns (beyond the query length) a
     traceback window covers; ``max_tasks``/``max_state_bytes``: batch limits per launch;
-    ``scratch_bytes``: trace-window memory per pass-2 launch.
+    ``scratch_bytes``: trace-window memory per pass-2 launch; ``device_suppress``: diagonal
+    suppression on the device (pairs of more than ``suppress_limit`` candidates on the host).
     """
 
     cpint: int = 128
@@ -62,6 +63,8 @@ class GpuTuning:
     max_state_bytes: int = 3 << 30
     scratch_bytes: int = 512 << 20
     block: int = 128
+    device_suppress: bool = True
+    suppress_limit: int = 4096
 
 
 def bucket_for(length: int) -> int:
@@ -146,6 +149,9 @@ class BatchPairAlignments(PairAlignments):
     def __len__(self) -> int:
         return self._stop - self._start
 
+    def as_batch(self) -> tuple[tuple, int, int]:
+        return self._batch, self._start, self._stop
+
     @cached_property
     def score(self) -> np.ndarray:  # type: ignore[override]
         return self._batch[0][self._start : self._stop]
@@ -208,6 +214,18 @@ class GpuAlignments(Sequence[PairAlignments]):
         self._explicit[k] = value
         self.assigned[k] = True
 
+    def batch_ranges(self) -> tuple[list[tuple], np.ndarray, np.ndarray, np.ndarray]:
+        """``(batches, batch_of, lo, hi)``: pair k's survivors are rows ``lo[k]:hi[k]`` of
+        ``batches[batch_of[k]]`` (``batch_of[k] = -1``: none). For consumers of whole chunks."""
+        batches = list(self._batches)
+        batch_of, lo, hi = self._batch_of.copy(), self._lo.copy(), self._hi.copy()
+        for k, value in self._explicit.items():
+            if len(value):
+                arrays, a, b = value.as_batch()
+                batches.append(arrays)
+                batch_of[k], lo[k], hi[k] = len(batches) - 1, a, b
+        return batches, batch_of, lo, hi
+
     def survivor_count(self) -> int:
         return int((self._hi - self._lo).sum()) + sum(len(v) for v in self._explicit.values())
 
@@ -265,12 +283,13 @@ class CupyBackend:
     def note_memory(self) -> None:
         self.peak_bytes = max(self.peak_bytes, int(self.cp.get_default_memory_pool().total_bytes()))
 
-    def launch(self, name: str, rows: int, n: int, args: list, block: int) -> None:
+    def launch(self, name: str, rows: int, n: int, args: list, block: int, plain: bool = False) -> None:
+        """Launch kernel ``name<rows>`` (or the extern "C" kernel ``name`` when ``plain``) on n threads."""
         from gamut.cuda import load_module
 
         kernels = tuple(f"{k}<{rows}>" for k in ("scan_pass1", "scan_repair", "scan_trace"))
         module = load_module(KERNEL_FILE, name_expressions=kernels, device_id=self.device_id)
-        fn = module.get_function(f"{name}<{rows}>")
+        fn = module.get_function(name if plain else f"{name}<{rows}>")
         if n > 0:
             fn(((n + block - 1) // block,), (block,), tuple(args))
         self.note_memory()
@@ -305,7 +324,7 @@ class HostBackend:
     def note_memory(self) -> None:
         pass
 
-    def launch(self, name: str, rows: int, n: int, args: list, block: int) -> None:
+    def launch(self, name: str, rows: int, n: int, args: list, block: int, plain: bool = False) -> None:
         c = self.ctypes
         conv = []
         for a in args:
@@ -315,7 +334,7 @@ class HostBackend:
                 conv.append(c.c_longlong(int(a)))
             else:
                 conv.append(c.c_int(int(a)))
-        getattr(self.lib, f"host_{name}_{rows}")(*conv)
+        getattr(self.lib, f"host_{name}_{0 if plain else rows}")(*conv)
 
 
 def build_host_library(out_dir: str) -> str:
@@ -398,7 +417,7 @@ class _DeviceRun:
             cap = int(got * 1.25) + 1024
 
     def _sorted_candidates(self, cands, d_task_pair, n_pairs: int, rows: int, max_ref: int):
-        """Candidates ordered by (pair, score desc, j asc, i asc), as host arrays (pair, i, j, score).
+        """Candidates ordered by (pair, score desc, j asc, i asc): backend arrays (pair, i, j, score).
 
         Sorted on the device with one packed 64-bit key when it fits (it does for any realistic
         input), else with a host lexsort.
@@ -406,8 +425,8 @@ class _DeviceRun:
         xp, be = self.xp, self.be
         n = int(cands.shape[0])
         if n == 0:
-            z = np.zeros(0, np.int32)
-            return np.zeros(0, np.int64), z, z, z
+            z = xp.zeros(0, np.int32)
+            return xp.zeros(0, np.int64), z, z, z
         pair = d_task_pair[cands[:, 0]].astype(np.int64)
         i, j, score = cands[:, 1], cands[:, 2], cands[:, 3]
         smax = int(score.max())
@@ -419,10 +438,35 @@ class _DeviceRun:
         if bp + bs + bj + bi <= 63:
             key = (((pair << bs) | (smax - score.astype(np.int64))) << bj | j.astype(np.int64)) << bi | i.astype(np.int64)
             order = xp.argsort(key)
-            return (be.to_host(pair[order]), be.to_host(i[order]), be.to_host(j[order]), be.to_host(score[order]))
+            return pair[order], i[order], j[order], score[order]
         pair, i, j, score = (be.to_host(a) for a in (pair, i, j, score))
         order = np.lexsort((i, j, -score.astype(np.int64), pair))
-        return pair[order], i[order], j[order], score[order]
+        return tuple(be.asarray(np.ascontiguousarray(a[order])) for a in (pair, i, j, score))
+
+    def _suppress(self, pair, i, j, n_pairs: int, rows: int, qlen: np.ndarray, rlen: np.ndarray):
+        """Survivor mask (backend array) of sorted candidates: on the device (one thread per pair),
+        with pairs of more than ``suppress_limit`` candidates (or all, if the device path is off)
+        done on the host by :func:`suppress_sorted`."""
+        xp, be, t = self.xp, self.be, self.t
+        n = int(pair.shape[0])
+        if n == 0:
+            return xp.zeros(0, bool)
+        if not t.device_suppress:
+            return be.asarray(suppress_sorted(be.to_host(pair), be.to_host(i), be.to_host(j), qlen, rlen))
+        start = xp.searchsorted(pair, xp.arange(n_pairs + 1, dtype=np.int64)).astype(np.int64)
+        keep = xp.zeros(n, np.uint8)
+        diag = xp.empty(n, np.int32)
+        be.launch("scan_suppress", rows, n_pairs,
+                  [np.int32(n_pairs), start, xp.ascontiguousarray(i), xp.ascontiguousarray(j),
+                   np.int32(DIAGONAL_WINDOW), np.int32(t.suppress_limit), keep, diag], t.block, plain=True)
+        keep = keep.astype(bool)
+        h_start = be.to_host(start)
+        big = np.flatnonzero(np.diff(h_start) > t.suppress_limit)
+        for p in big.tolist():  # rare: pairs with very many candidates
+            a, b = int(h_start[p]), int(h_start[p + 1])
+            mask = suppress_sorted(be.to_host(pair[a:b]), be.to_host(i[a:b]), be.to_host(j[a:b]), qlen, rlen)
+            keep[a:b] = be.asarray(mask)
+        return keep
 
     def run(self, rows: int, qtabs: dict, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
             seglen: int, pair_ids: np.ndarray, results: GpuAlignments) -> None:
@@ -525,13 +569,13 @@ class _DeviceRun:
         )
         clock = self._lap("pass1_s", clock)
         # Check every speculative segment start against the exact checkpoint before it.
-        later = np.nonzero(task_seg > 0)[0]
+        # (On the device: the task arrays are there already.)
+        later = xp.flatnonzero(d_task_seg > 0)
         if later.size:
-            cp_idx = pair_cp[task_pair[later]] + (task_seg[later].astype(np.int64) * seglen) // t.cpint - 1
-            ent = d_entry.reshape(-1, 2 * rows)[be.asarray(later)]
-            ref_state = d_cp.reshape(-1, 2 * rows)[be.asarray(cp_idx)]
-            same = be.to_host(xp.all(ent == ref_state, axis=1))
-            bad = later[~same]
+            cp_idx = common.pair_cp[d_task_pair[later]] + (d_task_seg[later].astype(np.int64) * seglen) // t.cpint - 1
+            ent = d_entry.reshape(-1, 2 * rows)[later]
+            ref_state = d_cp.reshape(-1, 2 * rows)[cp_idx]
+            bad = be.to_host(later[~xp.all(ent == ref_state, axis=1)])
         else:
             bad = np.zeros(0, np.int64)
         if bad.size:
@@ -552,15 +596,14 @@ class _DeviceRun:
         clock = self._lap("verify_repair_s", clock)
         # Sort (pair, score desc, j asc, i asc) and suppress diagonals.
         c_pair, c_i, c_j, c_s = self._sorted_candidates(cands, d_task_pair, nb, rows, int(b_R.max()) if nb else 0)
-        keep = suppress_sorted(c_pair, c_i, c_j, b_L.astype(np.int64), b_R.astype(np.int64))
-        sv_pair = np.ascontiguousarray(c_pair[keep].astype(np.int32))
-        sv_i = np.ascontiguousarray(c_i[keep].astype(np.int32))
-        sv_j = np.ascontiguousarray(c_j[keep].astype(np.int32))
-        sv_s = c_s[keep].astype(np.int32)
+        keep = self._suppress(c_pair, c_i, c_j, nb, rows, b_L.astype(np.int64), b_R.astype(np.int64))
+        d_sv = [xp.ascontiguousarray(a[keep].astype(np.int32)) for a in (c_pair, c_i, c_j)]
+        sv_pair, sv_i, sv_j = (be.to_host(a) for a in d_sv)
+        sv_s = be.to_host(c_s[keep].astype(np.int32))
         self.stats["candidates"] += int(cands.shape[0])
         self.stats["survivors"] += int(sv_pair.shape[0])
         clock = self._lap("suppress_s", clock)
-        i0, j0, nops, flat, offs = self._trace(rows, common, d_cp, sv_pair, sv_i, sv_j)
+        i0, j0, nops, flat, offs = self._trace(rows, common, d_cp, *d_sv)
         self.stats["trace_fallback_pairs"] += int(np.unique(sv_pair[nops < 0]).shape[0])
         clock = self._lap("trace_s", clock)
         self._assemble(pair_ids[batch], sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results)

@@ -10,6 +10,7 @@ for a whole chunk of pairs in one Numba pass (what the runner uses).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from numba import njit
@@ -390,38 +391,41 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
     return hit_sv, hit_pair, pair_hit_off, width, text_off, buf, n3_out, n5_out, n_wc, n_pair, strict
 
 
-def _batch_view(found: PairAlignments) -> tuple[tuple, int, int]:
-    """Survivor arrays holding ``found`` and its range in them.
+def _flatten(alignments: Sequence[PairAlignments]) -> tuple[np.ndarray, ...]:
+    """All pairs' survivors as flat arrays: per pair a survivor range, per survivor its fields.
 
-    GPU results (``BatchPairAlignments``) are views of their batch's arrays: use the batch
-    directly rather than cutting seven slices per pair.
+    GPU results share their batch's arrays (``as_batch``; a whole chunk at once through
+    ``batch_ranges`` when the sequence offers it), which are used directly rather than cut
+    into seven slices per pair.
     """
-    batch = getattr(found, "_batch", None)
-    if batch is not None:
-        return batch, found._start, found._stop  # type: ignore[attr-defined]
-    return (found.score, found.i_end, found.j_end, found.i_start, found.j_start, found.op_offsets, found.ops), 0, len(found)
-
-
-def _flatten(alignments: list[PairAlignments]) -> tuple[np.ndarray, ...]:
-    """All pairs' survivors as flat arrays: per pair a survivor range, per survivor its fields."""
-    n = len(alignments)
-    sv_start = [0] * n
-    sv_stop = [0] * n
-    index: dict[int, int] = {}  # id(batch) -> position in ``batches``
-    batches: list[tuple] = []
-    total = 0
-    for p, found in enumerate(alignments):
-        if len(found) == 0:
-            continue
-        batch, a, b = _batch_view(found)
-        base = index.get(id(batch))
-        if base is None:
-            base = index[id(batch)] = total
-            batches.append(batch)
-            total += int(batch[0].shape[0])
-        sv_start[p] = base + a
-        sv_stop[p] = base + b
-    starts, stops = np.asarray(sv_start, np.int64), np.asarray(sv_stop, np.int64)
+    ranges = getattr(alignments, "batch_ranges", None)
+    if ranges is not None:
+        batches, batch_of, lo, hi = ranges()
+        sizes = np.array([int(bt[0].shape[0]) for bt in batches], np.int64)
+        base = np.cumsum(sizes) - sizes
+        has = batch_of >= 0
+        where = base[np.maximum(batch_of, 0)] if batches else np.zeros(len(batch_of), np.int64)
+        starts = np.where(has, where + lo, 0).astype(np.int64)
+        stops = np.where(has, where + hi, 0).astype(np.int64)
+    else:
+        n = len(alignments)
+        sv_start = [0] * n
+        sv_stop = [0] * n
+        index: dict[int, int] = {}  # id(batch) -> position in ``batches``
+        batches = []
+        total = 0
+        for p, found in enumerate(alignments):
+            if len(found) == 0:
+                continue
+            batch, a, b = found.as_batch()
+            offset = index.get(id(batch))
+            if offset is None:
+                offset = index[id(batch)] = total
+                batches.append(batch)
+                total += int(batch[0].shape[0])
+            sv_start[p] = offset + a
+            sv_stop[p] = offset + b
+        starts, stops = np.asarray(sv_start, np.int64), np.asarray(sv_stop, np.int64)
     if not batches:
         z = np.zeros(0, np.int64)
         return starts, stops, z, z, z, z, z, z, z, np.zeros(0, np.uint8)
@@ -436,7 +440,7 @@ def _flatten(alignments: list[PairAlignments]) -> tuple[np.ndarray, ...]:
 
 
 def chunk_hits(
-    queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments: list[PairAlignments]
+    queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments: Sequence[PairAlignments]
 ) -> list[list[Hit]]:
     """:func:`pair_hits` for every (query index, reference index) in ``pairs`` at once, same results.
 

@@ -15,6 +15,7 @@ from gamut.splice.model import SpliceCase
 
 KERNEL_FILE = "splice.cu"
 DEFAULT_COLS = 8
+FEW_CASES_COLS = 4
 MAX_WARPS = 16
 
 
@@ -69,22 +70,29 @@ def forward_gpu_many(
     matrix: np.ndarray,
     gap: int,
     *,
-    cols: int = DEFAULT_COLS,
+    cols: int | None = None,
     max_warps: int = MAX_WARPS,
     device_id: int | None = None,
     timing: GpuTiming | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(last, pred)`` for every case, computed in one kernel launch (one block per case)."""
+    """``(last, pred)`` for every case, computed in one kernel launch.
+
+    ``cols``: target columns per lane (4, 8 or 16); by default 4 for a few cases (their chunks
+    spread over the SMs: shorter per-row chains) and 8 for many (fewer, fuller warps).
+    """
     import cupy as cp
 
     from gamut.cuda import load_module
 
     if not cases:
         return []
+    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    if cols is None:
+        cols = FEW_CASES_COLS if len(cases) <= sms // 4 else DEFAULT_COLS
     if cols not in (4, 8, 16):
         raise ValueError("cols must be 4, 8 or 16")
     packed = PackedBatch(cases, cols)
-    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
     with dev:
         start_total = cp.cuda.Event()
         start_total.record()
@@ -105,7 +113,6 @@ def forward_gpu_many(
         # SMs (a case's chunks form a pipeline, so all its blocks must be resident at once).
         # Many cases: one block per case with the median chunk count of warps, so that small
         # cases do not reserve idle warps (wider cases take their chunks in passes).
-        sms = dev.attributes["MultiProcessorCount"]
         spread = len(packed.cases) * max(packed.chunks)
         if len(packed.cases) <= sms // 4 and spread <= sms * 8:
             warps, blocks_per_case = 1, max(packed.chunks)

@@ -418,6 +418,31 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
     out_n[x] = fail ? -1 : (int)n;
 }
 
+// Diagonal suppression (spec §6) of pair p's candidates, rows start[p]..start[p+1]-1 sorted by
+// (score desc, j asc, i asc): a candidate survives unless an earlier survivor's diagonal j - i is
+// within `window` of its own. The survivors' diagonals are kept in diag[start[p]..]. Pairs with
+// more than `limit` candidates are left to the host (keep untouched) to bound a thread's work.
+SCAN_DEV void scan_suppress_pair(int p, const long long* start, const int* ci, const int* cj, int window, int limit,
+                                 unsigned char* keep, int* diag) {
+    const long long a = start[p];
+    const long long b = start[p + 1];
+    if (b - a > limit) return;
+    int kept = 0;
+    for (long long k = a; k < b; ++k) {
+        const int d = cj[k] - ci[k];
+        bool ok = true;
+        for (int x = 0; x < kept; ++x) {
+            const int dd = diag[a + x] - d;
+            if (dd <= window && dd >= -window) {
+                ok = false;
+                break;
+            }
+        }
+        keep[k] = ok ? 1 : 0;
+        if (ok) diag[a + kept++] = d;
+    }
+}
+
 // Kernel parameter lists (flat, so that CuPy and the host test harness can pass them).
 #define SCAN_ARGS_PARAMS                                                                                   \
     const signed char *refs, const long long *ref_off, const int *ref_len, const int *pair_q,             \
@@ -448,6 +473,13 @@ SCAN_GLOBAL void scan_repair(int n, const int* rp_pair, const int* rp_seg, const
     SCAN_ARGS_MAKE(a);
     scan_repair_pair<LM>(x, rp_pair, rp_seg, pair_task0, pair_tasks, a, cp, entry, recomputed, cand_count,
                          cand_cap, cands);
+}
+
+extern "C" SCAN_GLOBAL void scan_suppress(int n, const long long* start, const int* ci, const int* cj, int window,
+                                          int limit, unsigned char* keep, int* diag) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    scan_suppress_pair(p, start, ci, cj, window, limit, keep, diag);
 }
 
 template <int LM>

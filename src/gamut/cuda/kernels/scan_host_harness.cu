@@ -60,3 +60,8 @@ SCAN_HOST_KERNELS(40)
 SCAN_HOST_KERNELS(48)
 SCAN_HOST_KERNELS(56)
 SCAN_HOST_KERNELS(64)
+
+extern "C" void host_scan_suppress_0(int n, const long long* start, const int* ci, const int* cj, int window,
+                                     int limit, unsigned char* keep, int* diag) {
+    for (int p = 0; p < n; ++p) scan_suppress_pair(p, start, ci, cj, window, limit, keep, diag);
+}

@@ -11,7 +11,8 @@
 // column-local, so each lane keeps a running best of the predecessors' last rows (with the exon
 // that gave it) for its own columns, folding exons in end order as they become predecessors.
 // Only each exon's last row (and the predecessor choice of its entry row) is written globally.
-// One block per case (the batch mode); its warps take the chunks in turn.
+// Many cases: one block per case (the batch mode), its warps taking the chunks in turn. A few
+// cases: one single-warp block per chunk (blocks_per_case), so that a big case spans many SMs.
 //
 // Tie rule, shared with the CPU engines: entry value = max(j*gap, best predecessor last row);
 // ties go to the chain start (-1), then to the smallest sorted exon index.
@@ -110,6 +111,10 @@ extern "C" __global__ void splice_forward(
         int i = 0;        // row inside exon k (0 = entry row)
         int sk = (K > 0) ? st[0] : 0;
         int len = (K > 0) ? en[0] - sk : 0;
+        // Prefetched one step ahead: the base letter of the next DP row, and the next exon.
+        int next_letter = (K > 0) ? (int)b[sk] : 0;
+        int next_sk = (K > 1) ? st[1] : 0;
+        int next_len = (K > 1) ? en[1] - next_sk : 0;
         int left_in = NEG_INF;  // H at (row, col0 - 1)
         int diag_in = NEG_INF;  // H at (row - 1, col0 - 1)
         int out = NEG_INF;      // H at (row, col0 + COLS - 1), for the next lane
@@ -216,18 +221,25 @@ extern "C" __global__ void splice_forward(
                         publish_in = PUBLISH_EVERY;
                     }
                 }
-                // Advance along the exon stream; fetch the next row's scores now, so that the
-                // loads overlap the shuffle of the next step instead of delaying its cells.
+                // Advance along the exon stream. The next row's scores come from shared memory
+                // (its letter was loaded a step earlier); the global loads issued here (the
+                // letter after, the exon after next) are only used a step or more later.
                 if (i == len) {
                     ++k;
                     i = 0;
                     if (k < K) {
-                        sk = st[k];
-                        len = en[k] - sk;
+                        sk = next_sk;
+                        len = next_len;
+                        next_letter = (int)b[sk];
+                        if (k + 1 < K) {
+                            next_sk = st[k + 1];
+                            next_len = en[k + 1] - next_sk;
+                        }
                     }
                 } else {
                     ++i;
-                    sv = profile[(int)b[sk + i - 1] * 32 + lane];
+                    sv = profile[next_letter * 32 + lane];
+                    if (i < len) next_letter = (int)b[sk + i];
                 }
             }
         }
