@@ -1,6 +1,8 @@
 """Python API: ``gamut.splice(base, exons, target, ...)`` and batch ``splice_many``."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
@@ -57,12 +59,22 @@ def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threa
 
 
 def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None) -> list[SpliceResult]:
-    """Forward pass with ``engine``, then the shared CPU traceback, for prepared cases."""
-    results = []
-    for case, (last, pred) in zip(cases, forward(cases, params, engine, threads)):
+    """Forward pass with ``engine``, then the shared CPU traceback, for prepared cases.
+
+    Tracebacks of several cases run on ``threads`` threads (default: all cores; the compiled
+    traceback releases the GIL).
+    """
+    def finish(item: tuple[SpliceCase, tuple[np.ndarray, np.ndarray]]) -> SpliceResult:
+        case, (last, pred) = item
         score, chain, ops, bpos, tpos = cpu.traceback(case, params.matrix, params.gap, last, pred)
-        results.append(build_result(case, score, chain, ops, bpos, tpos, engine))
-    return results
+        return build_result(case, score, chain, ops, bpos, tpos, engine)
+
+    items = list(zip(cases, forward(cases, params, engine, threads)))
+    workers = min(len(items), threads or os.cpu_count() or 1)
+    if workers <= 1:
+        return [finish(item) for item in items]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(finish, items))
 
 
 def splice(
