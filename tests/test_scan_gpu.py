@@ -26,6 +26,7 @@ from gamut.scan.gpu import (
     HostBackend,
     bucket_for,
     build_host_library,
+    dense_slots,
     gap_scalars,
     suppress_sorted,
 )
@@ -83,6 +84,14 @@ def random_params(rng: np.random.Generator) -> ScanParams:
 # ------------------------------------------------------------------------------------------
 # Pure-Python pieces (no compiler, no GPU)
 # ------------------------------------------------------------------------------------------
+
+
+@given(st.lists(st.integers(0, 300), max_size=200))
+def test_dense_slots_equal_numpy_unique(ids):
+    ids = np.array(ids, np.int64)
+    unique, inverse = dense_slots(ids)
+    want_unique, want_inverse = np.unique(ids, return_inverse=True)
+    assert unique.tolist() == want_unique.tolist() and inverse.tolist() == want_inverse.tolist()
 
 
 def test_bucket_for_picks_smallest_fitting_bucket():

@@ -75,6 +75,19 @@ def bucket_for(length: int) -> int:
     return 0
 
 
+def dense_slots(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for small non-negative ids, in O(n) (no sort)."""
+    ids = np.asarray(ids, np.int64)
+    if ids.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    present = np.zeros(int(ids.max()) + 1, bool)
+    present[ids] = True
+    unique = np.flatnonzero(present)
+    lookup = np.empty(present.shape[0], np.int64)
+    lookup[unique] = np.arange(unique.shape[0])
+    return unique, lookup[ids]
+
+
 def gap_scalars(params: ScanParams) -> tuple[int, int, int, int]:
     """(open, extend) for normal rows and for seed rows, exactly as :func:`row_scheme` builds them."""
     scheme = row_scheme(20, params)  # rows 1..12 normal, 13..19 seed
@@ -477,7 +490,7 @@ class _DeviceRun:
         be, t = self.be, self.t
         n_pairs = q_of_pair.shape[0]
         # Query slots: profiles bottom-aligned in `rows` rows.
-        uq, q_slot = np.unique(q_of_pair, return_inverse=True)
+        uq, q_slot = dense_slots(q_of_pair)
         prof = np.full((uq.shape[0], 5, rows), PAD_SCORE, np.int32)
         pad = np.zeros(uq.shape[0], np.int32)
         qlen_slot = np.zeros(uq.shape[0], np.int64)
@@ -488,7 +501,7 @@ class _DeviceRun:
             qlen_slot[s] = L
             prof[s, :, rows - L :] = tab.profile[:, 1:]
         # Reference slots.
-        ur, r_slot = np.unique(r_of_pair, return_inverse=True)
+        ur, r_slot = dense_slots(r_of_pair)
         rlen_slot = np.array([ref_codes[int(r)].shape[0] for r in ur], np.int64)
         ref_off = np.zeros(ur.shape[0], np.int64)
         if ur.shape[0] > 1:
@@ -502,7 +515,7 @@ class _DeviceRun:
         R = rlen_slot[r_slot]
         L = qlen_slot[q_slot]
         # Longest references first (like the paper), then batches bounded by tasks and state memory.
-        order = np.lexsort((q_slot, -R))
+        order = np.argsort((R.max() - R) * max(1, uq.shape[0]) + q_slot, kind="stable") if n_pairs else R
         nseg = (R + seglen - 1) // seglen
         ncp = R // t.cpint
         state_bytes = 2 * rows * 4
@@ -729,7 +742,7 @@ class GpuEngine:
         gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
         schemes: dict[int, Any] = {}
         tables = {}
-        for q in np.unique(pairs[gpu_idx, 0]).tolist():
+        for q in dense_slots(pairs[gpu_idx, 0])[0].tolist():
             n = int(q_lengths[q])
             if n not in schemes:
                 schemes[n] = row_scheme(n, params)
@@ -738,10 +751,13 @@ class GpuEngine:
         # Split the GPU pairs over devices: by cells, largest first, dealt out in a snake order
         # (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix of sizes.
         nd = len(self.backends)
-        by_size = gpu_idx[np.argsort(-(qlen[gpu_idx] * rlen[gpu_idx]), kind="stable")]
-        pos = np.arange(by_size.shape[0]) % (2 * nd)
-        device_of = np.where(pos < nd, pos, 2 * nd - 1 - pos)
-        shares = [np.sort(by_size[device_of == d]) for d in range(nd)]
+        if nd == 1:
+            shares = [gpu_idx]
+        else:
+            by_size = gpu_idx[np.argsort(-(qlen[gpu_idx] * rlen[gpu_idx]), kind="stable")]
+            pos = np.arange(by_size.shape[0]) % (2 * nd)
+            device_of = np.where(pos < nd, pos, 2 * nd - 1 - pos)
+            shares = [np.sort(by_size[device_of == d]) for d in range(nd)]
 
         errors: list[BaseException] = []
 
@@ -770,7 +786,7 @@ class GpuEngine:
     def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, r_lengths, params, out) -> None:
         t = self.tuning
         with backend.device():
-            for rows in np.unique(buckets[idx]):
+            for rows in dense_slots(buckets[idx])[0]:
                 sel = idx[buckets[idx] == rows]
                 q = pairs[sel, 0]
                 r = pairs[sel, 1]
