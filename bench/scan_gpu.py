@@ -96,9 +96,12 @@ def device_info(host: bool) -> dict:
 def time_engine(engine, qs, rs, pairs, params) -> tuple[float, int]:
     t0 = time.perf_counter()
     res = engine.align(qs, rs, pairs, params)
-    t = time.perf_counter() - t0
-    count = res.survivor_count() if hasattr(res, "survivor_count") else sum(len(r) for r in res)
-    return t, count
+    return time.perf_counter() - t0, survivor_count(res)
+
+
+def survivor_count(res) -> int:
+    """Survivors in an engine's results (the GPU engine counts without building per-pair objects)."""
+    return res.survivor_count() if hasattr(res, "survivor_count") else sum(len(r) for r in res)
 
 
 def time_pipeline(engine, queries, refs, params) -> tuple[float, int]:
@@ -194,7 +197,7 @@ def run_big(args, rng, make_engine) -> dict:
         qi = np.arange(q0, min(nq, q0 + per_chunk))
         pairs = np.stack(np.meshgrid(qi, np.arange(nr), indexing="ij"), -1).reshape(-1, 2).astype(np.int64)
         res = engine.align(qs, rs, pairs, params)
-        survivors += res.survivor_count() if hasattr(res, "survivor_count") else sum(len(r) for r in res)
+        survivors += survivor_count(res)
         pairs_done += len(pairs)
         del res
     t = time.perf_counter() - t0

@@ -105,6 +105,36 @@ def _profile(target, matrix):
 
 
 @njit(cache=True, nogil=True)
+def _fold_predecessors(last, ends, by_end, start, folded, best, best_arg, c0, c1):
+    """Fold the exons that end at or before ``start`` (``by_end[folded:]``, in end order) into the
+    running best last row over columns ``c0:c1``; ties go to the smallest exon index. Returns the
+    new number of folded exons."""
+    while folded < by_end.size and ends[by_end[folded]] <= start:
+        l = by_end[folded]
+        for j in range(c0, c1):
+            v = last[l, j]
+            if v > best[j] or (v == best[j] and l < best_arg[j]):
+                best[j] = v
+                best_arg[j] = l
+        folded += 1
+    return folded
+
+
+@njit(cache=True, nogil=True)
+def _entry_row(best, best_arg, gap, c0, c1, row, pred_row):
+    """An exon's entry row over columns ``c0:c1``: the best predecessor's last row, or ``j * gap``
+    (chain start, ``pred = -1``), which wins ties."""
+    for j in range(c0, c1):
+        v = j * gap
+        if best[j] > v:
+            row[j] = best[j]
+            pred_row[j] = best_arg[j]
+        else:
+            row[j] = v
+            pred_row[j] = -1
+
+
+@njit(cache=True, nogil=True)
 def _fast_forward(base, starts, ends, target, matrix, gap, last, pred):
     """One thread: exons in start order, predecessors folded once into a running best row."""
     n_exons = starts.size
@@ -118,22 +148,8 @@ def _fast_forward(base, starts, ends, target, matrix, gap, last, pred):
     tmp = np.empty(n1, np.int32)
     folded = 0
     for k in range(n_exons):
-        while folded < n_exons and ends[by_end[folded]] <= starts[k]:
-            l = by_end[folded]
-            for j in range(n1):
-                v = last[l, j]
-                if v > best[j] or (v == best[j] and l < best_arg[j]):
-                    best[j] = v
-                    best_arg[j] = l
-            folded += 1
-        for j in range(n1):
-            v = j * gap
-            if best[j] > v:
-                row[j] = best[j]
-                pred[k, j] = best_arg[j]
-            else:
-                row[j] = v
-                pred[k, j] = -1
+        folded = _fold_predecessors(last, ends, by_end, starts[k], folded, best, best_arg, 0, n1)
+        _entry_row(best, best_arg, gap, 0, n1, row, pred[k])
         _exon_rows(base, starts[k], ends[k], profile, ramp, gap, row, tmp)
         last[k, :] = row
 
@@ -164,28 +180,13 @@ def _block_starts(lengths, rows, block_rows):
 def _tile(base, starts, ends, lengths, by_end, profile, ramp, gap, last, pred, prev, best, best_arg,
           folded, edge, c, c0, c1, r, row0, row1, k, i, has_left, has_right, left_diag):
     """Stream rows ``row0:row1`` over columns ``c0:c1`` (the CPU twin of one GPU warp's chunk)."""
-    n_exons = starts.size
     slot = r % 3
     tmp = np.empty(c1 - c0, np.int32)
     for row in range(row0, row1):
         left = edge[c - 1, slot, row - row0] if has_left else NEG
         if i == 0:
-            while folded[c] < n_exons and ends[by_end[folded[c]]] <= starts[k]:
-                l = by_end[folded[c]]
-                for j in range(c0, c1):
-                    v = last[l, j]
-                    if v > best[j] or (v == best[j] and l < best_arg[j]):
-                        best[j] = v
-                        best_arg[j] = l
-                folded[c] += 1
-            for j in range(c0, c1):
-                v = j * gap
-                if best[j] > v:
-                    prev[j] = best[j]
-                    pred[k, j] = best_arg[j]
-                else:
-                    prev[j] = v
-                    pred[k, j] = -1
+            folded[c] = _fold_predecessors(last, ends, by_end, starts[k], folded[c], best, best_arg, c0, c1)
+            _entry_row(best, best_arg, gap, c0, c1, prev, pred[k])
         else:
             p = profile[base[starts[k] + i - 1]]
             d = left_diag + p[c0]
