@@ -1,71 +1,82 @@
 """A line-by-line NumPy emulation of the CUDA kernel's schedule (``cuda/kernels/splice.cu``).
 
-Lanes of a warp are emulated in lock-step (``lanes`` and ``cols`` may be small so that tiny cases
-cross many lanes and chunks); chunks run one after another, so the global boundary column of the
-previous chunk is complete when read. It checks the kernel's indexing and data flow without a GPU.
+Lanes of a warp are emulated in lock-step (``lanes``, ``cols`` and ``rows`` may be small so that
+tiny cases cross many lanes, tiles and chunks); chunks run one after another, so the tagged
+boundary column of the previous chunk is complete when read. The exon stream and the fold plan
+come from :func:`gamut.splice.stream.build_plan`, as for the kernel, with ``slots`` park slots.
+It checks the kernel's indexing and data flow without a GPU.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, build_plan
+
 NEG_INF = -(1 << 29)
 
 
-def emulate_forward(case, matrix, gap, lanes=32, cols=8):
-    base, st, en, t = case.base, case.starts, case.ends, case.target
+def _fold_into(best, best_arg, v, l):
+    for q in range(best.shape[0]):
+        if v[q] > best[q] or (v[q] == best[q] and l < best_arg[q]):
+            best[q] = v[q]
+            best_arg[q] = l
+
+
+def emulate_forward(case, matrix, gap, lanes=32, cols=8, rows=4, slots=4):
+    plan = build_plan(case.base, case.starts, case.ends, slots, rows)
+    stream, fn, fp, fold = plan.stream, plan.fin, plan.fold_ptr, plan.fold
     K, n = case.n_exons, case.target.size
+    t = case.target
     width = n + 1
-    be = np.argsort(en, kind="stable")
-    rows = case.stream_rows
+    tiles = plan.rows // rows
     last = np.full((K, width), 12345, np.int64)
     pred = np.full((K, width), 12345, np.int64)
     chunk_cols = lanes * cols
     chunks = (width + chunk_cols - 1) // chunk_cols
-    bound = np.full((chunks, rows), 777, np.int64)
+    bound = np.zeros((chunks, plan.rows, 2), np.int64)  # (tag = row + 1, value)
     for c in range(chunks):
         col0 = [c * chunk_cols + lane * cols for lane in range(lanes)]
-        prof = np.zeros((5, lanes, cols), np.int64)
+        prof = np.zeros((7, lanes, cols), np.int64)
         for lane in range(lanes):
             for q in range(cols):
                 j = col0[lane] + q
                 if 1 <= j <= n:
-                    prof[:, lane, q] = matrix[:, t[j - 1]]
+                    prof[:5, lane, q] = matrix[:, t[j - 1]]
+        park = np.zeros((max(slots, 1), lanes, cols), np.int64)
         h = np.full((lanes, cols), NEG_INF, np.int64)
         best = np.full((lanes, cols), NEG_INF, np.int64)
         best_arg = np.full((lanes, cols), -1, np.int64)
-        folded = [0] * lanes
-        k = [0] * lanes
-        i = [0] * lanes
-        sk = [int(st[0])] * lanes
-        ln = [int(en[0] - st[0])] * lanes
-        left_in = [NEG_INF] * lanes
-        diag_in = [NEG_INF] * lanes
-        out = [NEG_INF] * lanes
-        nxt = [None] * lanes
-        for step in range(rows + lanes - 1):
-            recv = [out[lane - 1] if lane > 0 else out[0] for lane in range(lanes)]  # shfl_up
+        k = [-1] * lanes
+        cur_fin = [0] * lanes
+        out = np.full((lanes, rows), NEG_INF, np.int64)
+        left_prev = [NEG_INF] * lanes
+        for step in range(tiles + lanes - 1):
+            recv = np.concatenate([out[:1], out[:-1]])  # shfl_up: lane L gets lane L-1's out
             for lane in range(lanes):
-                row = step - lane
-                if not (0 <= row < rows):
+                tile = step - lane
+                if not (0 <= tile < tiles):
                     continue
-                diag_in[lane] = left_in[lane]
                 if lane > 0:
-                    left_in[lane] = recv[lane]
+                    left_in = list(recv[lane])
                 elif c == 0:
-                    left_in[lane] = NEG_INF
+                    left_in = [NEG_INF] * rows
                 else:
-                    left_in[lane] = bound[c - 1, row]
-                kk = k[lane]
-                if i[lane] == 0:
-                    while folded[lane] < K and en[be[folded[lane]]] <= sk[lane]:
-                        l = be[folded[lane]]
-                        for q in range(cols):
-                            if col0[lane] + q < width:
-                                v = last[l, col0[lane] + q]
-                                if v > best[lane, q] or (v == best[lane, q] and l < best_arg[lane, q]):
-                                    best[lane, q] = v
-                                    best_arg[lane, q] = l
-                        folded[lane] += 1
+                    entries = bound[c - 1, tile * rows:(tile + 1) * rows]
+                    assert all(entries[:, 0] == np.arange(tile * rows, (tile + 1) * rows) + 1), "not published"
+                    left_in = list(entries[:, 1])
+                codes = stream[tile * rows:(tile + 1) * rows]
+                if codes[0] == ENTRY_CODE:
+                    k[lane] += 1
+                    kk = k[lane]
+                    cur_fin[lane] = fn[kk]
+                    for e in range(fp[kk], fp[kk + 1]):
+                        l, slot = int(fold[e, 0]), int(fold[e, 1])
+                        if slot >= 0:
+                            v = park[slot, lane].copy()
+                        else:
+                            v = np.array([last[l, col0[lane] + q] if col0[lane] + q < width else NEG_INF
+                                          for q in range(cols)])
+                        _fold_into(best[lane], best_arg[lane], v, l)
                     for q in range(cols):
                         s = (col0[lane] + q) * gap
                         arg = -1
@@ -76,28 +87,29 @@ def emulate_forward(case, matrix, gap, lanes=32, cols=8):
                             h[lane, q] = s
                         if col0[lane] + q < width:
                             pred[kk, col0[lane] + q] = arg
-                else:
-                    sv = nxt[lane]
-                    cand = [max(h[lane, q] + gap, (diag_in[lane] if q == 0 else h[lane, q - 1]) + sv[q])
-                            for q in range(cols)]
-                    left = left_in[lane]
+                diag = left_prev[lane]
+                for r in range(rows):
+                    code = int(codes[r]) & 7
+                    sv = prof[code, lane]
+                    cand = [max(h[lane, q] + gap, (diag if q == 0 else h[lane, q - 1]) + sv[q]) for q in range(cols)]
+                    left = left_in[r]
                     for q in range(cols):
                         left = max(left + gap, cand[q])
-                        h[lane, q] = left
-                    if i[lane] == ln[lane]:
-                        for q in range(cols):
-                            if col0[lane] + q < width:
-                                last[kk, col0[lane] + q] = h[lane, q]
-                out[lane] = h[lane, cols - 1]
+                        if code < ENTRY_CODE:
+                            h[lane, q] = left
+                    diag = left_in[r]
+                    out[lane, r] = h[lane, cols - 1]
+                left_prev[lane] = left_in[rows - 1]
+                if np.any(codes & FINISH_BIT):
+                    kk = k[lane]
+                    for q in range(cols):
+                        if col0[lane] + q < width:
+                            last[kk, col0[lane] + q] = h[lane, q]
+                    if cur_fin[lane] == FOLD_NOW:
+                        _fold_into(best[lane], best_arg[lane], h[lane], kk)
+                    elif cur_fin[lane] >= 0:
+                        park[cur_fin[lane], lane] = h[lane]
                 if lane == lanes - 1 and c + 1 < chunks:
-                    bound[c, row] = out[lane]
-                if i[lane] == ln[lane]:
-                    k[lane] += 1
-                    i[lane] = 0
-                    if k[lane] < K:
-                        sk[lane] = int(st[k[lane]])
-                        ln[lane] = int(en[k[lane]] - st[k[lane]])
-                else:
-                    i[lane] += 1
-                    nxt[lane] = prof[base[sk[lane] + i[lane] - 1], lane]  # prefetched scores
+                    for r in range(rows):
+                        bound[c, tile * rows + r] = (tile * rows + r + 1, out[lane, r])
     return last, pred

@@ -67,13 +67,14 @@ def test_engines_agree_and_match_brute_force(data):
     assert result.exons == starts_ends
 
 
-@settings(max_examples=40, deadline=None)
-@given(cases(max_base=60, max_exons=8, max_target=40), st.integers(1, 4), st.integers(1, 3))
-def test_gpu_schedule_emulation_matches_reference(data, lanes, cols):
+@settings(max_examples=60, deadline=None)
+@given(cases(max_base=60, max_exons=8, max_target=40), st.integers(1, 4), st.integers(1, 3),
+       st.sampled_from([1, 2, 4]), st.integers(0, 3))
+def test_gpu_schedule_emulation_matches_reference(data, lanes, cols, rows, slots):
     base, exons, target, params = data
     case = make_case(base, exons, target, params)
     ref_last, ref_pred = cpu.forward_reference(case, params.matrix, params.gap)
-    last, pred = emulate_forward(case, params.matrix, params.gap, lanes=lanes, cols=cols)
+    last, pred = emulate_forward(case, params.matrix, params.gap, lanes=lanes, cols=cols, rows=rows, slots=slots)
     np.testing.assert_array_equal(last, ref_last)
     np.testing.assert_array_equal(pred, ref_pred)
 
@@ -100,7 +101,7 @@ def test_emulated_schedule_on_generated_case_with_many_chunks():
     g = paper_like_cases(1, seed=5, scale=0.05)[0]
     case = make_case(g.base, g.exons, g.target, params)
     ref = cpu.forward_fast(case, params.matrix, params.gap)
-    last, pred = emulate_forward(case, params.matrix, params.gap, lanes=3, cols=2)
+    last, pred = emulate_forward(case, params.matrix, params.gap, lanes=3, cols=2, rows=4, slots=2)
     np.testing.assert_array_equal(last, ref[0])
     np.testing.assert_array_equal(pred, ref[1])
 
@@ -144,26 +145,69 @@ def test_tie_rule_prefers_chain_start(forward):
 def test_gpu_batch_packing_layout():
     """The concatenated arrays handed to the kernel describe every case exactly (no GPU needed)."""
     from gamut.splice.gpu import PackedBatch
+    from gamut.splice.stream import build_plan
 
     params = ScoreParams()
     generated = paper_like_cases(7, seed=2, scale=0.1)
     prepared = [make_case(g.base, g.exons, g.target, params) for g in generated]
-    packed = PackedBatch(prepared, cols=4)
+    packed = PackedBatch(prepared, cols=4, slots=3)
     assert sorted(packed.case_order.tolist()) == list(range(7))
     cells = [prepared[i].cells for i in packed.case_order]
     assert cells == sorted(cells, reverse=True)
     for i, case in enumerate(prepared):
         e0, e1 = packed.exon_off[i], packed.exon_off[i + 1]
-        np.testing.assert_array_equal(packed.base[packed.base_off[i]:packed.base_off[i + 1]], case.base)
+        plan = build_plan(case.base, case.starts, case.ends, 3)
+        np.testing.assert_array_equal(packed.stream[packed.stream_off[i]:packed.stream_off[i + 1]], plan.stream)
+        assert packed.stream_off[i] % 4 == 0 and packed.stream_rows[i] == plan.rows
         np.testing.assert_array_equal(packed.target[packed.target_off[i]:packed.target_off[i + 1]], case.target)
-        np.testing.assert_array_equal(packed.starts[e0:e1], case.starts)
-        np.testing.assert_array_equal(case.ends[packed.by_end[e0:e1]], np.sort(case.ends, kind="stable"))
+        np.testing.assert_array_equal(packed.fin[e0:e1], plan.fin)
+        ptr = packed.fold_ptr[e0 + i:e1 + i + 1]
+        np.testing.assert_array_equal(packed.fold[ptr[0]:ptr[-1]], plan.fold)
+        np.testing.assert_array_equal(ptr - ptr[0], plan.fold_ptr)
         assert packed.n_exons[i] == case.n_exons and packed.target_len[i] == case.target.size
         assert packed.out_off[i + 1] - packed.out_off[i] == case.n_exons * (case.target.size + 1)
         chunks = -(-(case.target.size + 1) // 128)
         assert packed.chunks[i] == chunks
-        assert packed.bound_off[i + 1] - packed.bound_off[i] == chunks * case.stream_rows
-        assert packed.progress_off[i + 1] - packed.progress_off[i] == chunks
+        assert packed.bound_off[i + 1] - packed.bound_off[i] == chunks * plan.rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases(max_base=60, max_exons=10), st.sampled_from([1, 2, 4]), st.integers(0, 3))
+def test_stream_plan_folds_exactly_the_predecessors(data, rows, slots):
+    """Replaying the plan: at each entry the folded set is {l : end_l <= start_k} (minus exons no
+    one can follow), parked rows are never overwritten before they are read, and the stream
+    holds every exon's symbols between its entry row and its padding."""
+    from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NEVER, FOLD_NOW, PAD_CODE, build_plan
+
+    base, exons, target, params = data
+    case = make_case(base, exons, target, params)
+    st_, en = case.starts, case.ends
+    plan = build_plan(case.base, st_, en, slots, rows)
+    assert plan.rows % rows == 0
+    pos = 0
+    for k in range(case.n_exons):
+        length = int(en[k] - st_[k])
+        seg = plan.stream[pos:pos + -(-(length + 1) // rows) * rows]
+        assert seg[0] == ENTRY_CODE
+        np.testing.assert_array_equal(seg[1:length + 1] & 7, case.base[st_[k]:en[k]])
+        assert seg[length] & FINISH_BIT and not np.any(seg[1:length] & FINISH_BIT)
+        assert np.all(seg[length + 1:] == PAD_CODE)
+        pos += seg.size
+    assert pos == plan.rows
+    folded, slot_of = set(), {}
+    for k in range(case.n_exons):
+        for l, slot in plan.fold[plan.fold_ptr[k]:plan.fold_ptr[k + 1]].tolist():
+            if slot >= 0:
+                assert slot_of.pop(slot) == l
+            folded.add(l)
+        followers = {l for l in range(case.n_exons) if en[l] <= st_[k]}
+        assert folded == {l for l in followers if plan.fin[l] != FOLD_NEVER}
+        assert all(plan.fin[l] != FOLD_NEVER for l in followers)
+        if plan.fin[k] == FOLD_NOW:
+            folded.add(k)
+        elif plan.fin[k] >= 0:
+            assert plan.fin[k] < slots and plan.fin[k] not in slot_of
+            slot_of[int(plan.fin[k])] = k
 
 
 @pytest.mark.parametrize("scale", [0.1, 1.0])
@@ -173,3 +217,17 @@ def test_generator_makes_only_valid_exons(scale):
         assert (g.exons[:, 0] >= 0).all() and (g.exons[:, 1] > g.exons[:, 0]).all(), g.name
         assert (g.exons[:, 1] <= g.base.size).all(), g.name
         make_case(g.base, g.exons, g.target, ScoreParams(), name=g.name)
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_traceback_prefers_diagonal_then_vertical(engine):
+    """Inside an exon, ties go to the diagonal move, then vertical, then horizontal."""
+    import gamut
+
+    # Target A against exon AA: matching either A scores 0; the diagonal move at the last cell wins.
+    r = gamut.splice("AA", [(0, 2)], "A", match=1, mismatch=-1, gap=-1, engine=engine)
+    assert (r.score, r.alignment.base, r.alignment.target) == (0, "AA", "-A")
+    # Target AA against exon A: vertical (A against a gap) and horizontal tie only at the start;
+    # the last cell's diagonal takes the second target A.
+    r = gamut.splice("A", [(0, 1)], "AA", match=1, mismatch=-1, gap=-1, engine=engine)
+    assert (r.score, r.alignment.base, r.alignment.target) == (0, "-A", "AA")

@@ -23,27 +23,34 @@ def random_case(rng, max_base=300, max_exons=12, max_exon=40, max_target=700, al
 
 
 @pytest.mark.parametrize("cols", [4, 8, 16])
-def test_gpu_matches_reference_on_random_cases(cols):
+@pytest.mark.parametrize("slots", [None, 0, 1])
+def test_gpu_matches_reference_on_random_cases(cols, slots):
+    """Many cases (one block each); parked rows in shared memory, or in global memory when the
+    slots run out (slots=0: all of them; 1: most)."""
     from gamut.splice.gpu import forward_gpu_many
 
     rng = np.random.default_rng(100 + cols)
     params = ScoreParams(match=2, mismatch=-1, gap=-2)
     cases = [make_case(*random_case(rng), params, name=f"r{i}") for i in range(60)]
-    got = forward_gpu_many(cases, params.matrix, params.gap, cols=cols, max_warps=int(rng.integers(1, 5)))
+    got = forward_gpu_many(cases, params.matrix, params.gap, cols=cols, max_warps=int(rng.integers(1, 5)),
+                           slots=slots)
     for case, (last, pred) in zip(cases, got):
         ref_last, ref_pred = cpu.forward_reference(case, params.matrix, params.gap)
         np.testing.assert_array_equal(last, ref_last, err_msg=case.name)
         np.testing.assert_array_equal(pred, ref_pred, err_msg=case.name)
 
 
-def test_gpu_many_chunks_and_passes():
-    """Targets wider than all warps of a block together (chunks taken in several passes)."""
+@pytest.mark.parametrize("count", [6, 40])
+@pytest.mark.parametrize("slots", [None, 0])
+def test_gpu_many_chunks_and_passes(count, slots):
+    """Wide targets: a few cases get a one-warp block per chunk (count=6); many cases take their
+    chunks in several passes of a block's warps (count=40)."""
     from gamut.splice.gpu import forward_gpu_many
 
     rng = np.random.default_rng(7)
     params = ScoreParams(match=1, mismatch=-1, gap=-1)
-    cases = [make_case(*random_case(rng, max_base=400, max_target=6000), params) for _ in range(6)]
-    got = forward_gpu_many(cases, params.matrix, params.gap, cols=4, max_warps=2)
+    cases = [make_case(*random_case(rng, max_base=400, max_exons=30, max_target=6000), params) for _ in range(count)]
+    got = forward_gpu_many(cases, params.matrix, params.gap, cols=4, max_warps=2, slots=slots)
     for case, (last, pred) in zip(cases, got):
         ref = cpu.forward_fast(case, params.matrix, params.gap)
         np.testing.assert_array_equal(last, ref[0])

@@ -19,8 +19,10 @@ only when a :class:`GpuEngine` is created.
 """
 from __future__ import annotations
 
+import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Sequence
@@ -50,7 +52,9 @@ class GpuTuning:
     threads per device to aim for; ``trace_margin``: extra columns (beyond the query length) a
     traceback window covers; ``max_tasks``/``max_state_bytes``: batch limits per launch;
     ``scratch_bytes``: trace-window memory per pass-2 launch; ``device_suppress``: diagonal
-    suppression on the device (pairs of more than ``suppress_limit`` candidates on the host).
+    suppression on the device (pairs of more than ``suppress_limit`` candidates on the host);
+    ``bucket_threads``: jobs aligned at once on a device (each with its own stream);
+    ``jobs_per_bucket``: jobs a row bucket's pairs are cut into (more overlap of host and device).
     """
 
     cpint: int = 128
@@ -65,6 +69,8 @@ class GpuTuning:
     block: int = 128
     device_suppress: bool = True
     suppress_limit: int = 4096
+    bucket_threads: int = 2
+    jobs_per_bucket: int = 1
 
 
 def bucket_for(length: int) -> int:
@@ -280,9 +286,20 @@ class CupyBackend:
         self.xp = cupy
         self.device_id = device_id
         self.peak_bytes = 0
+        self._streams: list = []
+        self._lock = threading.Lock()
 
     def device(self):
         return self.cp.cuda.Device(self.device_id)
+
+    def stream(self, index: int):
+        """Non-blocking stream ``index`` of this backend, kept for reuse: CuPy's memory pool keeps
+        freed blocks per stream, so fresh streams per call would strand memory."""
+        with self._lock:
+            while len(self._streams) <= index:
+                with self.device():
+                    self._streams.append(self.cp.cuda.Stream(non_blocking=True))
+            return self._streams[index]
 
     def asarray(self, a: np.ndarray):
         return self.cp.asarray(a)
@@ -321,6 +338,11 @@ class HostBackend:
         self.peak_bytes = 0
 
     def device(self):
+        from contextlib import nullcontext
+
+        return nullcontext()
+
+    def stream(self, index: int):
         from contextlib import nullcontext
 
         return nullcontext()
@@ -409,7 +431,7 @@ class _DeviceRun:
         self.threshold = int(params.score_threshold)
         #: Counters: tasks, repaired tasks, candidates, survivors, pairs whose traceback left its window.
         self.stats = {"tasks": 0, "repaired_tasks": 0, "candidates": 0, "survivors": 0, "trace_fallback_pairs": 0,
-                      "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0, "trace_s": 0.0, "assemble_s": 0.0}
+                      "setup_s": 0.0, "tasks_s": 0.0, "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0, "trace_s": 0.0, "assemble_s": 0.0}
 
     # -- helpers ---------------------------------------------------------------------------
     def _zeros(self, shape, dtype):
@@ -488,6 +510,7 @@ class _DeviceRun:
         Pairs left unassigned (a traceback left its window) are redone on the CPU by the caller.
         """
         be, t = self.be, self.t
+        began = time.perf_counter()
         n_pairs = q_of_pair.shape[0]
         # Query slots: profiles bottom-aligned in `rows` rows.
         uq, q_slot = dense_slots(q_of_pair)
@@ -523,6 +546,7 @@ class _DeviceRun:
         # Batches: the longest runs of pairs (in `order`) within the task and state budgets.
         cum_tasks = np.cumsum(nseg[order])
         cum_states = np.cumsum(nseg[order] + ncp[order])
+        self._lap("setup_s", began)
         start = 0
         while start < n_pairs:
             base_t = cum_tasks[start - 1] if start else 0
@@ -538,6 +562,7 @@ class _DeviceRun:
     def _run_batch(self, rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
                    d_pad, pair_ids, results) -> None:
         xp, be, t = self.xp, self.be, self.t
+        began = time.perf_counter()
         nb = batch.shape[0]
         b_nseg = nseg[batch]
         b_ncp = ncp[batch]
@@ -575,7 +600,7 @@ class _DeviceRun:
         d_entry = xp.empty(max(n_tasks, 1) * 2 * rows, dtype=np.int32)
         cap = max(4096, n_tasks)
         self.stats["tasks"] += n_tasks
-        clock = time.perf_counter()
+        clock = self._lap("tasks_s", began)
         cands = self._collect(
             "scan_pass1", rows, n_tasks, [np.int32(n_tasks), d_task_pair, d_task_seg, *common.args(), d_cp, d_entry],
             [], cap,
@@ -740,6 +765,7 @@ class GpuEngine:
         out.assigned[trivial] = True
         buckets = np.array([bucket_for(int(x)) for x in q_lengths], np.int64)[pairs[:, 0]]
         gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
+        began = time.perf_counter()
         schemes: dict[int, Any] = {}
         tables = {}
         for q in dense_slots(pairs[gpu_idx, 0])[0].tolist():
@@ -747,6 +773,8 @@ class GpuEngine:
             if n not in schemes:
                 schemes[n] = row_scheme(n, params)
             tables[q] = query_tables(queries[q].codes, params, schemes[n])
+        with self._stats_lock:
+            self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
         refs = [r.codes for r in references]
         # Split the GPU pairs over devices: by cells, largest first, dealt out in a snake order
         # (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix of sizes.
@@ -784,18 +812,43 @@ class GpuEngine:
         return out
 
     def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, r_lengths, params, out) -> None:
+        """Align the pairs ``idx`` on one backend: jobs (a row bucket's pairs, or a part of them) on
+        ``bucket_threads`` threads with a stream each, so that one job's host work overlaps
+        another's kernels."""
         t = self.tuning
-        with backend.device():
-            for rows in dense_slots(buckets[idx])[0]:
-                sel = idx[buckets[idx] == rows]
-                q = pairs[sel, 0]
-                r = pairs[sel, 1]
-                total_cols = int(r_lengths[r].sum())
-                seg = -(-total_cols // t.target_tasks)
-                seg = min(max(seg, t.min_seg), t.max_seg)
-                seg = -(-seg // t.cpint) * t.cpint
-                run = _DeviceRun(backend, t, params)
-                run.run(int(rows), tables, q, refs, r, seg, sel, out)
-                with self._stats_lock:
-                    for key, value in run.stats.items():
-                        self.stats[key] = self.stats.get(key, 0) + value
+
+        jobs = []
+        for rows in dense_slots(buckets[idx])[0].tolist():
+            sel = idx[buckets[idx] == rows]
+            # Segment length from the whole bucket (about target_tasks threads), then its jobs.
+            seg = -(-int(r_lengths[pairs[sel, 1]].sum()) // t.target_tasks)
+            seg = min(max(seg, t.min_seg), t.max_seg)
+            seg = -(-seg // t.cpint) * t.cpint
+            for part in np.array_split(sel, max(1, min(t.jobs_per_bucket, sel.shape[0]))):
+                jobs.append((part, int(rows), seg))
+        workers = max(1, min(len(jobs), t.bucket_threads))
+        free_streams: queue.SimpleQueue = queue.SimpleQueue()
+        for slot in range(workers):
+            free_streams.put(slot)
+
+        def job(sel: np.ndarray, rows: int, seg: int) -> None:
+            q = pairs[sel, 0]
+            r = pairs[sel, 1]
+            run = _DeviceRun(backend, t, params)
+            slot = free_streams.get()  # a stream no other running job uses
+            try:
+                with backend.device(), backend.stream(slot):
+                    run.run(int(rows), tables, q, refs, r, seg, sel, out)
+            finally:
+                free_streams.put(slot)
+            with self._stats_lock:
+                for key, value in run.stats.items():
+                    self.stats[key] = self.stats.get(key, 0) + value
+
+        if workers == 1:
+            for item in jobs:
+                job(*item)
+            return
+        with ThreadPoolExecutor(workers) as pool:
+            for done in [pool.submit(job, *item) for item in jobs]:
+                done.result()

@@ -47,7 +47,7 @@ def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threa
     batch: list[SpliceCase] = []
     size = 0
     for case in cases:
-        cells = case.n_exons * (case.target.size + 1) * 2 + case.stream_rows * ((case.target.size + 256) // 256)
+        cells = case.n_exons * (case.target.size + 1) * 2 + 2 * case.stream_rows * ((case.target.size + 256) // 256)
         if batch and size + cells > GPU_BATCH_CELLS:
             out.extend(forward_gpu_many(batch, params.matrix, params.gap))
             batch, size = [], 0

@@ -298,6 +298,39 @@ def forward_fast_many(
 
 
 @njit(cache=True, nogil=True)
+def _exon_moves(base, start, length, profile, ramp, gap, row, tmp, diag, moves):
+    """Recompute an exon's rows from its entry ``row`` (updated in place to its last row) and
+    record each cell's move in ``moves[i, j]`` (row 0 unused).
+
+    The same prefix-max form as :func:`_exon_rows`; the moves follow in a separate pass once the
+    row is known (diagonal, then vertical, then horizontal on ties), so every pass but one
+    running max is vectorisable.
+    """
+    width = row.size
+    for i in range(1, length + 1):
+        p = profile[base[start + i - 1]]
+        tmp[0] = row[0] + gap
+        for j in range(1, width):
+            d = row[j - 1] + p[j]
+            u = row[j] + gap
+            diag[j] = d
+            tmp[j] = max(d, u) - ramp[j]
+        run = tmp[0]
+        for j in range(1, width):
+            run = max(run, tmp[j])
+            tmp[j] = run
+        mv = moves[i]
+        mv[0] = OP_BASE_GAP
+        for j in range(1, width):
+            h = tmp[j - 1] + ramp[j - 1] + gap
+            u = row[j] + gap
+            d = diag[j]
+            mv[j] = OP_MATCH if (d >= u and d >= h) else (OP_BASE_GAP if u >= h else OP_TARGET_GAP)
+        for j in range(width):
+            row[j] = tmp[j] + ramp[j]
+
+
+@njit(cache=True, nogil=True)
 def _traceback(base, starts, ends, target, matrix, gap, last, pred):
     n = target.size
     n_exons = starts.size
@@ -313,6 +346,10 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
     bpos = np.empty(cap, np.int64)
     tpos = np.empty(cap, np.int64)
     chain = np.empty(n_exons, np.int64)
+    profile = _profile(target, matrix)
+    ramp = (np.arange(n + 1) * gap).astype(np.int32)  # |scores| < 2**28 (checked on input)
+    tmp = np.empty(n + 1, np.int32)
+    diag = np.empty(n + 1, np.int32)
     n_ops = 0
     n_chain = 0
     k = best
@@ -322,30 +359,12 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
         n_chain += 1
         length = ends[k] - starts[k]
         width = j + 1
-        row = np.empty(width, np.int64)
+        row = np.empty(width, np.int32)
         for jj in range(width):
             p = pred[k, jj]
-            row[jj] = jj * gap if p < 0 else last[p, jj]
+            row[jj] = ramp[jj] if p < 0 else last[p, jj]
         moves = np.empty((length + 1, width), np.uint8)
-        cur = np.empty(width, np.int64)
-        for i in range(1, length + 1):
-            a = base[starts[k] + i - 1]
-            cur[0] = row[0] + gap
-            moves[i, 0] = OP_BASE_GAP
-            for jj in range(1, width):
-                d = row[jj - 1] + matrix[a, target[jj - 1]]
-                u = row[jj] + gap
-                h = cur[jj - 1] + gap
-                if d >= u and d >= h:
-                    cur[jj] = d
-                    moves[i, jj] = OP_MATCH
-                elif u >= h:
-                    cur[jj] = u
-                    moves[i, jj] = OP_BASE_GAP
-                else:
-                    cur[jj] = h
-                    moves[i, jj] = OP_TARGET_GAP
-            row[:] = cur
+        _exon_moves(base, starts[k], length, profile, ramp, np.int32(gap), row, tmp[:width], diag[:width], moves)
         i = length
         while i > 0:
             m = moves[i, j]

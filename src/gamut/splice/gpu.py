@@ -12,6 +12,9 @@ from typing import Sequence
 import numpy as np
 
 from gamut.splice.model import SpliceCase
+from gamut.splice.stream import ROWS, build_plan
+
+CODES = 7  # profile rows in the kernel: A C G T N and two unused (entry, no-op)
 
 KERNEL_FILE = "splice.cu"
 DEFAULT_COLS = 8
@@ -33,36 +36,82 @@ def _offsets(sizes: Sequence[int]) -> np.ndarray:
     return out
 
 
-class PackedBatch:
-    """Concatenated, device-ready arrays for a list of cases (host side)."""
+#: Shared memory the blocks on one SM may use for score profiles and parked rows (H100: 227 KB).
+SHARED_PER_SM = 192 * 1024
+#: ... and one block, when blocks are many (two then fit on an SM).
+SHARED_PER_BLOCK = 96 * 1024
+#: Parked-row slots per warp at most.
+MAX_SLOTS = 64
 
-    def __init__(self, cases: Sequence[SpliceCase], cols: int) -> None:
+
+def shared_layout(warps: int, cols: int, blocks_per_sm: int = 0, at_most: int | None = None) -> tuple[int, int]:
+    """``(slots, bytes)``: parked-row slots per warp and each block's dynamic shared memory.
+
+    ``blocks_per_sm``: blocks that must be resident together on an SM (one-warp layout), 0 when
+    blocks come and go (one block per case); ``at_most``: a cap on the slots (tests).
+    """
+    budget = SHARED_PER_SM // blocks_per_sm if blocks_per_sm else SHARED_PER_BLOCK
+    profile = CODES * 32 * max(16, 2 * cols)  # ScoreVec: 16-byte aligned
+    row = 32 * max(16, 4 * cols)  # RowVec of one slot, all lanes
+    slots = max(0, min(MAX_SLOTS if at_most is None else at_most, (budget // warps - profile) // row))
+    return slots, warps * (profile + slots * row)
+
+
+class PackedBatch:
+    """Concatenated, device-ready arrays for a list of cases (host side): each case's padded exon
+    stream and fold plan (:mod:`gamut.splice.stream`), its target and output offsets."""
+
+    def __init__(self, cases: Sequence[SpliceCase], cols: int, slots: int) -> None:
         self.cases = list(cases)
         chunk = 32 * cols
         widths = [c.target.size + 1 for c in self.cases]
         ks = [c.n_exons for c in self.cases]
-        rows = [c.stream_rows for c in self.cases]
+        plans = [build_plan(c.base, c.starts, c.ends, slots) for c in self.cases]
+        rows = [p.rows for p in plans]
         self.chunks = [(w + chunk - 1) // chunk for w in widths]
-        self.base_off = _offsets([c.base.size for c in self.cases])
+        self.stream = np.concatenate([p.stream for p in plans])
+        self.stream_off = _offsets(rows)
+        self.stream_rows = np.asarray(rows, np.int64)
+        self.fin = np.concatenate([p.fin for p in plans]).astype(np.int32)
+        fold_off = _offsets([p.fold.shape[0] for p in plans])
+        self.fold_ptr = np.concatenate([p.fold_ptr + fold_off[i] for i, p in enumerate(plans)]).astype(np.int32)
+        self.fold = np.concatenate([p.fold for p in plans]).astype(np.int32).reshape(-1, 2)
+        if self.fold.shape[0] == 0:
+            self.fold = np.zeros((1, 2), np.int32)  # never read; keeps the device array non-empty
         self.exon_off = _offsets(ks)
+        self.n_exons = np.asarray(ks, np.int32)
         self.target_off = _offsets([c.target.size for c in self.cases])
         self.out_off = _offsets([k * w for k, w in zip(ks, widths)])
         self.bound_off = _offsets([ch * r for ch, r in zip(self.chunks, rows)])
-        self.progress_off = _offsets(self.chunks)
-        self.base = np.concatenate([c.base for c in self.cases])
-        self.starts = np.concatenate([c.starts for c in self.cases]).astype(np.int32)
-        self.ends = np.concatenate([c.ends for c in self.cases]).astype(np.int32)
-        self.by_end = np.concatenate([np.argsort(c.ends, kind="stable") for c in self.cases]).astype(np.int32)
-        self.n_exons = np.asarray(ks, np.int32)
         self.target = np.concatenate([c.target for c in self.cases])
         self.target_len = np.asarray([c.target.size for c in self.cases], np.int32)
-        self.stream_rows = np.asarray(rows, np.int64)
         # Biggest cases first: blocks are dispatched roughly in index order.
         self.case_order = np.argsort([-c.cells for c in self.cases], kind="stable").astype(np.int32)
 
-    @property
-    def widths(self) -> list[int]:
-        return [c.target.size + 1 for c in self.cases]
+
+def spread_layout(chunks: Sequence[int], sms: int) -> bool:
+    """Whether cases of these chunk counts get one one-warp block per chunk (see :func:`launch_shape`):
+    a few cases (at most a quarter of the SM count) whose blocks all fit on the SMs at once."""
+    return len(chunks) <= sms // 4 and len(chunks) * max(chunks) <= sms * 8
+
+
+def launch_shape(chunks: Sequence[int], sms: int, max_warps: int = MAX_WARPS) -> tuple[int, int]:
+    """``(warps per block, blocks per case)`` for cases of these chunk counts on ``sms`` SMs.
+
+    A few cases: every chunk gets its own one-warp block, so that a single big case uses many SMs
+    (a case's chunks form a pipeline, so all its blocks must be resident at once). Many cases:
+    one block per case with the median chunk count of warps, so that small cases do not reserve
+    idle warps (wider cases take their chunks in passes).
+    """
+    if spread_layout(chunks, sms):
+        return 1, max(chunks)
+    typical = max(chunks) if len(chunks) == 1 else int(np.median(chunks))
+    return int(max(1, min(max_warps, typical))), 1
+
+
+def chunk_counts(cases: Sequence[SpliceCase], cols: int) -> list[int]:
+    chunk = 32 * cols
+    return [(c.target.size + chunk) // chunk for c in cases]
 
 
 def forward_gpu_many(
@@ -74,11 +123,13 @@ def forward_gpu_many(
     max_warps: int = MAX_WARPS,
     device_id: int | None = None,
     timing: GpuTiming | None = None,
+    slots: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(last, pred)`` for every case, computed in one kernel launch.
 
-    ``cols``: target columns per lane (4, 8 or 16); by default 4 for a few cases (their chunks
-    spread over the SMs: shorter per-row chains) and 8 for many (fewer, fuller warps).
+    ``cols``: target columns per lane (4, 8 or 16); by default 4 when the chunks get one block each
+    (:func:`spread_layout`: shorter per-row chains) and 8 otherwise (fewer, fuller warps).
+    ``slots``: at most this many parked-row slots per warp (tests; default: what shared memory holds).
     """
     import cupy as cp
 
@@ -89,52 +140,42 @@ def forward_gpu_many(
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     if cols is None:
-        cols = FEW_CASES_COLS if len(cases) <= sms // 4 else DEFAULT_COLS
+        cols = FEW_CASES_COLS if spread_layout(chunk_counts(cases, FEW_CASES_COLS), sms) else DEFAULT_COLS
     if cols not in (4, 8, 16):
         raise ValueError("cols must be 4, 8 or 16")
-    packed = PackedBatch(cases, cols)
+    warps, blocks_per_case = launch_shape(chunk_counts(cases, cols), sms, max_warps)
+    blocks = len(cases) * blocks_per_case
+    slots, shared = shared_layout(warps, cols, -(-blocks // sms) if blocks_per_case > 1 else 0, slots)
+    packed = PackedBatch(cases, cols, slots)
+    if int(packed.stream_rows.max()) >= 2**31 - 64:
+        raise ValueError("a case has more than 2^31 exon-stream rows")
     with dev:
         start_total = cp.cuda.Event()
         start_total.record()
-        module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}",), device_id=dev.id)
+        module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}", f"-DROWS={ROWS}"), device_id=dev.id)
         kernel = module.get_function("splice_forward")
         d = {name: cp.asarray(getattr(packed, name)) for name in (
-            "base", "base_off", "starts", "ends", "by_end", "exon_off", "n_exons", "target",
-            "target_off", "target_len", "out_off", "bound_off", "stream_rows", "progress_off",
-            "case_order")}
+            "stream", "stream_off", "stream_rows", "fin", "fold_ptr", "fold", "exon_off", "n_exons",
+            "target", "target_off", "target_len", "out_off", "bound_off", "case_order")}
+        d["stream_rows"] = d["stream_rows"].astype(cp.int32)
         last = cp.empty(int(packed.out_off[-1]), cp.int32)
         pred = cp.empty(int(packed.out_off[-1]), cp.int32)
-        bound = cp.empty(max(int(packed.bound_off[-1]), 1), cp.int32)
-        progress = cp.zeros(max(int(packed.progress_off[-1]), 1), cp.int32)
+        bound = cp.zeros(max(int(packed.bound_off[-1]), 1), cp.int64)  # tags 0: nothing published
         mat = cp.asarray(np.ascontiguousarray(matrix, np.int32).ravel())
-        if int(packed.stream_rows.max()) >= 2**31 - 64:
-            raise ValueError("a case has more than 2^31 exon-stream rows")
-        # Few cases: every chunk gets its own one-warp block, so that a single big case uses many
-        # SMs (a case's chunks form a pipeline, so all its blocks must be resident at once).
-        # Many cases: one block per case with the median chunk count of warps, so that small
-        # cases do not reserve idle warps (wider cases take their chunks in passes).
-        spread = len(packed.cases) * max(packed.chunks)
-        if len(packed.cases) <= sms // 4 and spread <= sms * 8:
-            warps, blocks_per_case = 1, max(packed.chunks)
-        else:
-            typical = max(packed.chunks) if len(packed.cases) == 1 else int(np.median(packed.chunks))
-            warps, blocks_per_case = int(max(1, min(max_warps, typical))), 1
-        shared = warps * 5 * 32 * max(16, cols * 2)  # ScoreVec is 16-byte aligned
         if shared > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared
         args = (
-            d["base"], d["base_off"], d["starts"], d["ends"], d["by_end"], d["exon_off"], d["n_exons"],
-            d["target"], d["target_off"], d["target_len"], d["out_off"], last, pred,
-            bound, d["bound_off"], d["stream_rows"], progress, d["progress_off"],
-            d["case_order"], mat, np.int32(gap), np.int32(blocks_per_case),
+            d["stream"], d["stream_off"], d["stream_rows"], d["fin"], d["fold_ptr"], d["fold"], d["exon_off"],
+            d["n_exons"], d["target"], d["target_off"], d["target_len"], d["out_off"], last, pred,
+            bound, d["bound_off"], d["case_order"], mat, np.int32(gap), np.int32(blocks_per_case), np.int32(slots),
         )
         begin = cp.cuda.Event()
         end = cp.cuda.Event()
         begin.record()
         kernel((len(packed.cases) * blocks_per_case,), (32 * warps,), args, shared_mem=shared)
         end.record()
-        host_last = cp.asnumpy(last)
-        host_pred = cp.asnumpy(pred)
+        host_last = _download(last)
+        host_pred = _download(pred)
         end.synchronize()
         if timing is not None:
             timing.kernel += cp.cuda.get_elapsed_time(begin, end) / 1000.0
@@ -145,6 +186,20 @@ def forward_gpu_many(
         shape = (case.n_exons, case.target.size + 1)
         results.append((host_last[lo:hi].reshape(shape), host_pred[lo:hi].reshape(shape)))
     return results
+
+
+def _download(array) -> np.ndarray:
+    """A device array's copy in page-locked host memory (from CuPy's pinned pool: several times
+    faster than a pageable copy for the tens of MB a big case returns)."""
+    import cupy as cp
+
+    try:
+        mem = cp.cuda.alloc_pinned_memory(array.nbytes)
+    except cp.cuda.runtime.CUDARuntimeError:  # no pinned memory to spare: a plain copy
+        return cp.asnumpy(array)
+    host = np.frombuffer(mem, array.dtype, array.size)
+    array.get(out=host)
+    return host
 
 
 def forward_gpu(case: SpliceCase, matrix: np.ndarray, gap: int, **kwargs) -> tuple[np.ndarray, np.ndarray]:
