@@ -429,9 +429,12 @@ class _DeviceRun:
         self.params = params
         self.gaps = gap_scalars(params)
         self.threshold = int(params.score_threshold)
-        #: Counters: tasks, repaired tasks, candidates, survivors, pairs whose traceback left its window.
+        #: Counters: tasks, repaired tasks, candidates, survivors, pairs whose traceback left its window;
+        #: seconds per stage (host setup, task tables, pass 1, checks and repairs, sort and
+        #: suppression, tracebacks, results).
         self.stats = {"tasks": 0, "repaired_tasks": 0, "candidates": 0, "survivors": 0, "trace_fallback_pairs": 0,
-                      "setup_s": 0.0, "tasks_s": 0.0, "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0, "trace_s": 0.0, "assemble_s": 0.0}
+                      "setup_s": 0.0, "tasks_s": 0.0, "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0,
+                      "trace_s": 0.0, "assemble_s": 0.0}
 
     # -- helpers ---------------------------------------------------------------------------
     def _zeros(self, shape, dtype):

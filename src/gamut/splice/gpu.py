@@ -57,18 +57,23 @@ def shared_layout(warps: int, cols: int, blocks_per_sm: int = 0, at_most: int | 
     return slots, warps * (profile + slots * row)
 
 
+def chunk_counts(cases: Sequence[SpliceCase], cols: int) -> list[int]:
+    """Chunks of ``32 * cols`` target columns (0..n) of each case."""
+    chunk = 32 * cols
+    return [(c.target.size + chunk) // chunk for c in cases]
+
+
 class PackedBatch:
     """Concatenated, device-ready arrays for a list of cases (host side): each case's padded exon
     stream and fold plan (:mod:`gamut.splice.stream`), its target and output offsets."""
 
     def __init__(self, cases: Sequence[SpliceCase], cols: int, slots: int) -> None:
         self.cases = list(cases)
-        chunk = 32 * cols
         widths = [c.target.size + 1 for c in self.cases]
         ks = [c.n_exons for c in self.cases]
         plans = [build_plan(c.base, c.starts, c.ends, slots) for c in self.cases]
         rows = [p.rows for p in plans]
-        self.chunks = [(w + chunk - 1) // chunk for w in widths]
+        self.chunks = chunk_counts(self.cases, cols)
         self.stream = np.concatenate([p.stream for p in plans])
         self.stream_off = _offsets(rows)
         self.stream_rows = np.asarray(rows, np.int64)
@@ -107,11 +112,6 @@ def launch_shape(chunks: Sequence[int], sms: int, max_warps: int = MAX_WARPS) ->
         return 1, max(chunks)
     typical = max(chunks) if len(chunks) == 1 else int(np.median(chunks))
     return int(max(1, min(max_warps, typical))), 1
-
-
-def chunk_counts(cases: Sequence[SpliceCase], cols: int) -> list[int]:
-    chunk = 32 * cols
-    return [(c.target.size + chunk) // chunk for c in cases]
 
 
 def forward_gpu_many(
