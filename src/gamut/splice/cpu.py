@@ -69,26 +69,33 @@ def _reference_forward(base, starts, ends, target, matrix, gap, last, pred):
             last[k, j] = cur[j]
 
 
-@njit(cache=True, nogil=True)
-def _exon_rows(base, start, end, profile, ramp, gap, row, tmp):
-    """Run the exon's rows over ``row`` (its entry row on input, its last row on output).
+@njit(cache=True, nogil=True, inline="always")
+def _row_step(row, p, ramp, gap, tmp):
+    """One DP row below ``row`` (scores ``p[j]`` of its base symbol against target column j),
+    left in ``tmp`` as ``h[j] - ramp[j]`` (``ramp[j] = j * gap``); ``row`` is not changed.
 
-    Per row: ``c[j] = max(diag + score, up + gap)`` (vectorisable), then the horizontal moves
+    ``c[j] = max(diag + score, up + gap)`` (vectorisable), then the horizontal moves
     ``h[j] = max(c[j], h[j-1] + gap)``, computed as ``j*gap + prefix_max(c[j'] - j'*gap)`` so the
-    serial part is a single max per cell; ``ramp[j] = j * gap``.
+    serial part is a single max per cell.
     """
     n1 = row.size
+    tmp[0] = row[0] + gap
+    for j in range(1, n1):
+        d = row[j - 1] + p[j]
+        u = row[j] + gap
+        tmp[j] = max(d, u) - ramp[j]
+    run = tmp[0]
+    for j in range(1, n1):
+        run = max(run, tmp[j])  # branch-free: data-dependent branches mispredict
+        tmp[j] = run
+
+
+@njit(cache=True, nogil=True)
+def _exon_rows(base, start, end, profile, ramp, gap, row, tmp):
+    """Run the exon's rows over ``row`` (its entry row on input, its last row on output)."""
+    n1 = row.size
     for i in range(start, end):
-        p = profile[base[i]]
-        tmp[0] = row[0] + gap
-        for j in range(1, n1):
-            d = row[j - 1] + p[j]
-            u = row[j] + gap
-            tmp[j] = max(d, u) - ramp[j]
-        run = tmp[0]
-        for j in range(1, n1):
-            run = max(run, tmp[j])  # branch-free: data-dependent branches mispredict
-            tmp[j] = run
+        _row_step(row, profile[base[i]], ramp, gap, tmp)
         for j in range(n1):
             row[j] = tmp[j] + ramp[j]
 
@@ -298,33 +305,19 @@ def forward_fast_many(
 
 
 @njit(cache=True, nogil=True)
-def _exon_moves(base, start, length, profile, ramp, gap, row, tmp, diag, moves):
-    """Recompute an exon's rows from its entry ``row`` (updated in place to its last row) and
-    record each cell's move in ``moves[i, j]`` (row 0 unused).
-
-    The same prefix-max form as :func:`_exon_rows`; the moves follow in a separate pass once the
-    row is known (diagonal, then vertical, then horizontal on ties), so every pass but one
-    running max is vectorisable.
-    """
+def _exon_moves(base, start, length, profile, ramp, gap, row, tmp, moves):
+    """:func:`_exon_rows` that also records each cell's move in ``moves[i, j]`` (row 0 unused):
+    diagonal, then vertical, then horizontal on ties, decided once the row is known."""
     width = row.size
     for i in range(1, length + 1):
         p = profile[base[start + i - 1]]
-        tmp[0] = row[0] + gap
-        for j in range(1, width):
-            d = row[j - 1] + p[j]
-            u = row[j] + gap
-            diag[j] = d
-            tmp[j] = max(d, u) - ramp[j]
-        run = tmp[0]
-        for j in range(1, width):
-            run = max(run, tmp[j])
-            tmp[j] = run
+        _row_step(row, p, ramp, gap, tmp)
         mv = moves[i]
         mv[0] = OP_BASE_GAP
         for j in range(1, width):
-            h = tmp[j - 1] + ramp[j - 1] + gap
+            d = row[j - 1] + p[j]
             u = row[j] + gap
-            d = diag[j]
+            h = tmp[j - 1] + ramp[j - 1] + gap
             mv[j] = OP_MATCH if (d >= u and d >= h) else (OP_BASE_GAP if u >= h else OP_TARGET_GAP)
         for j in range(width):
             row[j] = tmp[j] + ramp[j]
@@ -349,7 +342,6 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
     profile = _profile(target, matrix)
     ramp = (np.arange(n + 1) * gap).astype(np.int32)  # |scores| < 2**28 (checked on input)
     tmp = np.empty(n + 1, np.int32)
-    diag = np.empty(n + 1, np.int32)
     n_ops = 0
     n_chain = 0
     k = best
@@ -364,7 +356,7 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
             p = pred[k, jj]
             row[jj] = ramp[jj] if p < 0 else last[p, jj]
         moves = np.empty((length + 1, width), np.uint8)
-        _exon_moves(base, starts[k], length, profile, ramp, np.int32(gap), row, tmp[:width], diag[:width], moves)
+        _exon_moves(base, starts[k], length, profile, ramp, np.int32(gap), row, tmp[:width], moves)
         i = length
         while i > 0:
             m = moves[i, j]
