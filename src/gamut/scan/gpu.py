@@ -53,8 +53,7 @@ class GpuTuning:
     traceback window covers; ``max_tasks``/``max_state_bytes``: batch limits per launch;
     ``scratch_bytes``: trace-window memory per pass-2 launch; ``device_suppress``: diagonal
     suppression on the device (pairs of more than ``suppress_limit`` candidates on the host);
-    ``bucket_threads``: jobs aligned at once on a device (each with its own stream);
-    ``jobs_per_bucket``: jobs a row bucket's pairs are cut into (more overlap of host and device).
+    ``bucket_threads``: row buckets aligned at once on a device (each on its own stream).
     """
 
     cpint: int = 128
@@ -70,7 +69,6 @@ class GpuTuning:
     device_suppress: bool = True
     suppress_limit: int = 4096
     bucket_threads: int = 2
-    jobs_per_bucket: int = 1
 
 
 def bucket_for(length: int) -> int:
@@ -772,10 +770,10 @@ class GpuEngine:
         schemes: dict[int, Any] = {}
         tables = {}
         for q in dense_slots(pairs[gpu_idx, 0])[0].tolist():
-            n = int(q_lengths[q])
-            if n not in schemes:
-                schemes[n] = row_scheme(n, params)
-            tables[q] = query_tables(queries[q].codes, params, schemes[n])
+            length = int(q_lengths[q])
+            if length not in schemes:
+                schemes[length] = row_scheme(length, params)
+            tables[q] = query_tables(queries[q].codes, params, schemes[length])
         with self._stats_lock:
             self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
         refs = [r.codes for r in references]
@@ -815,33 +813,26 @@ class GpuEngine:
         return out
 
     def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, r_lengths, params, out) -> None:
-        """Align the pairs ``idx`` on one backend: jobs (a row bucket's pairs, or a part of them) on
-        ``bucket_threads`` threads with a stream each, so that one job's host work overlaps
-        another's kernels."""
+        """Align the pairs ``idx`` on one backend, its row buckets on ``bucket_threads`` threads
+        with a stream each, so that one bucket's host work overlaps another's kernels."""
         t = self.tuning
-
-        jobs = []
-        for rows in dense_slots(buckets[idx])[0].tolist():
-            sel = idx[buckets[idx] == rows]
-            # Segment length from the whole bucket (about target_tasks threads), then its jobs.
-            seg = -(-int(r_lengths[pairs[sel, 1]].sum()) // t.target_tasks)
-            seg = min(max(seg, t.min_seg), t.max_seg)
-            seg = -(-seg // t.cpint) * t.cpint
-            for part in np.array_split(sel, max(1, min(t.jobs_per_bucket, sel.shape[0]))):
-                jobs.append((part, int(rows), seg))
-        workers = max(1, min(len(jobs), t.bucket_threads))
+        rows_list = dense_slots(buckets[idx])[0].tolist()
+        workers = max(1, min(len(rows_list), t.bucket_threads))
         free_streams: queue.SimpleQueue = queue.SimpleQueue()
         for slot in range(workers):
             free_streams.put(slot)
 
-        def job(sel: np.ndarray, rows: int, seg: int) -> None:
-            q = pairs[sel, 0]
+        def bucket(rows: int) -> None:
+            sel = idx[buckets[idx] == rows]
             r = pairs[sel, 1]
+            seg = -(-int(r_lengths[r].sum()) // t.target_tasks)  # about target_tasks threads
+            seg = min(max(seg, t.min_seg), t.max_seg)
+            seg = -(-seg // t.cpint) * t.cpint
             run = _DeviceRun(backend, t, params)
-            slot = free_streams.get()  # a stream no other running job uses
+            slot = free_streams.get()  # a stream no other running bucket uses
             try:
                 with backend.device(), backend.stream(slot):
-                    run.run(int(rows), tables, q, refs, r, seg, sel, out)
+                    run.run(rows, tables, pairs[sel, 0], refs, r, seg, sel, out)
             finally:
                 free_streams.put(slot)
             with self._stats_lock:
@@ -849,9 +840,9 @@ class GpuEngine:
                     self.stats[key] = self.stats.get(key, 0) + value
 
         if workers == 1:
-            for item in jobs:
-                job(*item)
+            for rows in rows_list:
+                bucket(rows)
             return
         with ThreadPoolExecutor(workers) as pool:
-            for done in [pool.submit(job, *item) for item in jobs]:
+            for done in [pool.submit(bucket, rows) for rows in rows_list]:
                 done.result()
