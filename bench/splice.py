@@ -108,9 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{workload:14s} {engine:28s} {seconds * 1000:10.2f} ms  {row['mcups']:12.1f} MCUPS", flush=True)
 
     if device == "cuda":
-        from gamut.splice.gpu import GpuTiming, forward_gpu_many
-
-        from gamut.splice.gpu import MAX_WARPS
+        from gamut.splice.api import solve
+        from gamut.splice.gpu import MAX_WARPS, GpuTiming, forward_gpu_many
 
         variants = [(None, MAX_WARPS) if v == "auto" else tuple(int(x) for x in v.split(":"))
                     for v in args.variants.split(",") if v]
@@ -128,16 +127,13 @@ def main(argv: list[str] | None = None) -> int:
                 wall, times = median_time(run, args.repeat)
                 record(name, f"gpu cols={label} warps={warps} forward", wall, times)
                 record(name, f"gpu cols={label} warps={warps} kernel", statistics.median(kernel_times), kernel_times)
-        cols, warps = None, MAX_WARPS  # the check: the engine's defaults
-        from gamut.splice.api import solve
-
         for name, cs in workloads.items():  # what the API does: forward on the GPU, tracebacks on all cores
             wall, times = median_time(lambda: solve(cs, params, "gpu"), max(1, args.repeat - 1))
             record(name, f"gpu end-to-end (api solve: forward + tracebacks on {os.cpu_count()} threads)", wall, times)
         if args.check:
             mismatches = 0
             for name, cs in workloads.items():
-                got = forward_gpu_many(cs, params.matrix, params.gap, cols=cols, max_warps=warps)
+                got = forward_gpu_many(cs, params.matrix, params.gap)  # the engine's defaults
                 want = cpu.forward_fast_many(cs, params.matrix, params.gap)
                 for (a, b), (c, d) in zip(got, want):
                     mismatches += int(not (np.array_equal(a, c) and np.array_equal(b, d)))

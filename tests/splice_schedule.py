@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, build_plan
+from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, build_plan
 
 NEG_INF = -(1 << 29)
 
@@ -36,12 +36,12 @@ def emulate_forward(case, matrix, gap, lanes=32, cols=8, rows=4, slots=4):
     bound = np.zeros((chunks, plan.rows, 2), np.int64)  # (tag = row + 1, value)
     for c in range(chunks):
         col0 = [c * chunk_cols + lane * cols for lane in range(lanes)]
-        prof = np.zeros((7, lanes, cols), np.int64)
+        prof = np.zeros((PAD_CODE + 1, lanes, cols), np.int64)
         for lane in range(lanes):
             for q in range(cols):
                 j = col0[lane] + q
                 if 1 <= j <= n:
-                    prof[:5, lane, q] = matrix[:, t[j - 1]]
+                    prof[:ENTRY_CODE, lane, q] = matrix[:, t[j - 1]]
         park = np.zeros((max(slots, 1), lanes, cols), np.int64)
         h = np.full((lanes, cols), NEG_INF, np.int64)
         best = np.full((lanes, cols), NEG_INF, np.int64)
@@ -89,7 +89,7 @@ def emulate_forward(case, matrix, gap, lanes=32, cols=8, rows=4, slots=4):
                             pred[kk, col0[lane] + q] = arg
                 diag = left_prev[lane]
                 for r in range(rows):
-                    code = int(codes[r]) & 7
+                    code = int(codes[r]) & ~FINISH_BIT
                     sv = prof[code, lane]
                     cand = [max(h[lane, q] + gap, (diag if q == 0 else h[lane, q - 1]) + sv[q]) for q in range(cols)]
                     left = left_in[r]

@@ -12,9 +12,12 @@ from typing import Sequence
 import numpy as np
 
 from gamut.splice.model import SpliceCase
-from gamut.splice.stream import ROWS, build_plan
+from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, ROWS, build_plan
 
-CODES = 7  # profile rows in the kernel: A C G T N and two unused (entry, no-op)
+CODES = PAD_CODE + 1  # profile rows in the kernel: A C G T N and two unused (entry, no-op)
+#: The stream layout the kernel reads, defined once in :mod:`gamut.splice.stream`.
+STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={PAD_CODE}",
+                  f"-DFINISH_BIT={FINISH_BIT}", f"-DFOLD_NOW=({FOLD_NOW})")
 
 KERNEL_FILE = "splice.cu"
 DEFAULT_COLS = 8
@@ -76,7 +79,9 @@ class PackedBatch:
         self.chunks = chunk_counts(self.cases, cols)
         self.stream = np.concatenate([p.stream for p in plans])
         self.stream_off = _offsets(rows)
-        self.stream_rows = np.asarray(rows, np.int64)
+        if max(rows) >= 2**31 - 64:
+            raise ValueError("a case has more than 2^31 exon-stream rows")
+        self.stream_rows = np.asarray(rows, np.int32)
         self.fin = np.concatenate([p.fin for p in plans]).astype(np.int32)
         fold_off = _offsets([p.fold.shape[0] for p in plans])
         self.fold_ptr = np.concatenate([p.fold_ptr + fold_off[i] for i, p in enumerate(plans)]).astype(np.int32)
@@ -147,17 +152,14 @@ def forward_gpu_many(
     blocks = len(cases) * blocks_per_case
     slots, shared = shared_layout(warps, cols, -(-blocks // sms) if blocks_per_case > 1 else 0, slots)
     packed = PackedBatch(cases, cols, slots)
-    if int(packed.stream_rows.max()) >= 2**31 - 64:
-        raise ValueError("a case has more than 2^31 exon-stream rows")
     with dev:
         start_total = cp.cuda.Event()
         start_total.record()
-        module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}", f"-DROWS={ROWS}"), device_id=dev.id)
+        module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}", *STREAM_OPTIONS), device_id=dev.id)
         kernel = module.get_function("splice_forward")
         d = {name: cp.asarray(getattr(packed, name)) for name in (
             "stream", "stream_off", "stream_rows", "fin", "fold_ptr", "fold", "exon_off", "n_exons",
             "target", "target_off", "target_len", "out_off", "bound_off", "case_order")}
-        d["stream_rows"] = d["stream_rows"].astype(cp.int32)
         last = cp.empty(int(packed.out_off[-1]), cp.int32)
         pred = cp.empty(int(packed.out_off[-1]), cp.int32)
         bound = cp.zeros(max(int(packed.bound_off[-1]), 1), cp.int64)  # tags 0: nothing published

@@ -28,17 +28,15 @@
 #ifndef COLS
 #define COLS 8
 #endif
-#ifndef ROWS
-#define ROWS 4
+// The stream layout (ROWS, ENTRY_CODE, PAD_CODE, FINISH_BIT, FOLD_NOW) comes from the host
+// (gamut/splice/gpu.py STREAM_OPTIONS), which defines it once in gamut/splice/stream.py.
+#if !defined(ROWS) || !defined(ENTRY_CODE) || !defined(PAD_CODE) || !defined(FINISH_BIT) || !defined(FOLD_NOW)
+#error "compile with the stream layout options of gamut.splice.gpu.STREAM_OPTIONS"
 #endif
 
 #define NEG_INF (-(1 << 29))
 #define FULL_MASK 0xffffffffu
-#define ENTRY_CODE 5
-#define PAD_CODE 6
-#define FINISH_BIT 8
-#define CODES 7      // profile rows: A C G T N, and two unused rows for ENTRY and PAD
-#define FOLD_NOW (-2)
+#define CODES (PAD_CODE + 1)  // profile rows: A C G T N, and two unused rows for ENTRY and PAD
 
 #if ROWS == 4
 typedef unsigned int LetterWord;
@@ -132,7 +130,7 @@ extern "C" __global__ void splice_forward(
 #pragma unroll
             for (int q = 0; q < COLS; ++q) {
                 const int j = col0 + q;
-                sv.v[q] = (a < 5 && j >= 1 && j <= n) ? (short)matrix[a * 5 + t[j - 1]] : (short)0;
+                sv.v[q] = (a < ENTRY_CODE && j >= 1 && j <= n) ? (short)matrix[a * 5 + t[j - 1]] : (short)0;
             }
             profile[a * 32 + lane] = sv;
         }
@@ -260,9 +258,9 @@ extern "C" __global__ void splice_forward(
                 int diag = left_prev;
 #pragma unroll
                 for (int r = 0; r < ROWS; ++r) {
-                    const unsigned int code = (codes >> (8 * r)) & 0xff;
-                    const ScoreVec sv = profile[(code & 7) * 32 + lane];
-                    const bool dp = (code & 7) < ENTRY_CODE;
+                    const unsigned int code = ((codes >> (8 * r)) & 0xff) & ~(unsigned int)FINISH_BIT;
+                    const ScoreVec sv = profile[code * 32 + lane];
+                    const bool dp = code < ENTRY_CODE;
                     int cand[COLS];
 #pragma unroll
                     for (int q = 0; q < COLS; ++q) {
