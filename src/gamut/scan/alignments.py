@@ -9,11 +9,14 @@ that (reference-overlap rule, flanks, strict, energies, text) is engine-independ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
 from gamut.scan.params import ScanParams
+
+if TYPE_CHECKING:
+    from gamut.scan.hits import SequenceSet
 
 #: Alignment column kinds: both letters, a reference letter facing a query gap, a query letter
 #: facing a reference gap.
@@ -21,6 +24,93 @@ OP_MATCH, OP_QGAP, OP_RGAP = 1, 2, 3
 
 #: Candidates whose diagonals (j - i) differ by at most this are suppressed (spec §6).
 DIAGONAL_WINDOW = 6
+
+
+@dataclass
+class ChunkAlignments:
+    """What an engine returns for a chunk of pairs: the survivors of every pair, as columns.
+
+    Pair p's survivors are rows ``sv_start[p]:sv_stop[p]`` (in processing order, spec §6);
+    survivor k ends at (``i_end[k]``, ``j_end[k]``), starts at (``i_start[k]``, ``j_start[k]``)
+    (raw DP coordinates, spec §7) and its columns are ``ops[op_start[k]:op_end[k]]``, query 3'
+    side first. Every array is int64 except ``ops`` (uint8). Rows of different pairs may
+    interleave in any order (engines that finish pairs out of order need not sort).
+    """
+
+    sv_start: np.ndarray
+    sv_stop: np.ndarray
+    score: np.ndarray
+    i_end: np.ndarray
+    j_end: np.ndarray
+    i_start: np.ndarray
+    j_start: np.ndarray
+    op_start: np.ndarray
+    op_end: np.ndarray
+    ops: np.ndarray
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.sv_start.shape[0])
+
+    def survivor_count(self) -> int:
+        return int((self.sv_stop - self.sv_start).sum())
+
+    def pair(self, p: int) -> "PairAlignments":
+        """Pair ``p``'s survivors as a :class:`PairAlignments` (for tests and the per-pair oracle)."""
+        rows = np.arange(self.sv_start[p], self.sv_stop[p])
+        counts = self.op_end[rows] - self.op_start[rows]
+        offsets = np.zeros(rows.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        ops = (np.concatenate([self.ops[a:b] for a, b in zip(self.op_start[rows], self.op_end[rows])])
+               if rows.size else np.zeros(0, np.uint8))
+        return PairAlignments(*(np.asarray(f[rows], np.int32) for f in
+                                (self.score, self.i_end, self.j_end, self.i_start, self.j_start)), offsets, ops)
+
+    @classmethod
+    def empty(cls, n_pairs: int) -> "ChunkAlignments":
+        z = np.zeros(0, np.int64)
+        zp = np.zeros(n_pairs, np.int64)
+        return cls(zp, zp.copy(), z, z, z, z, z, z, z, np.zeros(0, np.uint8))
+
+    @classmethod
+    def concat(cls, parts: "Sequence[ChunkAlignments]", pair_index: "Sequence[np.ndarray]", n_pairs: int) -> "ChunkAlignments":
+        """Merge results of disjoint pair subsets: ``parts[m]`` holds the pairs ``pair_index[m]`` of the chunk."""
+        sv_start = np.zeros(n_pairs, np.int64)
+        sv_stop = np.zeros(n_pairs, np.int64)
+        rows = 0
+        n_ops = 0
+        for part, idx in zip(parts, pair_index):
+            sv_start[idx] = part.sv_start + rows
+            sv_stop[idx] = part.sv_stop + rows
+            rows += part.score.shape[0]
+        fields = []
+        for name in ("score", "i_end", "j_end", "i_start", "j_start"):
+            fields.append(np.concatenate([getattr(p, name) for p in parts]).astype(np.int64, copy=False)
+                          if parts else np.zeros(0, np.int64))
+        shifts = []
+        for part in parts:
+            shifts.append(n_ops)
+            n_ops += part.ops.shape[0]
+        op_start = (np.concatenate([p.op_start + s for p, s in zip(parts, shifts)]) if parts else np.zeros(0, np.int64))
+        op_end = (np.concatenate([p.op_end + s for p, s in zip(parts, shifts)]) if parts else np.zeros(0, np.int64))
+        ops = np.concatenate([p.ops for p in parts]) if parts else np.zeros(0, np.uint8)
+        return cls(sv_start, sv_stop, *fields, op_start, op_end, ops)
+
+    @classmethod
+    def from_pairs(cls, results: "Sequence[PairAlignments]") -> "ChunkAlignments":
+        """Columns from per-pair results (the per-pair oracle engines of the tests)."""
+        n = len(results)
+        sizes = np.array([len(r) for r in results], np.int64)
+        sv_stop = np.cumsum(sizes)
+        sv_start = sv_stop - sizes
+        if not n or not sizes.sum():
+            return cls.empty(n)
+        fields = [np.concatenate([np.asarray(getattr(r, f), np.int64) for r in results])
+                  for f in ("score", "i_end", "j_end", "i_start", "j_start")]
+        op_counts = np.concatenate([np.diff(np.asarray(r.op_offsets, np.int64)) for r in results])
+        op_end = np.cumsum(op_counts)
+        ops = np.concatenate([np.asarray(r.ops, np.uint8) for r in results])
+        return cls(sv_start, sv_stop, *fields, op_end - op_counts, op_end, ops)
 
 
 @dataclass
@@ -66,18 +156,18 @@ class EncodedSeq:
 
 
 class AlignmentEngine(Protocol):
-    """Aligns many (query, reference) pairs. ``pairs`` holds (query index, reference index).
+    """Aligns a chunk of (query, reference) pairs. ``pairs`` (int64, shape (n, 2)) holds (query
+    index, reference index) into the two :class:`~gamut.scan.hits.SequenceSet`\ s.
 
-    Returns one :class:`PairAlignments` per pair, in order: a list, or a sequence that builds
-    them on access (the GPU engine's).
+    Returns the survivors of every pair as one :class:`ChunkAlignments` (no object per pair).
     """
 
     name: str
 
     def align(
         self,
-        queries: Sequence[EncodedSeq],
-        references: Sequence[EncodedSeq],
+        queries: "SequenceSet",
+        references: "SequenceSet",
         pairs: np.ndarray,
         params: ScanParams,
-    ) -> Sequence[PairAlignments]: ...
+    ) -> ChunkAlignments: ...
