@@ -109,3 +109,16 @@ def reference_alignments(query: str, ref: str, threshold=140, scale=4.0, go=-9, 
                 i -= 1
         survivors.append((s, i_end, j_end, i, j, "".join(reversed(ops))))
     return survivors
+
+
+def align_pairs(engine, queries, references, pairs, params):
+    """Run ``engine.align`` on lists of class-code arrays (or ``EncodedSeq``) and return the
+    survivors per pair (:class:`~gamut.scan.alignments.PairAlignments`), for comparisons."""
+    import numpy as np
+
+    from gamut.scan.hits import SequenceSet
+
+    codes = lambda seqs: [np.asarray(getattr(s, "codes", s), np.int8) for s in seqs]  # noqa: E731
+    chunk = engine.align(SequenceSet.from_codes(codes(queries)), SequenceSet.from_codes(codes(references)),
+                         np.asarray(pairs, np.int64).reshape(-1, 2), params)
+    return [chunk.pair(p) for p in range(chunk.n_pairs)]

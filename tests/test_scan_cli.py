@@ -155,7 +155,7 @@ def test_energy_models_through_the_scan(files):
         hits = gamut.scan(str(q), str(r), energy_model=model, energy_threshold=100)
         params = ScanParams(energy_model=model, energy_threshold=100)
         results = list(run_scan(ScanInput(read_miranda_fasta(q), read_miranda_fasta(r), params), CpuEngine(1)))
-        folds = [h.fold_string for res in results for h in res.hits]
+        folds = [f for res in results for f in res.hits.strings(3)]
         assert len(hits) == len(folds) == 1
         expected = duplex_energies(folds, model=model)
         assert hits["energy"].tolist() == [round(float(e), 2) for e in expected]

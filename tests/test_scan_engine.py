@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scan_reference import reference_alignments
+from scan_reference import align_pairs, reference_alignments
 
 from gamut.scan.alignments import EncodedSeq
 from gamut.scan.alphabet import encode
@@ -21,7 +21,7 @@ ref_letters = st.sampled_from("ACGUACGUACGUACGUTacgutNXnrykmswbdhv")
 def engine_alignments(query: str, ref: str, params: ScanParams, threads: int = 1):
     q = EncodedSeq(encode(query))
     r = EncodedSeq(encode(ref))
-    found = CpuEngine(threads).align([q], [r], np.array([[0, 0]]), params)[0]
+    found = align_pairs(CpuEngine(threads), [q], [r], [[0, 0]], params)[0]
     return [
         (
             int(found.score[k]), int(found.i_end[k]), int(found.j_end[k]),
@@ -93,8 +93,8 @@ def test_threads_give_the_same_result():
     refs = [EncodedSeq(rng.integers(0, 4, n).astype(np.int8)) for n in (50, 999, 3000)]
     pairs = np.array([(q, r) for q in range(4) for r in range(3)])
     params = ScanParams(score_threshold=60)
-    one = CpuEngine(1).align(queries, refs, pairs, params)
-    many = CpuEngine(4).align(queries, refs, pairs, params)
+    one = align_pairs(CpuEngine(1), queries, refs, pairs, params)
+    many = align_pairs(CpuEngine(4), queries, refs, pairs, params)
     assert sum(len(x) for x in one) > 0
     for a, b in zip(one, many):
         for field in ("score", "i_end", "j_end", "i_start", "j_start", "ops"):

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gamut.scan.alignments import EncodedSeq
+from scan_reference import align_pairs
 from gamut.scan.cpu import CpuEngine, order_and_suppress
 from gamut.scan.gpu import (
     MAX_GPU_QUERY,
@@ -172,7 +173,7 @@ def test_host_kernels_match_cpu_engine(host_lib, data):
                                                                       target_tasks=10**9, trace_margin=3),
                                         GpuTuning(suppress_limit=2), GpuTuning(device_suppress=False)]))
     engine = host_engine(host_lib, tuning)
-    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
 
 
 def test_host_kernels_exercise_repair_and_fallback(host_lib):
@@ -180,7 +181,7 @@ def test_host_kernels_exercise_repair_and_fallback(host_lib):
     qs, refs, pairs = random_case(rng, nq=4, nr=4, qlen=(18, 26), rlen=(500, 3000))
     params = ScanParams(score_threshold=60, gap_extend=0)
     engine = host_engine(host_lib, TINY)
-    n = assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    n = assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
     assert n > 0
     assert engine.stats["repaired_tasks"] > 0
     assert engine.stats["trace_fallback_pairs"] > 0
@@ -192,7 +193,7 @@ def test_host_kernels_split_over_two_workers(host_lib):
     qs, refs, pairs = random_case(rng, nq=5, nr=4, qlen=(4, 30), rlen=(1, 2500))
     params = ScanParams(score_threshold=90)
     engine = GpuEngine([], threads=1, backends=[HostBackend(host_lib), HostBackend(host_lib)])
-    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
     assert engine.stats["tasks"] > 0
 
 
@@ -201,12 +202,12 @@ def test_host_kernels_long_reference_and_nonpositive_threshold(host_lib):
     qs, refs, pairs = random_case(rng, nq=2, nr=1, qlen=(20, 24), rlen=(30_000, 30_000))
     params = ScanParams()
     engine = host_engine(host_lib)
-    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(1).align(qs, refs, pairs, params), pairs)
+    assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
     qs, refs, pairs = random_case(rng, nq=2, nr=2, qlen=(4, 12), rlen=(1, 200))
     for threshold in (0, -3):
         params = ScanParams(score_threshold=threshold)
-        assert_same(host_engine(host_lib, TINY).align(qs, refs, pairs, params),
-                    CpuEngine(1).align(qs, refs, pairs, params), pairs)
+        assert_same(align_pairs(host_engine(host_lib, TINY), qs, refs, pairs, params),
+                    align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
 
 
 def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):
@@ -239,7 +240,7 @@ def test_gpu_matches_cpu_engine(data):
     params = random_params(rng)
     tuning = data.draw(st.sampled_from([GpuTuning(), TINY, GpuTuning(suppress_limit=2)]))
     engine = GpuEngine([0], threads=2, tuning=tuning)
-    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(2).align(qs, refs, pairs, params), pairs)
+    assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(2), qs, refs, pairs, params), pairs)
 
 
 @pytest.mark.gpu
@@ -253,7 +254,7 @@ def test_gpu_long_queries_and_split_over_devices():
     gpus = list(available_gpus())
     ids = gpus[:2] if len(gpus) > 1 else [gpus[0], gpus[0]]
     engine = GpuEngine(ids, threads=2)
-    assert_same(engine.align(qs, refs, pairs, params), CpuEngine(2).align(qs, refs, pairs, params), pairs)
+    assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(2), qs, refs, pairs, params), pairs)
 
 
 @pytest.mark.gpu

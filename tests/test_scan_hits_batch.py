@@ -7,10 +7,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gamut.scan.alignments import EncodedSeq, PairAlignments
+from gamut.scan.alignments import ChunkAlignments, PairAlignments
 from gamut.scan.alphabet import encode
 from gamut.scan.cpu import CpuEngine
-from gamut.scan.gpu import BatchPairAlignments, GpuAlignments
 from gamut.scan.hits import Hit, SequenceSet, chunk_hits, pair_hits
 from gamut.scan.params import ScanParams
 
@@ -64,52 +63,32 @@ def oracle(queries: list[bytes], refs: list[bytes], pairs: np.ndarray, found: li
     ]
 
 
-def fast(queries: list[bytes], refs: list[bytes], pairs: np.ndarray, found: list[PairAlignments]) -> list[list[Hit]]:
+def fast(queries: list[bytes], refs: list[bytes], pairs: np.ndarray, found: ChunkAlignments) -> list[list[Hit]]:
     qs = SequenceSet.build([f"q{k}" for k in range(len(queries))], queries, [encode(q) for q in queries])
     rs = SequenceSet.build([f"r{k}" for k in range(len(refs))], refs, [encode(r) for r in refs])
-    return chunk_hits(qs, rs, pairs, found)
+    table = chunk_hits(qs, rs, pairs, found)
+    return table.hits(qs.ids, rs.ids, pairs)
 
 
-def one_batch(found: list[PairAlignments], members: list[int]) -> tuple[tuple, np.ndarray, np.ndarray]:
-    """Pairs ``members``' survivors concatenated into one batch, with each pair's row range."""
-    cols = [np.concatenate([getattr(found[k], f) for k in members])
-            for f in ("score", "i_end", "j_end", "i_start", "j_start")]
-    ops = [found[k].ops[found[k].op_offsets[0] : found[k].op_offsets[-1]] for k in members]
-    counts = np.concatenate([np.diff(found[k].op_offsets) for k in members])
-    offsets = np.zeros(counts.shape[0] + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    sizes = np.array([len(found[k]) for k in members], np.int64)
-    return (*cols, offsets, np.concatenate(ops)), np.cumsum(sizes) - sizes, np.cumsum(sizes)
-
-
-def as_batches(found: list[PairAlignments]) -> list[PairAlignments]:
-    """The same survivors the way the GPU engine hands them over: views of two shared batches."""
-    out: list[PairAlignments] = [PairAlignments.empty()] * len(found)
-    half = len(found) // 2
-    for part in (range(half), range(half, len(found))):
-        members = [k for k in part if len(found[k])]
-        if not members:
-            continue
-        batch, lo, hi = one_batch(found, members)
-        for k, a, b in zip(members, lo.tolist(), hi.tolist()):
-            out[k] = BatchPairAlignments(batch, a, b)
-    return out
-
-
-def as_gpu_sequence(found: list[PairAlignments]) -> GpuAlignments:
-    """The same survivors as a :class:`GpuAlignments` (the whole-chunk ``batch_ranges`` path):
-    the first half of the pairs in one shared batch, the others as explicit (CPU fallback) results."""
-    out = GpuAlignments(len(found))
-    half = len(found) // 2
-    members = [k for k in range(half) if len(found[k])]
-    if members:
-        batch, lo, hi = one_batch(found, members)
-        out.add_batch(batch, np.array(members, np.int64), lo, hi)
-    out.assigned[:half] = True
-    for k in range(half, len(found)):
-        out.set(k, found[k])
-    assert [len(x) for x in out] == [len(x) for x in found]
-    return out
+def shuffled(found: ChunkAlignments, rng: np.random.Generator) -> ChunkAlignments:
+    """The same survivors with pairs' row blocks and op runs in a random order (as the GPU engine's
+    batches leave them): only ``sv_start``/``sv_stop`` and ``op_start``/``op_end`` say where they are."""
+    n = found.n_pairs
+    order = rng.permutation(n)
+    counts = found.sv_stop - found.sv_start
+    rows = np.concatenate([np.arange(found.sv_start[p], found.sv_stop[p]) for p in order] or [np.zeros(0, np.int64)])
+    new_stop = np.zeros(n, np.int64)
+    new_stop[order] = np.cumsum(counts[order])
+    op_perm = rng.permutation(rows.shape[0])  # op runs stored in yet another order
+    lengths = (found.op_end - found.op_start)[rows]
+    run_start = np.zeros(rows.shape[0], np.int64)
+    run_start[op_perm] = np.cumsum(lengths[op_perm]) - lengths[op_perm]
+    ops = np.zeros(int(lengths.sum()), np.uint8)
+    for k, r in enumerate(rows.tolist()):
+        ops[run_start[k]:run_start[k] + lengths[k]] = found.ops[found.op_start[r]:found.op_end[r]]
+    pick = lambda f: getattr(found, f)[rows]  # noqa: E731
+    return ChunkAlignments(new_stop - counts, new_stop, pick("score"), pick("i_end"), pick("j_end"), pick("i_start"),
+                           pick("j_start"), run_start, run_start + lengths, ops)
 
 
 def assert_same(got: list[list[Hit]], expected: list[list[Hit]]) -> None:
@@ -123,13 +102,12 @@ def assert_same(got: list[list[Hit]], expected: list[list[Hit]]) -> None:
 
 
 def run_both(queries: list[bytes], refs: list[bytes], params: ScanParams) -> list[list[Hit]]:
-    pairs = np.array([(a, b) for a in range(len(queries)) for b in range(len(refs))], np.int64)
-    found = CpuEngine(1).align([EncodedSeq(encode(q)) for q in queries], [EncodedSeq(encode(r)) for r in refs],
-                               pairs, params)
-    expected = oracle(queries, refs, pairs, found)
+    pairs = np.array([(a, b) for a in range(len(queries)) for b in range(len(refs))], np.int64).reshape(-1, 2)
+    found = CpuEngine(1).align(SequenceSet.from_codes([encode(q) for q in queries]),
+                               SequenceSet.from_codes([encode(r) for r in refs]), pairs, params)
+    expected = oracle(queries, refs, pairs, [found.pair(p) for p in range(found.n_pairs)])
     assert_same(fast(queries, refs, pairs, found), expected)
-    assert_same(fast(queries, refs, pairs, as_batches(found)), expected)
-    assert_same(fast(queries, refs, pairs, as_gpu_sequence(found)), expected)
+    assert_same(fast(queries, refs, pairs, shuffled(found, np.random.default_rng(len(pairs)))), expected)
     return expected
 
 
@@ -176,5 +154,5 @@ def test_empty_pairs_and_flanks_off_both_ends():
 def test_no_pairs_and_only_empty_results():
     queries, refs = [b"ACGUACGU"], [b"ACGU"]
     empty = np.zeros((0, 2), np.int64)
-    assert fast(queries, refs, empty, []) == []
-    assert fast(queries, refs, np.array([[0, 0]]), [PairAlignments.empty()]) == [[]]
+    assert fast(queries, refs, empty, ChunkAlignments.empty(0)) == []
+    assert fast(queries, refs, np.array([[0, 0]]), ChunkAlignments.empty(1)) == [[]]

@@ -156,7 +156,7 @@ class EncodedSeq:
 
 
 class AlignmentEngine(Protocol):
-    """Aligns a chunk of (query, reference) pairs. ``pairs`` (int64, shape (n, 2)) holds (query
+    r"""Aligns a chunk of (query, reference) pairs. ``pairs`` (int64, shape (n, 2)) holds (query
     index, reference index) into the two :class:`~gamut.scan.hits.SequenceSet`\ s.
 
     Returns the survivors of every pair as one :class:`ChunkAlignments` (no object per pair).

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Mapping, Sequence, Union
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Mapping, Sequence, Union
 
 from gamut.errors import InputError, UsageError
 from gamut.io.atomic import atomic_output
@@ -13,8 +11,11 @@ from gamut.progress import progress_bar
 from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
 from gamut.scan.params import ScanParams
-from gamut.scan.report import HIT_COLUMNS, MirandaTextWriter, TableWriter, hit_record
+from gamut.scan.report import MirandaTextWriter, TableWriter, arrow_batch, arrow_schema, hit_frame
 from gamut.scan.runner import ScanInput, run_scan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SequencesLike = Union[str, os.PathLike, Mapping[str, str], Sequence[tuple[str, str]], Sequence[SeqRecord]]
 
@@ -87,12 +88,7 @@ def scan(
         raise UsageError(str(exc)) from None
     scan_input = ScanInput(as_records(queries, "query"), as_records(references, "reference"), settings)
     engine = make_engine(device, threads, gpus)
-    rows = [
-        hit_record(hit, settings.noenergy)
-        for result in run_scan(scan_input, engine, threads=threads)
-        for hit in result.reported
-    ]
-    return pd.DataFrame(rows, columns=list(HIT_COLUMNS))
+    return hit_frame(list(run_scan(scan_input, engine, threads=threads)), scan_input)
 
 
 def scan_files(
@@ -126,37 +122,35 @@ def scan_files(
             raise UsageError("--format parquet needs an output file (-o hits.parquet)")
         return _write_parquet(scan_input, engine, output, threads, bar)
     with atomic_output(output) as out, bar as tracker:
-        writer = _writer(out, params, fmt, quiet, keyval)
-        writer.start(banner, query_path, reference_path, None if params.restrict is None else len(params.restrict))
-        last_query = None
+        writer = _writer(out, scan_input, fmt, quiet, keyval)
+        writer.start(banner, query_path, reference_path)
         for result in run_scan(scan_input, engine, threads=threads, progress=tracker):
-            if result.query is not last_query:
-                writer.query(result.query)
-                last_query = result.query
-            writer.pair(result)
+            writer.chunk(result)
         writer.finish()
     return 0
 
 
-def _writer(out: IO[str], params: ScanParams, fmt: str, quiet: bool, keyval: bool):
+def _writer(out: IO[str], scan_input: ScanInput, fmt: str, quiet: bool, keyval: bool):
     if fmt == "miranda":
-        return MirandaTextWriter(out, params, quiet=quiet, keyval=keyval)
-    return TableWriter(out, params, fmt)
+        return MirandaTextWriter(out, scan_input, quiet=quiet, keyval=keyval)
+    return TableWriter(out, scan_input, fmt)
 
 
 def _write_parquet(scan_input: ScanInput, engine, output: str, threads, bar) -> int:
+    """Stream the reported hits into a Parquet file, one row group per chunk with hits."""
     try:
-        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError("--format parquet needs pyarrow (pip install 'gamut[parquet]')") from None
-    with bar as tracker:
-        rows = [
-            hit_record(h, scan_input.params.noenergy)
-            for result in run_scan(scan_input, engine, threads=threads, progress=tracker)
-            for h in result.reported
-        ]
-    table = pa.Table.from_pandas(pd.DataFrame(rows, columns=list(HIT_COLUMNS)), preserve_index=False)
-    with atomic_output(output, "wb") as out:
-        pq.write_table(table, out)
+    with atomic_output(output, "wb") as out, bar as tracker:
+        writer = None
+        for result in run_scan(scan_input, engine, threads=threads, progress=tracker):
+            batch = arrow_batch(result, scan_input)
+            if writer is None:
+                writer = pq.ParquetWriter(out, batch.schema)
+            if batch.num_rows:
+                writer.write_batch(batch)
+        if writer is None:  # no pair at all: an empty table with the columns
+            writer = pq.ParquetWriter(out, arrow_schema())
+        writer.close()
     return 0

@@ -1,15 +1,14 @@
 """The CPU alignment engine: miRanda's three-state DP, candidates, diagonal suppression, traceback.
 
-Everything here is exact integer arithmetic following spec §5-7.1. ``align_pair`` runs Numba
-functions that release the GIL, so pairs run in parallel on threads (see :class:`CpuEngine`).
+Everything here is exact integer arithmetic following spec §5-7.1. :func:`align_block` aligns a
+block of pairs in one compiled call that releases the GIL, so blocks run in parallel on threads
+(see :class:`CpuEngine`).
 
 Trace byte per cell (row-major ``trace[i, j]``): bits 0-1 ``tA`` (0..3), bit 2 set when
 ``tB`` = 2 (extension), bit 3 set when ``tC`` = 3 (extension), bits 4-5 ``tBest`` (0..3).
 ``best(i, j) > 0`` exactly when ``tBest != 0``, so traceback needs only these bytes.
 """
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 from numba import njit
@@ -256,40 +255,179 @@ def dp_tables(tables):
     return (profile_rows, tables.gap_open.astype(dtype), tables.gap_extend.astype(dtype))
 
 
+@njit(cache=True, nogil=True)
+def align_block(qrev_flat, q_off, prof_flat, go_flat, ge_flat, seed_flat, row_off, refs, r_off,
+                pair_q, pair_r, threshold):
+    """Align the pairs ``(pair_q[p], pair_r[p])`` one after the other in one compiled call.
+
+    Query q's reversed classes are ``qrev_flat[q_off[q]:q_off[q+1]]`` and its DP rows 0..L
+    (profile rows, gap costs, seed flags) ``*_flat[row_off[q]:row_off[q+1]]``; reference r is
+    ``refs[r_off[r]:r_off[r+1]]``. Returns per pair its survivor count and, per survivor, the
+    fields of :class:`~gamut.scan.alignments.ChunkAlignments` (op offsets local to this block).
+    """
+    n = pair_q.shape[0]
+    need = 1
+    for p in range(n):
+        L = q_off[pair_q[p] + 1] - q_off[pair_q[p]]
+        R = r_off[pair_r[p] + 1] - r_off[pair_r[p]]
+        need = max(need, (L + 1) * (R + 1))
+    workspace = np.empty(need, np.uint8)  # one trace buffer, reused by every pair of the block
+    counts = np.zeros(n, np.int64)
+    cap = 64
+    score = np.empty(cap, np.int64)
+    i_end = np.empty(cap, np.int64)
+    j_end = np.empty(cap, np.int64)
+    i_start = np.empty(cap, np.int64)
+    j_start = np.empty(cap, np.int64)
+    op_start = np.empty(cap, np.int64)
+    op_end = np.empty(cap, np.int64)
+    ops = np.empty(256, np.uint8)
+    rows = 0
+    n_ops = 0
+    for p in range(n):
+        q = pair_q[p]
+        a = q_off[q]
+        L = q_off[q + 1] - a
+        b = row_off[q]
+        ref = refs[r_off[pair_r[p]]:r_off[pair_r[p] + 1]]
+        R = ref.shape[0]
+        if L == 0 or R == 0:
+            continue
+        trace = workspace[: (L + 1) * (R + 1)].reshape((L + 1, R + 1))
+        cs, ci, cj = fill_matrix(qrev_flat[a:a + L], ref, prof_flat[b:b + L + 1], go_flat[b:b + L + 1],
+                                 ge_flat[b:b + L + 1], seed_flat[b:b + L + 1], threshold, trace)
+        if cs.shape[0] == 0:
+            continue
+        keep = order_and_suppress(cs, ci, cj, L, R)
+        s_score, s_ie, s_je, s_is, s_js, s_off, s_ops = trace_survivors(trace, cs, ci, cj, keep)
+        k = s_score.shape[0]
+        counts[p] = k
+        if rows + k > score.shape[0]:
+            score = _grow(score, rows + k)
+            i_end = _grow(i_end, rows + k)
+            j_end = _grow(j_end, rows + k)
+            i_start = _grow(i_start, rows + k)
+            j_start = _grow(j_start, rows + k)
+            op_start = _grow(op_start, rows + k)
+            op_end = _grow(op_end, rows + k)
+        if n_ops + s_ops.shape[0] > ops.shape[0]:
+            ops = _grow(ops, n_ops + s_ops.shape[0])
+        for x in range(k):
+            score[rows + x] = s_score[x]
+            i_end[rows + x] = s_ie[x]
+            j_end[rows + x] = s_je[x]
+            i_start[rows + x] = s_is[x]
+            j_start[rows + x] = s_js[x]
+            op_start[rows + x] = n_ops + s_off[x]
+            op_end[rows + x] = n_ops + s_off[x + 1]
+        ops[n_ops:n_ops + s_ops.shape[0]] = s_ops
+        rows += k
+        n_ops += s_ops.shape[0]
+    return (counts, score[:rows], i_end[:rows], j_end[:rows], i_start[:rows], j_start[:rows],
+            op_start[:rows], op_end[:rows], ops[:n_ops])
+
+
+class QueryBank:
+    """Every query's DP tables (:func:`dp_tables`) concatenated once, in one integer type.
+
+    int16 when every query's score bound fits (see :func:`dp_tables`), else int32 for all.
+    """
+
+    def __init__(self, queries, params) -> None:
+        from gamut.scan.params import query_tables, row_scheme
+
+        n = len(queries.offsets) - 1
+        lengths = np.diff(queries.offsets)
+        schemes: dict[int, object] = {}
+        tables = []
+        for q in range(n):
+            L = int(lengths[q])
+            if L not in schemes:
+                schemes[L] = row_scheme(L, params)
+            tables.append(query_tables(queries.class_codes(q), params, schemes[L]))
+        per_query = [dp_tables(t) for t in tables]
+        dtype = np.int16 if all(d[0].dtype == np.int16 for d in per_query) else np.int32
+        self.q_off = np.asarray(queries.offsets, np.int64)
+        self.qrev = (np.concatenate([t.qrev for t in tables]) if n else np.zeros(0, np.int8)).astype(np.int8)
+        rows = lengths + 1
+        self.row_off = np.zeros(n + 1, np.int64)
+        np.cumsum(rows, out=self.row_off[1:])
+        cat = lambda parts, dt, shape: np.concatenate(parts).astype(dt) if n else np.zeros(shape, dt)  # noqa: E731
+        self.profile = np.ascontiguousarray(cat([d[0] for d in per_query], dtype, (0, 5)))
+        self.gap_open = cat([d[1] for d in per_query], dtype, (0,))
+        self.gap_extend = cat([d[2] for d in per_query], dtype, (0,))
+        self.seed_row = cat([t.seed_row for t in tables], np.uint8, (0,))
+
+
 class CpuEngine:
-    """Multicore CPU engine: one Numba call per pair, pairs spread over ``threads`` threads."""
+    """Multicore CPU engine: blocks of pairs, each aligned by one compiled call (:func:`align_block`),
+    spread over ``threads`` threads (the calls release the GIL)."""
 
     name = "cpu"
+    #: Blocks per thread and chunk: enough for an even load when pair sizes differ.
+    BLOCKS_PER_THREAD = 4
 
     def __init__(self, threads: int | None = None) -> None:
         import os
 
         self.threads = max(1, threads or os.cpu_count() or 1)
+        self._bank: tuple | None = None  # (queries, params, QueryBank) of the last call
+
+    def bank(self, queries, params) -> QueryBank:
+        """The query tables of ``queries`` (built once per query set and parameters)."""
+        cached = self._bank
+        if cached is None or cached[0] is not queries or cached[1] != params:
+            cached = self._bank = (queries, params, QueryBank(queries, params))
+        return cached[2]
 
     def align(self, queries, references, pairs, params):
-        from concurrent.futures import ThreadPoolExecutor
+        from gamut.scan.alignments import ChunkAlignments
 
-        from gamut.scan.alignments import PairAlignments
-        from gamut.scan.params import query_tables
-
-        tables = {}
-        for qi in np.unique(pairs[:, 0]) if len(pairs) else ():
-            t = query_tables(queries[int(qi)].codes, params)
-            tables[int(qi)] = (t.qrev, *dp_tables(t), t.seed_row)
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        n = pairs.shape[0]
+        if n == 0:
+            return ChunkAlignments.empty(0)
+        bank = self.bank(queries, params)
+        refs = references.codes.view(np.uint8)  # classes 0..4: no sign checks
+        r_off = np.asarray(references.offsets, np.int64)
+        pq = np.ascontiguousarray(pairs[:, 0])
+        pr = np.ascontiguousarray(pairs[:, 1])
         threshold = int(params.score_threshold)
-        local = threading.local()
+        # Blocks of about equal cells (contiguous runs of pairs).
+        cells = np.diff(bank.q_off)[pq] * np.diff(r_off)[pr]
+        blocks = min(n, 1 if self.threads == 1 else self.threads * self.BLOCKS_PER_THREAD)
+        cum = np.cumsum(cells)
+        cuts = np.searchsorted(cum, cum[-1] * np.arange(1, blocks) / blocks, side="right")
+        bounds = np.unique(np.concatenate(([0], cuts, [n])))
 
-        def one(pair) -> PairAlignments:
-            qrev, profile, gap_open, gap_ext, seed_row = tables[int(pair[0])]
-            ref = references[int(pair[1])].codes.view(np.uint8)  # classes 0..4: no sign checks
-            need = (qrev.shape[0] + 1) * (ref.shape[0] + 1)
-            workspace = getattr(local, "workspace", None)
-            if workspace is None or workspace.shape[0] < need:
-                workspace = local.workspace = np.empty(max(need, 1 << 20), np.uint8)
-            out = align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, workspace)
-            return PairAlignments(*out)
+        def one(k: int):
+            a, b = int(bounds[k]), int(bounds[k + 1])
+            return align_block(bank.qrev, bank.q_off, bank.profile, bank.gap_open, bank.gap_extend, bank.seed_row,
+                               bank.row_off, refs, r_off, pq[a:b], pr[a:b], threshold)
 
-        if self.threads == 1 or len(pairs) < 2:
-            return [one(p) for p in pairs]
-        with ThreadPoolExecutor(self.threads) as pool:
-            return list(pool.map(one, pairs, chunksize=max(1, len(pairs) // (8 * self.threads))))
+        count = len(bounds) - 1
+        if self.threads == 1 or count == 1:
+            parts = [one(k) for k in range(count)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.threads, count)) as pool:
+                parts = list(pool.map(one, range(count)))
+        return _merge_blocks(parts, n)
+
+
+def _merge_blocks(parts, n: int):
+    """One :class:`ChunkAlignments` from consecutive blocks' :func:`align_block` results."""
+    from gamut.scan.alignments import ChunkAlignments
+
+    counts = np.concatenate([p[0] for p in parts])
+    sv_stop = np.cumsum(counts)
+    sv_start = sv_stop - counts
+    fields = [np.concatenate([p[f] for p in parts]) for f in range(1, 6)]
+    shift = np.cumsum([0] + [p[8].shape[0] for p in parts[:-1]])
+    reps = [p[1].shape[0] for p in parts]
+    shifts = np.repeat(shift, reps)
+    op_start = np.concatenate([p[6] for p in parts]) + shifts
+    op_end = np.concatenate([p[7] for p in parts]) + shifts
+    ops = np.concatenate([p[8] for p in parts])
+    return ChunkAlignments(sv_start, sv_stop, *fields, op_start, op_end, ops)

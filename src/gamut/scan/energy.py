@@ -401,13 +401,19 @@ def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
 
 
 def _compiled_energies(seqs: list[str], threads: int) -> np.ndarray:
+    return _compiled_packed(*_pack(seqs), threads)
+
+
+def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
     import numba
 
     t, lc = _compiled_tables()
-    raw, offsets = _pack(seqs)
+    count = offsets.shape[0] - 1
+    if count == 0:
+        return np.zeros(0, np.int64)
     order = np.argsort(np.diff(offsets), kind="stable")
     workers = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
-    blocks = max(1, min(len(seqs), 16 * workers))
+    blocks = max(1, min(count, 16 * workers))
     previous = numba.get_num_threads()
     numba.set_num_threads(workers)
     try:
@@ -531,6 +537,21 @@ def duplex_energies_dcal(sequences: Sequence[str], *, model: str = "miranda",
     nthreads = _threads(threads)
     if _engine(model, engine) == "compiled":
         return _compiled_energies(seqs, nthreads)
+    return _vienna_folds(seqs, model, nthreads)[0]
+
+
+def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str = "miranda",
+                         threads: int | None = None, engine: str = "auto") -> np.ndarray:
+    """:func:`duplex_energies_dcal` of fold strings packed as bytes: string k is
+    ``letters[offsets[k]:offsets[k+1]]`` (uint8, latin-1). No Python object per string on the
+    compiled path."""
+    letters = np.ascontiguousarray(letters, np.uint8)
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    nthreads = _threads(threads)
+    if _engine(model, engine) == "compiled":
+        return _compiled_packed(letters, offsets, nthreads)
+    text = letters.tobytes().decode("latin-1")
+    seqs = [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
     return _vienna_folds(seqs, model, nthreads)[0]
 
 

@@ -24,13 +24,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
 from numba import njit
 
-from gamut.scan.alignments import DIAGONAL_WINDOW, EncodedSeq, PairAlignments
+from gamut.scan.alignments import DIAGONAL_WINDOW, ChunkAlignments
+from gamut.scan.hits import SequenceSet
 from gamut.scan.params import ScanParams, query_tables, row_scheme
 
 #: Register-array heights the kernels are instantiated for (a query uses the smallest that fits).
@@ -151,72 +151,21 @@ def gather_ops(ops, counts):
     return out, offsets
 
 
-class BatchPairAlignments(PairAlignments):
-    """A pair's survivors as slices of its batch's arrays, cut on first use.
+class _Collector:
+    """The results of one :meth:`GpuEngine.align` call as device batches finish them.
 
-    Behaves like :class:`PairAlignments` (same fields, dtypes and values); building one is cheap,
-    which matters when a chunk holds hundreds of thousands of pairs.
-    """
-
-    def __init__(self, batch: tuple, start: int, stop: int) -> None:  # noqa: D107 (no dataclass init)
-        self._batch = batch  # (score, i_end, j_end, i_start, j_start, op offsets, ops)
-        self._start = start
-        self._stop = stop
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    def as_batch(self) -> tuple[tuple, int, int]:
-        return self._batch, self._start, self._stop
-
-    @cached_property
-    def score(self) -> np.ndarray:  # type: ignore[override]
-        return self._batch[0][self._start : self._stop]
-
-    @cached_property
-    def i_end(self) -> np.ndarray:  # type: ignore[override]
-        return self._batch[1][self._start : self._stop]
-
-    @cached_property
-    def j_end(self) -> np.ndarray:  # type: ignore[override]
-        return self._batch[2][self._start : self._stop]
-
-    @cached_property
-    def i_start(self) -> np.ndarray:  # type: ignore[override]
-        return self._batch[3][self._start : self._stop]
-
-    @cached_property
-    def j_start(self) -> np.ndarray:  # type: ignore[override]
-        return self._batch[4][self._start : self._stop]
-
-    @cached_property
-    def op_offsets(self) -> np.ndarray:  # type: ignore[override]
-        o = self._batch[5][self._start : self._stop + 1]
-        return o - o[0]
-
-    @cached_property
-    def ops(self) -> np.ndarray:  # type: ignore[override]
-        o = self._batch[5]
-        return self._batch[6][o[self._start] : o[self._stop]]
-
-
-class GpuAlignments(Sequence[PairAlignments]):
-    """The per-pair results of one :meth:`GpuEngine.align` call, built on access.
-
-    A sequence of :class:`PairAlignments` (pair k's survivors are rows ``lo[k]:hi[k]`` of a
-    batch's arrays), so that no per-pair Python object exists until a consumer asks for it.
-    Device threads fill disjoint pairs; ``assigned`` marks the pairs that have a result.
+    Pair k's survivors are rows ``lo[k]:hi[k]`` of batch ``batch_of[k]`` (-1: none); device
+    threads fill disjoint pairs; ``assigned`` marks the pairs that have a result (the others are
+    redone on the CPU). :meth:`chunk` turns it all into one :class:`ChunkAlignments`.
     """
 
     def __init__(self, n: int) -> None:
         self._batches: list[tuple] = []
         self._lock = threading.Lock()
-        self._batch_of = np.full(n, -1, np.int32)  # -1: no survivors (or an explicit result)
+        self._batch_of = np.full(n, -1, np.int64)
         self._lo = np.zeros(n, np.int64)
         self._hi = np.zeros(n, np.int64)
-        self._explicit: dict[int, PairAlignments] = {}
         self.assigned = np.zeros(n, bool)
-        self._empty = PairAlignments.empty()
 
     def add_batch(self, arrays: tuple, pairs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
         """Pairs ``pairs`` take rows ``lo:hi`` of ``arrays`` (score, i_end, j_end, i_start, j_start, op offsets, ops)."""
@@ -227,46 +176,38 @@ class GpuAlignments(Sequence[PairAlignments]):
         self._lo[pairs] = lo
         self._hi[pairs] = hi
 
-    def set(self, k: int, value: PairAlignments) -> None:
-        self._explicit[k] = value
-        self.assigned[k] = True
-
-    def batch_ranges(self) -> tuple[list[tuple], np.ndarray, np.ndarray, np.ndarray]:
-        """``(batches, batch_of, lo, hi)``: pair k's survivors are rows ``lo[k]:hi[k]`` of
-        ``batches[batch_of[k]]`` (``batch_of[k] = -1``: none). For consumers of whole chunks."""
-        batches = list(self._batches)
-        batch_of, lo, hi = self._batch_of.copy(), self._lo.copy(), self._hi.copy()
-        for k, value in self._explicit.items():
-            if len(value):
-                arrays, a, b = value.as_batch()
-                batches.append(arrays)
-                batch_of[k], lo[k], hi[k] = len(batches) - 1, a, b
-        return batches, batch_of, lo, hi
-
     def survivor_count(self) -> int:
-        return int((self._hi - self._lo).sum()) + sum(len(v) for v in self._explicit.values())
+        return int((self._hi - self._lo).sum())
 
-    def __len__(self) -> int:
-        return self._batch_of.shape[0]
+    def chunk(self) -> ChunkAlignments:
+        """Every batch's rows concatenated; pairs point into them (no copy per pair)."""
+        n = self._batch_of.shape[0]
+        if not self._batches:
+            return ChunkAlignments.empty(n)
+        rows = np.array([int(bt[0].shape[0]) for bt in self._batches], np.int64)
+        base = np.cumsum(rows) - rows
+        has = self._batch_of >= 0
+        where = base[np.maximum(self._batch_of, 0)]
+        sv_start = np.where(has, where + self._lo, 0)
+        sv_stop = np.where(has, where + self._hi, 0)
+        cols = [np.concatenate([bt[f] for bt in self._batches]).astype(np.int64, copy=False) for f in range(5)]
+        n_ops = np.array([bt[6].shape[0] for bt in self._batches], np.int64)
+        shift = np.repeat(np.cumsum(n_ops) - n_ops, rows)
+        op_start = np.concatenate([bt[5][:-1] for bt in self._batches]).astype(np.int64) + shift
+        op_end = np.concatenate([bt[5][1:] for bt in self._batches]).astype(np.int64) + shift
+        ops = np.concatenate([bt[6] for bt in self._batches]).astype(np.uint8, copy=False)
+        return ChunkAlignments(sv_start, sv_stop, *cols, op_start, op_end, ops)
 
-    def _item(self, k: int) -> PairAlignments:
-        b = int(self._batch_of[k])
-        if b >= 0:
-            return BatchPairAlignments(self._batches[b], int(self._lo[k]), int(self._hi[k]))
-        return self._explicit.get(k, self._empty)
 
-    def __getitem__(self, k):  # type: ignore[override]
-        if isinstance(k, slice):
-            return [self._item(x) for x in range(*k.indices(len(self)))]
-        if k < 0:
-            k += len(self)
-        if not 0 <= k < len(self):
-            raise IndexError(k)
-        return self._item(k)
-
-    def __iter__(self):
-        for k in range(len(self)):
-            yield self._item(k)
+def gather_sequences(seqs: SequenceSet, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The class codes of sequences ``which``, concatenated, and their lengths (no loop per sequence)."""
+    lengths = (seqs.offsets[which + 1] - seqs.offsets[which]).astype(np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int8), lengths
+    starts = np.cumsum(lengths) - lengths
+    index = np.arange(total, dtype=np.int64) + np.repeat(seqs.offsets[which] - starts, lengths)
+    return seqs.codes[index], lengths
 
 
 # --------------------------------------------------------------------------------------------
@@ -504,8 +445,8 @@ class _DeviceRun:
             keep[a:b] = be.asarray(mask)
         return keep
 
-    def run(self, rows: int, qtabs: dict, q_of_pair: np.ndarray, ref_codes: list[np.ndarray], r_of_pair: np.ndarray,
-            seglen: int, pair_ids: np.ndarray, results: GpuAlignments) -> None:
+    def run(self, rows: int, qtabs: dict, q_of_pair: np.ndarray, references: SequenceSet, r_of_pair: np.ndarray,
+            seglen: int, pair_ids: np.ndarray, results: _Collector) -> None:
         """Align pairs (q_of_pair[k], r_of_pair[k]) into ``results[pair_ids[k]]``.
 
         Pairs left unassigned (a traceback left its window) are redone on the CPU by the caller.
@@ -526,11 +467,10 @@ class _DeviceRun:
             prof[s, :, rows - L :] = tab.profile[:, 1:]
         # Reference slots.
         ur, r_slot = dense_slots(r_of_pair)
-        rlen_slot = np.array([ref_codes[int(r)].shape[0] for r in ur], np.int64)
+        flat, rlen_slot = gather_sequences(references, ur)
         ref_off = np.zeros(ur.shape[0], np.int64)
         if ur.shape[0] > 1:
             ref_off[1:] = np.cumsum(rlen_slot)[:-1]
-        flat = np.concatenate([ref_codes[int(r)] for r in ur]) if ur.shape[0] else np.zeros(0, np.int8)
         d_refs = be.asarray(np.ascontiguousarray(flat, dtype=np.int8) if flat.size else np.zeros(1, np.int8))
         d_ref_off = be.asarray(ref_off)
         d_ref_len = be.asarray(rlen_slot.astype(np.int32))
@@ -691,7 +631,7 @@ class _DeviceRun:
         return i0, j0, nops, np.concatenate(pieces), offsets
 
     @staticmethod
-    def _assemble(pairs, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results: GpuAlignments) -> None:
+    def _assemble(pairs, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results: _Collector) -> None:
         """Record a batch's results: survivors of pairs ``pairs[sv_pair]``; the others have none.
 
         A pair whose traceback left its window stays unassigned: it is redone on the CPU.
@@ -751,15 +691,15 @@ class GpuEngine:
         """Largest CuPy memory-pool size seen on any device (bytes)."""
         return max((b.peak_bytes for b in self.backends), default=0)
 
-    def align(self, queries: Sequence[EncodedSeq], references: Sequence[EncodedSeq], pairs: np.ndarray,
-              params: ScanParams) -> GpuAlignments:
+    def align(self, queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
+              params: ScanParams) -> ChunkAlignments:
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         n = pairs.shape[0]
-        out = GpuAlignments(n)
+        out = _Collector(n)
         if n == 0:
-            return out
-        q_lengths = np.array([len(q) for q in queries], np.int64)
-        r_lengths = np.array([len(r) for r in references], np.int64)
+            return out.chunk()
+        q_lengths = queries.lengths()
+        r_lengths = references.lengths()
         qlen = q_lengths[pairs[:, 0]]
         rlen = r_lengths[pairs[:, 1]]
         trivial = (qlen == 0) | (rlen == 0)
@@ -773,10 +713,10 @@ class GpuEngine:
             length = int(q_lengths[q])
             if length not in schemes:
                 schemes[length] = row_scheme(length, params)
-            tables[q] = query_tables(queries[q].codes, params, schemes[length])
+            tables[q] = query_tables(queries.class_codes(q), params, schemes[length])
         with self._stats_lock:
             self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
-        refs = [r.codes for r in references]
+        refs = references
         # Split the GPU pairs over devices: by cells, largest first, dealt out in a snake order
         # (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix of sizes.
         nd = len(self.backends)
@@ -807,10 +747,15 @@ class GpuEngine:
         if errors:
             raise errors[0]
         rest = np.flatnonzero(~out.assigned)
-        if rest.size:
-            for k, res in zip(rest.tolist(), self.cpu.align(queries, references, pairs[rest], params)):
-                out.set(k, res)
-        return out
+        done = out.chunk()
+        if rest.size == 0:
+            return done
+        on_cpu = self.cpu.align(queries, references, pairs[rest], params)
+        gpu_part = np.flatnonzero(out.assigned)
+        return ChunkAlignments.concat(
+            [ChunkAlignments(done.sv_start[gpu_part], done.sv_stop[gpu_part], *(getattr(done, f) for f in
+              ("score", "i_end", "j_end", "i_start", "j_start", "op_start", "op_end", "ops"))), on_cpu],
+            [gpu_part, rest], n)
 
     def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, r_lengths, params, out) -> None:
         """Align the pairs ``idx`` on one backend, its row buckets on ``bucket_threads`` threads

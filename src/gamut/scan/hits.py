@@ -164,12 +164,6 @@ def pair_hits(
     return hits
 
 
-def mark_reported(hits: list[Hit], energy_threshold: float, strict: bool) -> None:
-    """Set ``reported``: energy below the threshold and, in strict mode, the seed rule (spec §9)."""
-    for hit in hits:
-        hit.reported = hit.energy < energy_threshold and (hit.strict_ok or not strict)
-
-
 # --------------------------------------------------------------------------------------------
 # The same post-processing for a whole chunk at once: one Numba pass over flat arrays, then a
 # thin loop that builds the Hit objects. Results are identical to calling pair_hits per pair.
@@ -197,6 +191,18 @@ class SequenceSet:
         np.cumsum([len(s) for s in sequences], out=offsets[1:])
         flat_codes = np.concatenate(codes).astype(np.int8) if codes else np.zeros(0, np.int8)
         return cls(list(ids), np.frombuffer(joined, np.uint8), flat_codes, offsets, joined.isascii())
+
+    @classmethod
+    def from_codes(cls, codes: list[np.ndarray]) -> "SequenceSet":
+        """A set of class-code sequences only (letters 'N'): what the alignment engines need."""
+        return cls.build([str(k) for k in range(len(codes))], [b"N" * len(c) for c in codes],
+                         [np.asarray(c, np.int8) for c in codes])
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
 
     def sequence(self, k: int) -> bytes:
         return self.letters[self.offsets[k] : self.offsets[k + 1]].tobytes()
@@ -249,8 +255,9 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
 
     Pair p's survivors are ``sv_start[p]:sv_stop[p]``; survivor k's columns ``ops[op_start[k]:op_end[k]]``.
     Returns, per kept hit in order: its survivor, its pair's hit offsets, and per hit the text
-    ``buf[text_off[h]:text_off[h+1]]`` = query line + map line + reference line (``width`` each) +
-    fold string, ``n3``, ``n5``, Watson-Crick and paired column counts and the strict flag.
+    ``buf[text_off[h]:text_off[h+1]]`` = query line + map line + reference line (``width`` each),
+    the fold string ``fold[fold_off[h]:fold_off[h+1]]``, ``n3``, ``n5``, Watson-Crick and paired
+    column counts and the strict flag.
     """
     n_pairs = pair_q.shape[0]
     max_sv = 0
@@ -284,6 +291,7 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
     hit_pair = np.empty(n_hits, np.int64)
     width = np.empty(n_hits, np.int64)
     text_off = np.zeros(n_hits + 1, np.int64)
+    fold_off = np.zeros(n_hits + 1, np.int64)
     for p in range(n_pairs):
         for h in range(pair_hit_off[p], pair_hit_off[p + 1]):
             hit_pair[h] = p
@@ -292,9 +300,11 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
             i0 = i_start[k]
             ie = i_end[k]
             width[h] = i0 + (op_end[k] - op_start[k]) + (L - ie)
-            fold = L + linker.shape[0] + (L - ie) + (j_end[k] - j_start[k]) + i0
-            text_off[h + 1] = text_off[h] + 3 * width[h] + fold
+            fold_len = L + linker.shape[0] + (L - ie) + (j_end[k] - j_start[k]) + i0
+            text_off[h + 1] = text_off[h] + 3 * width[h]
+            fold_off[h + 1] = fold_off[h] + fold_len
     buf = np.empty(text_off[n_hits], np.uint8)
+    fold = np.empty(fold_off[n_hits], np.uint8)
     n3_out = np.empty(n_hits, np.int64)
     n5_out = np.empty(n_hits, np.int64)
     n_wc = np.empty(n_hits, np.int64)
@@ -316,7 +326,6 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
         qa = text_off[h]
         ma = qa + w
         ra = ma + w
-        fa = ra + w
         # 3' flank of the miRNA, ungapped against the reference ('-' before the reference start).
         n3 = 0
         for x in range(i0):
@@ -371,119 +380,154 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
                 buf[ra + c] = _GAP
             c += 1
         # Fold string: query 3'->5' without gaps, linker, reference 3'->5' without gaps.
-        f = fa
+        f = fold_off[h]
         for x in range(w):
             if x < i0 or x >= body_end or buf[qa + x] != _GAP:
-                buf[f] = buf[qa + x]
+                fold[f] = buf[qa + x]
                 f += 1
         for x in range(linker.shape[0]):
-            buf[f] = linker[x]
+            fold[f] = linker[x]
             f += 1
         for x in range(w - 1, -1, -1):
             if x < i0 or x >= body_end or buf[ra + x] != _GAP:
-                buf[f] = buf[ra + x]
+                fold[f] = buf[ra + x]
                 f += 1
         n3_out[h] = n3
         n5_out[h] = n5
         n_wc[h] = wc
         n_pair[h] = pr
         strict[h] = _strict_seed_ok(buf, qa, ma, w, L - ie, i0)
-    return hit_sv, hit_pair, pair_hit_off, width, text_off, buf, n3_out, n5_out, n_wc, n_pair, strict
+    return hit_sv, hit_pair, pair_hit_off, width, text_off, buf, fold_off, fold, n3_out, n5_out, n_wc, n_pair, strict
 
 
-def _flatten(alignments: Sequence[PairAlignments]) -> tuple[np.ndarray, ...]:
-    """All pairs' survivors as flat arrays: per pair a survivor range, per survivor its fields.
+@dataclass
+class HitTable:
+    """The hits of a chunk of pairs (those that passed the overlap rule), as columns, in output order.
 
-    GPU results share their batch's arrays (``as_batch``; a whole chunk at once through
-    ``batch_ranges`` when the sequence offers it), which are used directly rather than cut
-    into seven slices per pair.
+    Hit h belongs to pair ``pair[h]`` of the chunk; ``pair_off[p]:pair_off[p+1]`` are pair p's hits.
+    Its alignment lines are ``text[text_off[h]:text_off[h+1]]`` (query, map and reference line,
+    ``width[h]`` bytes each) and its fold string (spec §9) ``fold[fold_off[h]:fold_off[h+1]]``.
+    ``energy`` (float32 kcal/mol, :data:`NOENERGY_VALUE` with -noenergy) and ``reported`` are set
+    by :meth:`set_energies`.
     """
-    ranges = getattr(alignments, "batch_ranges", None)
-    if ranges is not None:
-        batches, batch_of, lo, hi = ranges()
-        sizes = np.array([int(bt[0].shape[0]) for bt in batches], np.int64)
-        base = np.cumsum(sizes) - sizes
-        has = batch_of >= 0
-        where = base[np.maximum(batch_of, 0)] if batches else np.zeros(len(batch_of), np.int64)
-        starts = np.where(has, where + lo, 0).astype(np.int64)
-        stops = np.where(has, where + hi, 0).astype(np.int64)
-    else:
-        n = len(alignments)
-        sv_start = [0] * n
-        sv_stop = [0] * n
-        index: dict[int, int] = {}  # id(batch) -> position in ``batches``
-        batches = []
-        total = 0
-        for p, found in enumerate(alignments):
-            if len(found) == 0:
-                continue
-            batch, a, b = found.as_batch()
-            offset = index.get(id(batch))
-            if offset is None:
-                offset = index[id(batch)] = total
-                batches.append(batch)
-                total += int(batch[0].shape[0])
-            sv_start[p] = offset + a
-            sv_stop[p] = offset + b
-        starts, stops = np.asarray(sv_start, np.int64), np.asarray(sv_stop, np.int64)
-    if not batches:
-        z = np.zeros(0, np.int64)
-        return starts, stops, z, z, z, z, z, z, z, np.zeros(0, np.uint8)
-    cols = [np.concatenate([bt[f] for bt in batches]).astype(np.int64, copy=False) for f in range(5)]
-    # Column offsets: each batch's own, shifted by where its ops start in the concatenation.
-    n_ops = np.array([bt[6].shape[0] for bt in batches], np.int64)
-    shift = np.repeat(np.cumsum(n_ops) - n_ops, [bt[0].shape[0] for bt in batches])
-    op_start = np.concatenate([bt[5][:-1] for bt in batches]).astype(np.int64) + shift
-    op_end = np.concatenate([bt[5][1:] for bt in batches]).astype(np.int64) + shift
-    ops = np.concatenate([bt[6] for bt in batches]).astype(np.uint8, copy=False)
-    return (starts, stops, *cols, op_start, op_end, ops)
+
+    pair: np.ndarray
+    pair_off: np.ndarray
+    score: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    ref_start: np.ndarray
+    ref_end: np.ndarray
+    aln_length: np.ndarray
+    n_wc: np.ndarray
+    n_paired: np.ndarray
+    width: np.ndarray
+    text_off: np.ndarray
+    text: np.ndarray
+    fold_off: np.ndarray
+    fold: np.ndarray
+    strict_ok: np.ndarray
+    energy: np.ndarray | None = None
+    reported: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.pair.shape[0])
+
+    @property
+    def identity(self) -> np.ndarray:
+        """Percent Watson-Crick columns (float64, computed as miRanda does)."""
+        return np.where(self.aln_length > 0, 100.0 * self.n_wc / np.maximum(self.aln_length, 1), 0.0)
+
+    @property
+    def similarity(self) -> np.ndarray:
+        return np.where(self.aln_length > 0, 100.0 * self.n_paired / np.maximum(self.aln_length, 1), 0.0)
+
+    def set_energies(self, energy: np.ndarray, energy_threshold: float, strict: bool) -> None:
+        """Store the energies and the reported flags: energy below the threshold and, in strict
+        mode, the seed rule (spec §9)."""
+        self.energy = np.asarray(energy, np.float32)
+        self.reported = (self.energy < energy_threshold) & (self.strict_ok | (not strict))
+
+    def strings(self, which: int) -> list[str]:
+        """Column ``which`` (0 query line, 1 map line, 2 reference line, 3 fold string) as text."""
+        if which == 3:
+            data, starts, ends = self.fold, self.fold_off[:-1], self.fold_off[1:]
+        else:
+            data, starts = self.text, self.text_off[:-1] + which * self.width
+            ends = starts + self.width
+        text = data.tobytes().decode("latin-1")
+        return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+
+    def hits(self, query_ids: Sequence[str], reference_ids: Sequence[str], pairs: np.ndarray) -> list[list[Hit]]:
+        """The hits as :class:`Hit` objects, per pair (for tests and small results; not a hot path)."""
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        qi = pairs[self.pair, 0].tolist()
+        ri = pairs[self.pair, 1].tolist()
+        lines = [self.strings(w) for w in range(4)]
+        energy = self.energy.tolist() if self.energy is not None else [0.0] * len(self)
+        reported = self.reported.tolist() if self.reported is not None else [False] * len(self)
+        flat = [
+            Hit(query_ids[q], reference_ids[r], s, qs, qe, rs, re, n, idn, sim, a, m, u, f, ok, e, rep)
+            for q, r, s, qs, qe, rs, re, n, idn, sim, a, m, u, f, ok, e, rep in zip(
+                qi, ri, self.score.tolist(), self.query_start.tolist(), self.query_end.tolist(),
+                self.ref_start.tolist(), self.ref_end.tolist(), self.aln_length.tolist(),
+                self.identity.tolist(), self.similarity.tolist(), *lines, self.strict_ok.tolist(), energy, reported)
+        ]
+        offs = self.pair_off.tolist()
+        return [flat[a:b] for a, b in zip(offs[:-1], offs[1:])]
+
+    @classmethod
+    def from_hits(cls, per_pair: Sequence[Sequence[Hit]]) -> "HitTable":
+        """Columns from per-pair :class:`Hit` lists (the per-pair oracle's output)."""
+        flat = [h for hs in per_pair for h in hs]
+        counts = np.array([len(hs) for hs in per_pair], np.int64)
+        pair_off = np.zeros(len(per_pair) + 1, np.int64)
+        np.cumsum(counts, out=pair_off[1:])
+        col = lambda name: np.array([getattr(h, name) for h in flat], np.int64)  # noqa: E731
+        width = np.array([len(h.aln_mirna) for h in flat], np.int64)
+        text_off = np.zeros(len(flat) + 1, np.int64)
+        np.cumsum(3 * width, out=text_off[1:])
+        folds = [h.fold_string.encode("latin-1") for h in flat]
+        fold_off = np.zeros(len(flat) + 1, np.int64)
+        np.cumsum([len(f) for f in folds], out=fold_off[1:])
+        text = "".join(h.aln_mirna + h.aln_map + h.aln_utr for h in flat).encode("latin-1")
+        n_wc = np.array([h.aln_map.count("|") for h in flat], np.int64)
+        n_paired = n_wc + np.array([h.aln_map.count(":") for h in flat], np.int64)
+        return cls(np.repeat(np.arange(len(per_pair)), counts), pair_off, col("score"), col("query_start"),
+                   col("query_end"), col("ref_start"), col("ref_end"), col("aln_length"), n_wc, n_paired,
+                   width, text_off, np.frombuffer(text, np.uint8), fold_off, np.frombuffer(b"".join(folds), np.uint8),
+                   np.array([h.strict_ok for h in flat], bool))
 
 
-def chunk_hits(
-    queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments: Sequence[PairAlignments]
-) -> list[list[Hit]]:
-    """:func:`pair_hits` for every (query index, reference index) in ``pairs`` at once, same results.
+def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments) -> HitTable:
+    """:func:`pair_hits` for every (query index, reference index) in ``pairs`` at once, as columns.
 
-    ``alignments[p]`` are pair p's survivors. ``references`` holds the sequences as miRanda sees
-    them (after -trim).
+    ``alignments`` is the chunk's :class:`~gamut.scan.alignments.ChunkAlignments`. ``references``
+    holds the sequences as miRanda sees them (after -trim).
     """
     pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
-    if pairs.shape[0] != len(alignments):
-        raise ValueError(f"{pairs.shape[0]} pairs but {len(alignments)} alignment results")
+    if pairs.shape[0] != alignments.n_pairs:
+        raise ValueError(f"{pairs.shape[0]} pairs but {alignments.n_pairs} alignment results")
     if not (queries.is_ascii and references.is_ascii):  # bytewise case mapping would differ: the oracle
-        return [
+        return HitTable.from_hits([
             pair_hits(queries.ids[q], queries.sequence(q), queries.class_codes(q),
-                      references.ids[r], references.sequence(r), references.class_codes(r), found)
-            for (q, r), found in zip(pairs.tolist(), alignments)
-        ]
-    sv_start, sv_stop, score, i_end, j_end, i_start, j_start, op_start, op_end, ops = _flatten(alignments)
+                      references.ids[r], references.sequence(r), references.class_codes(r), alignments.pair(p))
+            for p, (q, r) in enumerate(pairs.tolist())
+        ])
+    a = alignments
     pq = np.ascontiguousarray(pairs[:, 0])
     pr = np.ascontiguousarray(pairs[:, 1])
-    hit_sv, hit_pair, pair_off, width, text_off, buf, n3, n5, n_wc, n_pair, strict = _chunk_hits_kernel(
+    hit_sv, hit_pair, pair_off, width, text_off, buf, fold_off, fold, n3, n5, n_wc, n_pair, strict = _chunk_hits_kernel(
         queries.letters, queries.codes, queries.offsets, references.letters, references.codes, references.offsets,
-        pq, pr, sv_start, sv_stop, i_start, j_start, i_end, j_end, op_start, op_end, ops, MAP_CHARS, _LINKER_BYTES,
+        pq, pr, a.sv_start, a.sv_stop, a.i_start, a.j_start, a.i_end, a.j_end, a.op_start, a.op_end, a.ops,
+        MAP_CHARS, _LINKER_BYTES,
     )
     qi = pq[hit_pair]
     L = queries.offsets[qi + 1] - queries.offsets[qi]
-    ie, i0 = i_end[hit_sv], i_start[hit_sv]
-    length = op_end[hit_sv] - op_start[hit_sv]
-    safe = np.maximum(length, 1)
-    identity = np.where(length > 0, 100.0 * n_wc / safe, 0.0)
-    similarity = np.where(length > 0, 100.0 * n_pair / safe, 0.0)
-    b0 = text_off[:-1]
-    b1 = b0 + width
-    b2 = b1 + width
-    b3 = b2 + width
-    text = buf.tobytes().decode("latin-1")
-    qids, rids = queries.ids, references.ids
-    hits = [
-        Hit(qids[q], rids[r], s, qs, qe, rs, re, n, idn, sim, text[a:b], text[b:c], text[c:d], text[d:e], ok)
-        for q, r, s, qs, qe, rs, re, n, idn, sim, a, b, c, d, e, ok in zip(
-            qi.tolist(), pr[hit_pair].tolist(), score[hit_sv].tolist(), (L - ie + 1).tolist(), (L - i0 + 1).tolist(),
-            (j_start[hit_sv] + 1 - n3).tolist(), (j_end[hit_sv] + n5).tolist(), length.tolist(),
-            identity.tolist(), similarity.tolist(), b0.tolist(), b1.tolist(), b2.tolist(), b3.tolist(),
-            text_off[1:].tolist(), strict.tolist(),
-        )
-    ]
-    offs = pair_off.tolist()
-    return [hits[a:b] for a, b in zip(offs[:-1], offs[1:])]
+    ie, i0 = a.i_end[hit_sv], a.i_start[hit_sv]
+    return HitTable(
+        pair=hit_pair, pair_off=pair_off, score=a.score[hit_sv], query_start=L - ie + 1, query_end=L - i0 + 1,
+        ref_start=a.j_start[hit_sv] + 1 - n3, ref_end=a.j_end[hit_sv] + n5,
+        aln_length=a.op_end[hit_sv] - a.op_start[hit_sv], n_wc=n_wc, n_paired=n_pair, width=width,
+        text_off=text_off, text=buf, fold_off=fold_off, fold=fold, strict_ok=strict,
+    )

@@ -1,13 +1,25 @@
-"""Output writers: miRanda 3.3a's text (verbose, quiet, keyval) and tabular formats (spec §10)."""
+"""Output writers (spec §10): miRanda 3.3a's text (verbose, quiet, keyval), TSV, JSON lines,
+Parquet and the API's table, each formatting a whole chunk from columns.
+
+Every writer takes :class:`~gamut.scan.runner.ChunkResult`\\ s in order. Text is assembled by
+:class:`~gamut.io.textcols.TextBuilder` (records of pieces, one compiled copy per chunk); numbers
+are formatted by Python's own format specs once per distinct value, so the bytes are exactly
+those of miRanda's printf formats (``%f``, ``%2.2f``, ``%3.2f``) as before.
+"""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, TYPE_CHECKING, Sequence
 
+import numpy as np
+from numba import njit
+
+from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
 from gamut.scan.fasta import SeqRecord
-from gamut.scan.hits import Hit
 from gamut.scan.params import ScanParams
+
+if TYPE_CHECKING:
+    from gamut.scan.runner import ChunkResult, ScanInput
 
 RULE = "=-" * 31 + "=\n"
 
@@ -16,6 +28,7 @@ HIT_COLUMNS = (
     "query_id", "reference_id", "score", "energy", "query_start", "query_end", "ref_start",
     "ref_end", "aln_length", "identity", "similarity", "aln_mirna", "aln_map", "aln_utr",
 )
+SUMMARY_HEADER = "Seq1,Seq2,Tot Score,Tot Energy,Max Score,Max Energy,Strand,Len1,Len2,Positions\n"
 
 
 def settings_block(query_path: str, reference_path: str, params: ScanParams) -> str:
@@ -33,153 +46,307 @@ def settings_block(query_path: str, reference_path: str, params: ScanParams) -> 
     )
 
 
-def read_line(record: SeqRecord, length: int) -> str:
-    return f"Read Sequence:{record.id} {record.description}({length} nt)\n"
+def read_line(record: SeqRecord) -> str:
+    return f"Read Sequence:{record.id} {record.description}({len(record)} nt)\n"
 
 
-def hit_block(hit: Hit, noenergy: bool) -> str:
-    """The multi-line block of one hit (not -keyval)."""
-    energy = 0.0 if noenergy else float(hit.energy)
-    energy_line = "" if noenergy else f"   Energy:  {energy:f} kCal/Mol\n"
-    return (
-        f"\n   Forward:\tScore: {float(hit.score):f}  Q:{hit.query_start} to {hit.query_end}"
-        f"  R:{hit.ref_start} to {hit.ref_end} Align Len ({hit.aln_length})"
-        f" ({hit.identity:3.2f}%) ({hit.similarity:3.2f}%)\n\n"
-        f"   Query:    3' {hit.aln_mirna} 5'\n"
-        f"                {hit.aln_map}\n"
-        f"   Ref:      5' {hit.aln_utr} 3'\n\n"
-        f"{energy_line}\n"
-        "Scores for this hit:\n"
-        f">{hit.query_id}\t{hit.reference_id}\t{float(hit.score):2.2f}\t{energy:2.2f}"
-        f"\t{hit.query_start} {hit.query_end}\t{hit.ref_start} {hit.ref_end}\t{hit.aln_length}"
-        f"\t{hit.identity:3.2f}%\t{hit.similarity:3.2f}%\n\n"
-    )
+@njit(cache=True, nogil=True)
+def _pair_sums(energy, starts, stops):
+    """Per pair: the sum of ``-energy`` (float64, in order, as Python's ``sum``) over its rows."""
+    out = np.zeros(starts.shape[0], np.float64)
+    for p in range(starts.shape[0]):
+        s = 0.0
+        for k in range(starts[p], stops[p]):
+            s += -np.float64(energy[k])
+        out[p] = s
+    return out
 
 
-def keyval_line(hit: Hit, noenergy: bool) -> str:
-    energy = 0.0 if noenergy else float(hit.energy)
-    return (
-        f"//hit_info\tquery_id={hit.query_id}\treference_id={hit.reference_id}"
-        f"\tscore={float(hit.score):f}\tenergy={energy:f}\tquery_start={hit.query_start}"
-        f"\tquery_end={hit.query_end}\tref_start={hit.ref_start}\tref_end={hit.ref_end}"
-        f"\taln_length={hit.aln_length}\tidentity={hit.identity:f}\tsimilarity={hit.similarity:f}"
-        f"\taln_mirna={hit.aln_mirna}\taln_map={hit.aln_map}\taln_utr={hit.aln_utr}\n"
-    )
+class _Chunk:
+    """The reported hits of a chunk and the columns every writer formats from them."""
+
+    def __init__(self, result: "ChunkResult", scan_input: "ScanInput") -> None:
+        hits = result.hits
+        self.result = result
+        self.rows = np.flatnonzero(hits.reported)  # reported hits, in output order
+        self.pair = hits.pair[self.rows]
+        self.q = result.pairs[self.pair, 0]
+        self.r = result.pairs[self.pair, 1]
+        self.hits = hits
+        self.noenergy = scan_input.params.noenergy
+
+    def field(self, name: str) -> np.ndarray:
+        return getattr(self.hits, name)[self.rows]
+
+    def lines(self, builder: TextBuilder, which: int) -> tuple[np.ndarray, np.ndarray]:
+        """Alignment line ``which`` (0 query, 1 map, 2 reference) of each reported hit."""
+        h = self.hits
+        return builder.buffer(h.text, self.line_starts(which), h.width[self.rows])
+
+    def line_starts(self, which: int) -> np.ndarray:
+        h = self.hits
+        return h.text_off[self.rows] + which * h.width[self.rows]
 
 
-@dataclass
-class PairResult:
-    """The outcome of scanning one (query, reference) pair, in output order."""
+class _Columns:
+    """Run-wide string columns (ids, 'Read Sequence' lines), built once per sequence on first use."""
 
-    query: SeqRecord
-    reference: SeqRecord
-    reference_length: int  # after -trim
-    counter: int  # references scanned so far in the run, this one included
-    hits: list[Hit] = field(default_factory=list)  # passed the overlap rule
+    def __init__(self, scan_input: "ScanInput") -> None:
+        self.input = scan_input
+        self._cache: dict[str, StringColumn] = {}
 
-    @property
-    def reported(self) -> list[Hit]:
-        return [h for h in self.hits if h.reported]
+    def get(self, name: str) -> StringColumn:
+        col = self._cache.get(name)
+        if col is None:
+            q, r = self.input.queries, self.input.references
+            texts = {
+                "qid": lambda: [x.id for x in q],
+                "rid": lambda: [x.id for x in r],
+                "qread": lambda: [read_line(x) for x in q],
+                "rread": lambda: [read_line(x) for x in r],
+                "qjson": lambda: [json.dumps(x.id) for x in q],
+                "rjson": lambda: [json.dumps(x.id) for x in r],
+            }[name]()
+            col = self._cache[name] = StringColumn(texts)
+        return col
 
 
-def summary_lines(result: PairResult, hits: list[Hit], noenergy: bool) -> str:
-    """The '>>' per-pair summary of the reported ``hits`` (with its header), or '' when miRanda
-    prints none (spec §10.5)."""
-    if not hits:
-        return ""
-    neg_energy = sum(-float(h.energy) for h in hits)
-    if not neg_energy > 0:
-        return ""
-    tot_score = float(sum(h.score for h in hits))
-    max_score = float(max(h.score for h in hits))
-    if noenergy:
-        tot_e, max_e = "0.0", "0.0"
-    else:
-        tot_e = f"-{neg_energy:2.2f}"
-        max_e = f"{min(0.0, min(float(h.energy) for h in hits)):2.2f}"
-    positions = "".join(f" {h.ref_start}" for h in hits)
-    return (
-        "Seq1,Seq2,Tot Score,Tot Energy,Max Score,Max Energy,Strand,Len1,Len2,Positions\n"
-        f">>{result.query.id}\t{result.reference.id}\t{tot_score:2.2f}\t{tot_e}\t{max_score:2.2f}"
-        f"\t{max_e}\t{result.counter}\t{len(result.query)}\t{result.reference_length}\t{positions}\n"
-    )
+def _f(v: float) -> str:
+    return f"{float(v):f}"
+
+
+def _f22(v: float) -> str:
+    return f"{float(v):2.2f}"
+
+
+def _f32(v: float) -> str:
+    return f"{v:3.2f}"
 
 
 class MirandaTextWriter:
-    """Writes results in miRanda 3.3a's text layout (verbose by default; quiet; keyval)."""
+    """miRanda 3.3a's text layout (verbose by default; quiet; keyval), a chunk at a time."""
 
-    def __init__(self, out: IO[str], params: ScanParams, *, quiet: bool = False, keyval: bool = False):
+    def __init__(self, out: IO[str], scan_input: "ScanInput", *, quiet: bool = False, keyval: bool = False):
         self.out = out
-        self.params = params
+        self.input = scan_input
+        self.params = scan_input.params
         self.quiet = quiet
         self.keyval = keyval
+        self.columns = _Columns(scan_input)
+        self.last_query = -1
 
-    def start(self, banner: str, query_path: str, reference_path: str, n_restrict: int | None) -> None:
+    def start(self, banner: str, query_path: str, reference_path: str) -> None:
         self.out.write(banner + settings_block(query_path, reference_path, self.params))
-        if n_restrict is not None and not self.quiet:
-            self.out.write(f"Performing Restricted Scan on:{n_restrict} pairs\n")
+        if self.params.restrict is not None and not self.quiet:
+            self.out.write(f"Performing Restricted Scan on:{len(self.params.restrict)} pairs\n")
 
-    def query(self, record: SeqRecord) -> None:
-        if not self.quiet:
-            self.out.write(read_line(record, len(record)))
+    def chunk(self, result: "ChunkResult") -> None:
+        self.out.write(self.render(result).decode("latin-1"))
 
-    def pair(self, result: PairResult) -> None:
-        noenergy = self.params.noenergy
-        parts: list[str] = []
+    def render(self, result: "ChunkResult") -> bytes:
+        """The chunk's text as bytes (latin-1)."""
+        b = TextBuilder()
+        c = _Chunk(result, self.input)
+        cols = self.columns
+        pairs = result.pairs
+        n = pairs.shape[0]
+        q, r = pairs[:, 0], pairs[:, 1]
+        if not self.quiet and n:
+            previous = np.r_[self.last_query, q[:-1]]
+            new = np.flatnonzero(q != previous)
+            b.records(new, 0, 0, [pick(b, cols.get("qread"), q[new])])
+            every = np.arange(n)
+            b.records(every, 1, 0, [pick(b, cols.get("rread"), r), RULE + "Performing Scan: ",
+                                    pick(b, cols.get("qid"), q), " vs ", pick(b, cols.get("rid"), r), "\n" + RULE])
+        if n:
+            self.last_query = int(q[-1])
+        self._hits(b, c)
+        self._footers(b, c, result)
+        return b.render()
+
+    def _hits(self, b: TextBuilder, c: _Chunk) -> None:
+        if c.rows.size == 0:
+            return
+        cols = self.columns
+        score, energy = c.field("score"), c.field("energy")
+        qid, rid = pick(b, cols.get("qid"), c.q), pick(b, cols.get("rid"), c.r)
+        qs, qe = b.integers(c.field("query_start")), b.integers(c.field("query_end"))
+        rs, re = b.integers(c.field("ref_start")), b.integers(c.field("ref_end"))
+        length = b.integers(c.field("aln_length"))
+        mirna, amap, utr = c.lines(b, 0), c.lines(b, 1), c.lines(b, 2)
+        noenergy = c.noenergy
+        if self.keyval:
+            e = "0.000000" if noenergy else b.formatted(energy, _f)
+            pieces = ["//hit_info\tquery_id=", qid, "\treference_id=", rid, "\tscore=", b.formatted(score, _f),
+                      "\tenergy=", e, "\tquery_start=", qs, "\tquery_end=", qe, "\tref_start=", rs, "\tref_end=", re,
+                      "\taln_length=", length, "\tidentity=", b.formatted(c.field("identity"), _f),
+                      "\tsimilarity=", b.formatted(c.field("similarity"), _f), "\taln_mirna=", mirna,
+                      "\taln_map=", amap, "\taln_utr=", utr, "\n"]
+        else:
+            ident, sim = b.formatted(c.field("identity"), _f32), b.formatted(c.field("similarity"), _f32)
+            energy_line = [] if noenergy else ["   Energy:  ", b.formatted(energy, _f), " kCal/Mol\n"]
+            e22 = "0.00" if noenergy else b.formatted(energy, _f22)
+            pieces = ["\n   Forward:\tScore: ", b.formatted(score, _f), "  Q:", qs, " to ", qe, "  R:", rs, " to ", re,
+                      " Align Len (", length, ") (", ident, "%) (", sim, "%)\n\n   Query:    3' ", mirna,
+                      " 5'\n                ", amap, "\n   Ref:      5' ", utr, " 3'\n\n", *energy_line,
+                      "\nScores for this hit:\n>", qid, "\t", rid, "\t", b.formatted(score, _f22), "\t", e22, "\t",
+                      qs, " ", qe, "\t", rs, " ", re, "\t", length, "\t", ident, "%\t", sim, "%\n\n"]
+        b.records(c.pair, 2, c.rows, pieces)
+
+    def _footers(self, b: TextBuilder, c: _Chunk, result: "ChunkResult") -> None:
+        """'Score for this Scan', the '>>' summaries with their positions, 'Complete' (spec §10.5)."""
+        n = len(result)
+        counts = np.bincount(c.pair, minlength=n)
+        stops = np.cumsum(counts)
+        starts = stops - counts
+        energy = c.field("energy")
+        neg = _pair_sums(energy, starts, stops)
+        summary = np.flatnonzero((counts > 0) & (neg > 0))
+        lead = "" if self.quiet else "Score for this Scan:\n"
         if not self.quiet:
-            parts.append(read_line(result.reference, len(result.reference)))
-            parts.append(RULE + f"Performing Scan: {result.query.id} vs {result.reference.id}\n" + RULE)
-        reported = result.reported
-        for hit in reported:
-            parts.append(keyval_line(hit, noenergy) if self.keyval else hit_block(hit, noenergy))
-        summary = summary_lines(result, reported, noenergy)
-        if not self.quiet:
-            parts.append("Score for this Scan:\n")
-        if summary:
-            parts.append(summary + "Complete\n\n")
-        elif not self.quiet:
-            parts.append("No Hits Found above Threshold\nComplete\n\n")
-        self.out.write("".join(parts))
+            plain = np.setdiff1d(np.arange(n), summary, assume_unique=True)
+            b.records(plain, 3, 0, [lead + "No Hits Found above Threshold\nComplete\n\n"])
+        if summary.size == 0:
+            return
+        cols = self.columns
+        score = c.field("score")
+        tot_score = np.add.reduceat(score, starts[counts > 0])[np.searchsorted(np.flatnonzero(counts > 0), summary)]
+        max_score = np.maximum.reduceat(score, starts[counts > 0])[np.searchsorted(np.flatnonzero(counts > 0), summary)]
+        if c.noenergy:
+            tot_e: object = "0.0"
+            max_e: object = "0.0"
+        else:
+            min_e = np.minimum.reduceat(energy.astype(np.float64), starts[counts > 0])
+            min_e = min_e[np.searchsorted(np.flatnonzero(counts > 0), summary)]
+            tot_e = b.formatted(neg[summary], lambda v: f"-{v:2.2f}")
+            max_e = b.formatted(np.minimum(min_e, 0.0), _f22)
+        pq, pr = result.pairs[summary, 0], result.pairs[summary, 1]
+        b.records(summary, 3, 0, [
+            lead + SUMMARY_HEADER + ">>", pick(b, cols.get("qid"), pq), "\t", pick(b, cols.get("rid"), pr), "\t",
+            b.formatted(tot_score, _f22), "\t", tot_e, "\t", b.formatted(max_score, _f22), "\t", max_e, "\t",
+            b.integers(result.counter0 + summary + 1), "\t",
+            b.integers(self.input.query_set.lengths()[pq]), "\t",
+            b.integers(self.input.reference_set.lengths()[pr]), "\t",
+        ])
+        # Positions: the reported hits of the summarised pairs, then the closing lines.
+        has = np.zeros(n, bool)
+        has[summary] = True
+        mine = np.flatnonzero(has[c.pair])
+        b.records(c.pair[mine], 4, c.rows[mine], [" ", b.integers(c.field("ref_start")[mine])])
+        b.records(summary, 5, 0, ["\nComplete\n\n"])
 
     def finish(self) -> None:
         self.out.write("Scan Complete\n\n")
 
 
-def hit_record(hit: Hit, noenergy: bool) -> dict:
-    """A hit as a flat dict with :data:`HIT_COLUMNS` (energy 0.0 with -noenergy, as miRanda prints)."""
-    row = {name: getattr(hit, name) for name in HIT_COLUMNS}
-    row["energy"] = 0.0 if noenergy else round(float(hit.energy), 2)
-    return row
-
-
 class TableWriter:
-    """Reported hits as TSV (with a header) or JSON lines."""
+    """Reported hits as TSV (with a header) or JSON lines, a chunk at a time."""
 
-    def __init__(self, out: IO[str], params: ScanParams, fmt: str):
+    def __init__(self, out: IO[str], scan_input: "ScanInput", fmt: str):
         self.out = out
-        self.params = params
+        self.input = scan_input
         self.fmt = fmt
+        self.columns = _Columns(scan_input)
 
     def start(self, *_args) -> None:
         if self.fmt == "tsv":
             self.out.write("\t".join(HIT_COLUMNS) + "\n")
 
-    def query(self, record: SeqRecord) -> None:
-        pass
-
-    def pair(self, result: PairResult) -> None:
-        for hit in result.reported:
-            row = hit_record(hit, self.params.noenergy)
-            if self.fmt == "tsv":
-                self.out.write("\t".join(_tsv_value(row[c]) for c in HIT_COLUMNS) + "\n")
-            else:
-                self.out.write(json.dumps(row) + "\n")
+    def chunk(self, result: "ChunkResult") -> None:
+        c = _Chunk(result, self.input)
+        if c.rows.size == 0:
+            return
+        b = TextBuilder()
+        json_mode = self.fmt == "jsonl"
+        qid = pick(b, self.columns.get("qjson" if json_mode else "qid"), c.q)
+        rid = pick(b, self.columns.get("rjson" if json_mode else "rid"), c.r)
+        ints = {name: b.integers(c.field(name)) for name in
+                ("score", "query_start", "query_end", "ref_start", "ref_end", "aln_length")}
+        lines = [c.lines(b, w) for w in range(3)]
+        energy = np.zeros(c.rows.size, np.float32) if c.noenergy else c.field("energy")
+        if json_mode:
+            fmt = lambda v: json.dumps(round(float(v), 2))  # noqa: E731
+            e = b.formatted(energy, fmt)
+            ident = b.formatted(c.field("identity"), lambda v: json.dumps(float(v)))
+            sim = b.formatted(c.field("similarity"), lambda v: json.dumps(float(v)))
+            values = [qid, rid, ints["score"], e, ints["query_start"], ints["query_end"], ints["ref_start"],
+                      ints["ref_end"], ints["aln_length"], ident, sim, *lines]
+            pieces: list = []
+            for k, (name, value) in enumerate(zip(HIT_COLUMNS, values)):
+                quoted = name.startswith("aln_")
+                pieces += [("{" if k == 0 else ", ") + json.dumps(name) + ": " + ('"' if quoted else ""), value]
+                if quoted:
+                    pieces.append('"')
+            pieces.append("}\n")
+        else:
+            two = lambda v: f"{round(float(v), 2):.2f}"  # noqa: E731
+            values = [qid, rid, ints["score"], b.formatted(energy, two), ints["query_start"], ints["query_end"],
+                      ints["ref_start"], ints["ref_end"], ints["aln_length"],
+                      b.formatted(c.field("identity"), lambda v: f"{v:.2f}"),
+                      b.formatted(c.field("similarity"), lambda v: f"{v:.2f}"), *lines]
+            pieces = []
+            for k, value in enumerate(values):
+                pieces += ([] if k == 0 else ["\t"]) + [value]
+            pieces.append("\n")
+        b.records(c.pair, 0, c.rows, pieces)
+        self.out.write(b.render().decode("latin-1"))
 
     def finish(self) -> None:
         pass
 
 
-def _tsv_value(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
+def arrow_schema():
+    """The Parquet/Arrow schema of a hit table."""
+    import pyarrow as pa
+
+    types = {"query_id": pa.string(), "reference_id": pa.string(), "energy": pa.float64(), "identity": pa.float64(),
+             "similarity": pa.float64(), "aln_mirna": pa.string(), "aln_map": pa.string(), "aln_utr": pa.string()}
+    return pa.schema([(name, types.get(name, pa.int64())) for name in HIT_COLUMNS])
+
+
+def arrow_batch(result: "ChunkResult", scan_input: "ScanInput"):
+    """The reported hits of a chunk as a ``pyarrow.RecordBatch`` with :data:`HIT_COLUMNS`."""
+    import pyarrow as pa
+
+    c = _Chunk(result, scan_input)
+
+    def text(which: int) -> "pa.Array":
+        lengths = c.hits.width[c.rows]
+        data, _ = gather(c.hits.text, c.line_starts(which), lengths)
+        offsets = np.zeros(lengths.shape[0] + 1, np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))
+
+    qids = pa.array([x.id for x in scan_input.queries], pa.string())
+    rids = pa.array([x.id for x in scan_input.references], pa.string())
+    energy = np.zeros(c.rows.size) if c.noenergy else np.round(c.field("energy").astype(np.float64), 2)
+    arrays = [qids.take(pa.array(c.q)), rids.take(pa.array(c.r)), pa.array(c.field("score")), pa.array(energy),
+              *(pa.array(c.field(n)) for n in ("query_start", "query_end", "ref_start", "ref_end", "aln_length")),
+              pa.array(c.field("identity")), pa.array(c.field("similarity")), text(0), text(1), text(2)]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema())
+
+
+def hit_frame(results: Sequence["ChunkResult"], scan_input: "ScanInput"):
+    """The reported hits of whole results as a pandas DataFrame with :data:`HIT_COLUMNS`."""
+    import pandas as pd
+
+    frames = []
+    qids = np.array([x.id for x in scan_input.queries], dtype=object)
+    rids = np.array([x.id for x in scan_input.references], dtype=object)
+    for result in results:
+        c = _Chunk(result, scan_input)
+        if c.rows.size == 0:
+            continue
+        lines = [c.hits.strings(w) for w in range(3)]
+        rows = c.rows.tolist()
+        energy = np.zeros(c.rows.size) if c.noenergy else np.round(c.field("energy").astype(np.float64), 2)
+        frames.append(pd.DataFrame({
+            "query_id": qids[c.q], "reference_id": rids[c.r], "score": c.field("score"), "energy": energy,
+            **{n: c.field(n) for n in ("query_start", "query_end", "ref_start", "ref_end", "aln_length",
+                                        "identity", "similarity")},
+            "aln_mirna": [lines[0][k] for k in rows], "aln_map": [lines[1][k] for k in rows],
+            "aln_utr": [lines[2][k] for k in rows],
+        }))
+    if not frames:
+        return pd.DataFrame({name: [] for name in HIT_COLUMNS})
+    return pd.concat(frames, ignore_index=True)

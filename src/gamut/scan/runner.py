@@ -1,97 +1,159 @@
-"""Run a scan: pairs in miRanda's order, aligned in chunks by an engine, post-processed, written."""
+"""Run a scan as a stream of chunks: pairs as arrays, aligned by an engine, hits and energies as columns.
+
+A chunk is a run of consecutive (query, reference) pairs in miRanda's output order (every
+reference for the first query, then the second, ...), bounded in cells and pairs. Its pairs are
+an int64 array, never one Python object per pair; the engine returns the chunk's alignments as
+columns (:class:`~gamut.scan.alignments.ChunkAlignments`), :func:`~gamut.scan.hits.chunk_hits`
+builds every hit of the chunk in compiled code, the energies of all its hits are folded in one
+parallel call, and writers format the whole chunk from the columns. The engine aligns the next
+chunk on a worker thread while the current one is post-processed and written, so memory stays
+bounded by two chunks whatever the number of pairs.
+"""
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Iterator
 
 import numpy as np
 
-from gamut.scan.alignments import AlignmentEngine, EncodedSeq
+from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.alphabet import encode
 from gamut.scan.fasta import SeqRecord
-from gamut.scan.hits import NOENERGY_VALUE, Hit, SequenceSet, chunk_hits, mark_reported
+from gamut.scan.hits import NOENERGY_VALUE, HitTable, SequenceSet, chunk_hits
 from gamut.scan.params import ScanParams
-from gamut.scan.report import PairResult
 
 #: Cells (query x reference letters) aligned per engine call; bounds memory and keeps output flowing.
 DEFAULT_CHUNK_CELLS = 64_000_000
 DEFAULT_CHUNK_PAIRS = 50_000
 
 
+def _sequence_set(ids: list[str], sequences: list[bytes]) -> SequenceSet:
+    """Sequences concatenated once, with their class codes computed in one pass."""
+    joined = b"".join(sequences)
+    offsets = np.zeros(len(sequences) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, sequences), np.int64, len(sequences)), out=offsets[1:])
+    return SequenceSet(list(ids), np.frombuffer(joined, np.uint8), encode(joined), offsets, joined.isascii())
+
+
 @dataclass
 class ScanInput:
-    """Queries and references as read (references already trimmed by -trim, if any)."""
+    """Queries and references as read; references are used as trimmed by -trim, if any."""
 
     queries: list[SeqRecord]
     references: list[SeqRecord]
     params: ScanParams
 
-    def __post_init__(self) -> None:
+    @cached_property
+    def query_set(self) -> SequenceSet:
+        return _sequence_set([q.id for q in self.queries], [q.sequence for q in self.queries])
+
+    @cached_property
+    def reference_set(self) -> SequenceSet:
+        """The references as miRanda sees them (after -trim)."""
         trim = self.params.trim
-        self.trimmed = [r.sequence[:trim] if trim > 0 else r.sequence for r in self.references]
-        self.query_codes = [EncodedSeq(encode(q.sequence)) for q in self.queries]
-        self.reference_codes = [EncodedSeq(encode(s)) for s in self.trimmed]
+        return _sequence_set([r.id for r in self.references],
+                             [r.sequence[:trim] if trim > 0 else r.sequence for r in self.references])
 
     @cached_property
-    def flat_queries(self) -> SequenceSet:
-        """The queries concatenated once, for the chunk post-processing (:func:`chunk_hits`)."""
-        return SequenceSet.build([q.id for q in self.queries], [q.sequence for q in self.queries],
-                                 [c.codes for c in self.query_codes])
-
-    @cached_property
-    def flat_references(self) -> SequenceSet:
-        """The references as miRanda sees them (after -trim), concatenated once."""
-        return SequenceSet.build([r.id for r in self.references], self.trimmed,
-                                 [c.codes for c in self.reference_codes])
-
-    def pairs(self) -> Iterator[tuple[int, int]]:
-        """All (query, reference) index pairs in output order, after -restrict (lazily)."""
+    def restricted_pairs(self) -> np.ndarray | None:
+        """With -restrict: the allowed (query, reference) index pairs in output order; else None."""
         allowed = self.params.restrict
-        for qi, q in enumerate(self.queries):
-            for ri, r in enumerate(self.references):
-                if allowed is None or (q.id, r.id) in allowed:
-                    yield qi, ri
+        if allowed is None:
+            return None
+        q_index: dict[str, list[int]] = {}
+        r_index: dict[str, list[int]] = {}
+        for k, q in enumerate(self.queries):
+            q_index.setdefault(q.id, []).append(k)
+        for k, r in enumerate(self.references):
+            r_index.setdefault(r.id, []).append(k)
+        found = [(qi, ri) for qid, rid in allowed for qi in q_index.get(qid, ()) for ri in r_index.get(rid, ())]
+        pairs = np.array(sorted(found), np.int64).reshape(-1, 2)
+        return pairs
 
-    def pair_cells(self, qi: int, ri: int) -> int:
-        return len(self.query_codes[qi]) * len(self.reference_codes[ri])
+    @property
+    def n_pairs(self) -> int:
+        restricted = self.restricted_pairs
+        return len(self.queries) * len(self.references) if restricted is None else int(restricted.shape[0])
 
     def total_cells(self) -> int:
         """Cells (query x reference letters) of the whole scan."""
-        if self.params.restrict is None:
-            return sum(map(len, self.query_codes)) * sum(map(len, self.reference_codes))
-        return sum(self.pair_cells(q, r) for q, r in self.pairs())
+        ql, rl = self.query_set.lengths(), self.reference_set.lengths()
+        restricted = self.restricted_pairs
+        if restricted is None:
+            return int(ql.sum()) * int(rl.sum())
+        return int((ql[restricted[:, 0]] * rl[restricted[:, 1]]).sum())
+
+    def chunks(self, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+        """Consecutive runs of pairs (int64 arrays (n, 2)) of about ``chunk_cells`` cells and at
+        most ``chunk_pairs`` pairs, in output order."""
+        ql, rl = self.query_set.lengths(), self.reference_set.lengths()
+        restricted = self.restricted_pairs
+        if restricted is not None:
+            yield from _cut(restricted, ql[restricted[:, 0]] * rl[restricted[:, 1]], chunk_cells, chunk_pairs)
+            return
+        n_ref = rl.shape[0]
+        total = ql.shape[0] * n_ref
+        rcum = np.zeros(n_ref + 1, np.int64)
+        np.cumsum(rl, out=rcum[1:])
+        k = 0
+        while k < total:
+            start, budget = k, chunk_cells
+            while k < total and budget > 0 and k - start < chunk_pairs:
+                q, r = divmod(k, n_ref)
+                room = chunk_pairs - (k - start)
+                rest = int(ql[q]) * int(rcum[n_ref] - rcum[r])
+                if rest <= budget and n_ref - r <= room:  # the rest of this query's row
+                    k += n_ref - r
+                    budget -= rest
+                    continue
+                # Part of the row: references r..stop-1 hold at least the remaining budget.
+                need = -(-budget // max(int(ql[q]), 1))
+                stop = int(np.searchsorted(rcum, rcum[r] + need, side="left"))
+                stop = min(max(stop, r + 1), n_ref, r + room)
+                k = q * n_ref + stop
+                break
+            index = np.arange(start, k, dtype=np.int64)
+            q_of = index // n_ref
+            yield np.stack((q_of, index - q_of * n_ref), axis=1)
 
 
-def _chunks(
-    scan_input: ScanInput, chunk_cells: int, chunk_pairs: int
-) -> Iterator[tuple[list[tuple[int, int]], int]]:
-    """Consecutive runs of at most ``chunk_pairs`` pairs and about ``chunk_cells`` cells, with their cell counts."""
-    chunk: list[tuple[int, int]] = []
-    cells = 0
-    for q, r in scan_input.pairs():
-        chunk.append((q, r))
-        cells += scan_input.pair_cells(q, r)
-        if cells >= chunk_cells or len(chunk) >= chunk_pairs:
-            yield chunk, cells
-            chunk, cells = [], 0
-    if chunk:
-        yield chunk, cells
+def _cut(pairs: np.ndarray, cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+    """Split listed pairs into runs of about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs."""
+    cum = np.cumsum(cells)
+    start = 0
+    while start < pairs.shape[0]:
+        base = cum[start - 1] if start else 0
+        stop = int(np.searchsorted(cum, base + chunk_cells, side="left")) + 1
+        stop = min(max(stop, start + 1), start + chunk_pairs, pairs.shape[0])
+        yield pairs[start:stop]
+        start = stop
 
 
-def assign_energies(hits: list[Hit], params: ScanParams, threads: int | None) -> None:
-    """Fold every overlap-passing hit (spec §9) in one batch, or apply the -noenergy value."""
-    if not hits:
-        return
+@dataclass
+class ChunkResult:
+    """A chunk of scanned pairs and their hits. Pair p's miRanda running counter is ``counter0 + p + 1``."""
+
+    pairs: np.ndarray  # int64 (n, 2): query index, reference index
+    hits: HitTable  # energies and reported flags set
+    counter0: int
+
+    def __len__(self) -> int:
+        return int(self.pairs.shape[0])
+
+
+def hit_energies(hits: HitTable, params: ScanParams, threads: int | None) -> np.ndarray:
+    """Energies (float32 kcal/mol) of every hit (spec §9), or the -noenergy value."""
     if params.noenergy:
-        for hit in hits:
-            hit.energy = NOENERGY_VALUE
-        return
-    from gamut.scan.energy import duplex_energies
+        return np.full(len(hits), NOENERGY_VALUE, np.float32)
+    if len(hits) == 0:
+        return np.zeros(0, np.float32)
+    from gamut.scan.energy import packed_energies_dcal
 
-    energies = duplex_energies([h.fold_string for h in hits], model=params.energy_model, threads=threads)
-    for hit, energy in zip(hits, energies):
-        hit.energy = np.float32(energy)
+    dcal = packed_energies_dcal(hits.fold, hits.fold_off, model=params.energy_model, threads=threads)
+    return (dcal / 100.0).astype(np.float32)
 
 
 def run_scan(
@@ -100,31 +162,46 @@ def run_scan(
     *,
     threads: int | None = None,
     chunk_cells: int | None = None,
+    chunk_pairs: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> Iterator[PairResult]:
-    """Yield a :class:`PairResult` per scanned pair, in miRanda's output order.
+) -> Iterator[ChunkResult]:
+    """Yield a :class:`ChunkResult` per chunk of pairs, in miRanda's output order.
 
-    ``progress`` is called with the number of cells finished after each chunk. Chunks hold
-    ``chunk_cells`` cells (default: the engine's ``preferred_chunk_cells``, else 64 M) and at most
-    the engine's ``preferred_chunk_pairs`` pairs (else 50,000).
+    ``progress`` is called with the number of cells finished after each chunk. Chunks hold about
+    ``chunk_cells`` cells (default: the engine's ``preferred_chunk_cells``, else 64 M) and at
+    most ``chunk_pairs`` pairs (default: the engine's ``preferred_chunk_pairs``, else 50,000).
+    The engine aligns chunk k+1 on a worker thread while chunk k is post-processed.
     """
     params = scan_input.params
     if chunk_cells is None:
         chunk_cells = getattr(engine, "preferred_chunk_cells", DEFAULT_CHUNK_CELLS)
-    chunk_pairs = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
+    if chunk_pairs is None:
+        chunk_pairs = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
+    queries, references = scan_input.query_set, scan_input.reference_set
+    ql, rl = queries.lengths(), references.lengths()
+
+    def align(pairs: np.ndarray):
+        return pairs, engine.align(queries, references, pairs, params)
+
     counter = 0
-    for chunk, cells in _chunks(scan_input, chunk_cells, chunk_pairs):
-        pairs = np.asarray(chunk, dtype=np.int64)
-        alignments = engine.align(scan_input.query_codes, scan_input.reference_codes, pairs, params)
-        per_pair = chunk_hits(scan_input.flat_queries, scan_input.flat_references, pairs, alignments)
-        queries, references, trimmed = scan_input.queries, scan_input.references, scan_input.trimmed
-        results: list[PairResult] = []
-        for (qi, ri), hits in zip(chunk, per_pair):
-            counter += 1
-            results.append(PairResult(queries[qi], references[ri], len(trimmed[ri]), counter, hits))
-        all_hits = [h for res in results for h in res.hits]
-        assign_energies(all_hits, params, threads)
-        mark_reported(all_hits, float(params.energy_threshold), params.strict)
-        if progress is not None:
-            progress(cells)
-        yield from results
+    with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as pool:
+        pending: deque = deque()
+        chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < 2:  # keep the engine one chunk ahead
+                pairs = next(chunks, None)
+                if pairs is None:
+                    exhausted = True
+                else:
+                    pending.append(pool.submit(align, pairs))
+            if not pending:
+                break
+            pairs, alignments = pending.popleft().result()
+            hits = chunk_hits(queries, references, pairs, alignments)
+            hits.set_energies(hit_energies(hits, params, threads), float(params.energy_threshold), params.strict)
+            result = ChunkResult(pairs, hits, counter)
+            counter += len(result)
+            if progress is not None:
+                progress(int((ql[pairs[:, 0]] * rl[pairs[:, 1]]).sum()))
+            yield result

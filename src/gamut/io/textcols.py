@@ -1,0 +1,217 @@
+"""Text from columns: records assembled from byte pieces in compiled code, no Python work per row.
+
+A writer describes each kind of output record (a hit block, a per-pair header, ...) as a list of
+pieces: constant text, or a per-row column of strings (a byte buffer with per-row start and
+length). :class:`TextBuilder` collects the records of a chunk with sort keys, orders them and
+copies every piece into one output buffer in a single compiled pass.
+
+Numbers become text once per distinct value (:meth:`TextBuilder.formatted`), so the formatting
+is Python's own (exactly what ``f"{x:f}"`` prints) while the cost follows the number of distinct
+values, not the number of rows.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence, Union
+
+import numpy as np
+from numba import njit
+
+#: A piece of a record: constant text, or ``(starts, lengths)`` of per-row strings in the pool.
+Piece = Union[str, tuple[np.ndarray, np.ndarray]]
+
+
+@njit(cache=True, nogil=True)
+def _copy_segments(pool, starts, lengths, order):
+    """Concatenate ``pool[starts[s]:starts[s]+lengths[s]]`` for the segments ``s`` in ``order``."""
+    total = 0
+    for k in range(order.shape[0]):
+        total += lengths[order[k]]
+    out = np.empty(total, np.uint8)
+    pos = 0
+    for k in range(order.shape[0]):
+        s = order[k]
+        a = starts[s]
+        for x in range(lengths[s]):
+            out[pos + x] = pool[a + x]
+        pos += lengths[s]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _int_text(values):
+    """Decimal text of int64 ``values``: one buffer and per-value start/length."""
+    n = values.shape[0]
+    lengths = np.empty(n, np.int64)
+    for k in range(n):
+        v = values[k]
+        d = 1
+        a = -v if v < 0 else v
+        while a >= 10:
+            a //= 10
+            d += 1
+        lengths[k] = d + (1 if v < 0 else 0)
+    starts = np.zeros(n, np.int64)
+    total = 0
+    for k in range(n):
+        starts[k] = total
+        total += lengths[k]
+    buf = np.empty(total, np.uint8)
+    for k in range(n):
+        v = values[k]
+        end = starts[k] + lengths[k]
+        if v < 0:
+            buf[starts[k]] = 45  # '-'
+            v = -v
+        pos = end - 1
+        while True:
+            buf[pos] = 48 + v % 10
+            v //= 10
+            pos -= 1
+            if v == 0:
+                break
+    return buf, starts, lengths
+
+
+class TextBuilder:
+    """Collects keyed records made of pieces and renders them in key order as one byte string."""
+
+    def __init__(self) -> None:
+        self._pool: list[np.ndarray] = []
+        self._size = 0
+        self._consts: dict[str, tuple[int, int]] = {}
+        self._records: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    # -- sources ------------------------------------------------------------------------------
+    def _add(self, data: np.ndarray) -> int:
+        base = self._size
+        self._pool.append(np.ascontiguousarray(data, np.uint8))
+        self._size += int(data.shape[0])
+        return base
+
+    def const(self, text: str) -> tuple[int, int]:
+        """Pool position of a constant text (latin-1), added once."""
+        found = self._consts.get(text)
+        if found is None:
+            raw = np.frombuffer(text.encode("latin-1"), np.uint8)
+            found = self._consts[text] = (self._add(raw), raw.shape[0])
+        return found
+
+    def buffer(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A column of strings ``data[starts[k]:starts[k]+lengths[k]]``."""
+        base = self._add(data)
+        return np.asarray(starts, np.int64) + base, np.asarray(lengths, np.int64)
+
+    def strings(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """A column from Python strings (for per-sequence columns built once, such as ids)."""
+        encoded = [t.encode("latin-1") for t in texts]
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        starts = np.zeros(len(encoded), np.int64)
+        if len(encoded) > 1:
+            np.cumsum(lengths[:-1], out=starts[1:])
+        return self.buffer(np.frombuffer(b"".join(encoded), np.uint8), starts, lengths)
+
+    def integers(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Decimal text of integers (as ``str(int)``)."""
+        buf, starts, lengths = _int_text(np.ascontiguousarray(values, np.int64))
+        return self.buffer(buf, starts, lengths)
+
+    def formatted(self, values: np.ndarray, fmt: Callable[[float], str]) -> tuple[np.ndarray, np.ndarray]:
+        """``fmt(value)`` for every value, computed once per distinct value."""
+        values = np.asarray(values)
+        if values.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        distinct, inverse = np.unique(values, return_inverse=True)
+        starts, lengths = self.strings([fmt(v) for v in distinct.tolist()])
+        return starts[inverse], lengths[inverse]
+
+    @staticmethod
+    def take(column: tuple[np.ndarray, np.ndarray], index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``index`` of a column (e.g. per-hit query ids from the per-query id column)."""
+        return column[0][index], column[1][index]
+
+    # -- records ------------------------------------------------------------------------------
+    def records(self, major: np.ndarray, slot: int, minor: np.ndarray | int, pieces: Sequence[Piece]) -> None:
+        """Add ``len(major)`` records ordered by (``major``, ``slot``, ``minor``), each the
+        concatenation of ``pieces`` (constants, or columns with one row per record)."""
+        major = np.asarray(major, np.int64)
+        n = major.shape[0]
+        if n == 0 or not pieces:
+            return
+        starts = np.empty((n, len(pieces)), np.int64)
+        lengths = np.empty((n, len(pieces)), np.int64)
+        for k, piece in enumerate(pieces):
+            if isinstance(piece, str):
+                starts[:, k], lengths[:, k] = self.const(piece)
+            else:
+                starts[:, k], lengths[:, k] = piece
+        minor_arr = np.broadcast_to(np.asarray(minor, np.int64), (n,))
+        self._records.append((major, np.full(n, slot, np.int64), minor_arr, starts, lengths))
+
+    def render(self) -> bytes:
+        """All records in key order, as bytes."""
+        if not self._records:
+            return b""
+        major = np.concatenate([r[0] for r in self._records])
+        slot = np.concatenate([r[1] for r in self._records])
+        minor = np.concatenate([r[2] for r in self._records])
+        width = max(r[3].shape[1] for r in self._records)
+        starts = np.zeros((major.shape[0], width), np.int64)
+        lengths = np.zeros((major.shape[0], width), np.int64)
+        row = 0
+        for r in self._records:
+            n, k = r[3].shape
+            starts[row:row + n, :k] = r[3]
+            lengths[row:row + n, :k] = r[4]
+            row += n
+        order = np.lexsort((minor, slot, major))
+        segments = (order[:, None] * width + np.arange(width)[None, :]).ravel()
+        pool = np.concatenate(self._pool) if self._pool else np.zeros(0, np.uint8)
+        return _copy_segments(pool, starts.ravel(), lengths.ravel(), segments).tobytes()
+
+
+@njit(cache=True, nogil=True)
+def _gather(data, starts, lengths, index):
+    """The strings ``index`` of a column, packed: (buffer, starts)."""
+    total = 0
+    for k in range(index.shape[0]):
+        total += lengths[index[k]]
+    out = np.empty(total, np.uint8)
+    new_starts = np.empty(index.shape[0], np.int64)
+    pos = 0
+    for k in range(index.shape[0]):
+        s = starts[index[k]]
+        n = lengths[index[k]]
+        new_starts[k] = pos
+        for x in range(n):
+            out[pos + x] = data[s + x]
+        pos += n
+    return out, new_starts
+
+
+class StringColumn:
+    """Per-sequence strings kept for a whole run (ids, 'Read Sequence' lines), one buffer."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        encoded = [t.encode("latin-1") for t in texts]
+        self.lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        self.starts = np.zeros(len(encoded), np.int64)
+        if len(encoded) > 1:
+            np.cumsum(self.lengths[:-1], out=self.starts[1:])
+        self.data = np.frombuffer(b"".join(encoded), np.uint8)
+
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+
+def pick(builder: TextBuilder, column: StringColumn, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``index`` of a run-wide column, copied (only those rows) into ``builder``'s pool."""
+    index = np.ascontiguousarray(index, np.int64)
+    buf, starts = _gather(column.data, column.starts, column.lengths, index)
+    return builder.buffer(buf, starts, column.lengths[index])
+
+
+def gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The strings ``data[starts[k]:starts[k]+lengths[k]]`` packed one after the other: (buffer, starts)."""
+    n = int(np.asarray(starts).shape[0])
+    return _gather(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(starts, np.int64),
+                   np.ascontiguousarray(lengths, np.int64), np.arange(n, dtype=np.int64))
