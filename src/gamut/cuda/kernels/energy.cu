@@ -352,13 +352,13 @@ __device__ void energy_fold_body(const int* __restrict__ small, const int* __res
     }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS)
+extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)
 energy_fold_shared(const int* small, const int* big, const unsigned char* raw, const long long* offsets,
                    const int* order, int count, int maxm, int* scratch, int* out) {
     energy_fold_body<true>(small, big, raw, offsets, order, count, maxm, scratch, out);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS)
+extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)
 energy_fold_global(const int* small, const int* big, const unsigned char* raw, const long long* offsets,
                    const int* order, int count, int maxm, int* scratch, int* out) {
     energy_fold_body<false>(small, big, raw, offsets, order, count, maxm, scratch, out);
