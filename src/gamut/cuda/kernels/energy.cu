@@ -277,14 +277,18 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int l
             w.ecell[k] = pair_base_energy(t, w, raw, m, i, i + d, pair_of(t, w, i, i + d));
         }
         warp_sync();
-        // 2. bulges and generic interior loops: (pair cell, u1) tasks
-        const int per = min(E_MAXLOOP, d - 6) + 1;  // u1 = 0 .. per - 1
-        if (per > 0) {
+        // 2. bulges and generic interior loops: (pair cell, u1) tasks. Rows u1 = 0 .. last take
+        //    about last - u1 steps each, so one task takes rows a and last - a (balanced lanes).
+        const int last = min(E_MAXLOOP, d - 6);
+        if (last >= 0) {
+            const int per = last / 2 + 1;  // tasks per cell: a = 0 .. per - 1
             for (int x = lane; x < count * per; x += LANES) {
-                const int k = x / per, u1 = x - k * per;
+                const int k = x / per, a = x - k * per;
                 const int i = w.plist[k];
                 const int tp = pair_of(t, w, i, i + d);
-                cell_min(&w.ecell[k], loop_task(t, w, m, i, i + d, tp, u1));
+                int v = loop_task(t, w, m, i, i + d, tp, a);
+                if (last - a != a) v = min(v, loop_task(t, w, m, i, i + d, tp, last - a));
+                cell_min(&w.ecell[k], v);
             }
             warp_sync();
         }
