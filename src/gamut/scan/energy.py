@@ -531,11 +531,21 @@ def _engine(model: str, engine: str) -> str:
 
 
 def duplex_energies_dcal(sequences: Sequence[str], *, model: str = "miranda",
-                         threads: int | None = None, engine: str = "auto") -> np.ndarray:
+                         threads: int | None = None, engine: str = "auto",
+                         device: str = "auto") -> np.ndarray:
     """Minimum free energies in integer units of 0.01 kcal/mol (int64), in input order."""
+    from gamut.cuda.device import DEVICES, resolve_device
+
     seqs = _as_strings(sequences)
     nthreads = _threads(threads)
-    if _engine(model, engine) == "compiled":
+    chosen = _engine(model, engine)
+    if device not in DEVICES:
+        raise UsageError(f"unknown device {device!r} (choose from {', '.join(DEVICES)})")
+    if chosen == "compiled" and resolve_device(device, analysis="energy") == "cuda":
+        from gamut.scan.energy_gpu import gpu_energies
+
+        return gpu_energies(seqs)
+    if chosen == "compiled":
         return _compiled_energies(seqs, nthreads)
     return _vienna_folds(seqs, model, nthreads)[0]
 
@@ -556,14 +566,20 @@ def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str
 
 
 def duplex_energies(sequences: Sequence[str], *, model: str = "miranda",
-                    threads: int | None = None, engine: str = "auto") -> np.ndarray:
+                    threads: int | None = None, engine: str = "auto",
+                    device: str = "auto") -> np.ndarray:
     """Free energies (kcal/mol, float64 values k/100) of fold strings as miRanda builds them.
 
     ``model``: ``"miranda"`` (old Vienna library, Turner 1999 at 30 C, dangles=1; miRanda 3.3a's
     numbers) or ``"vienna2004"`` (ViennaRNA defaults). ``threads``: worker count (default: all
-    cores). ``engine``: ``"auto"``, ``"compiled"`` (miranda only) or ``"vienna"``.
+    cores). ``engine``: ``"auto"``, ``"compiled"`` (miranda only) or ``"vienna"``. ``device``:
+    ``"cuda"`` runs the compiled engine's model on the GPU (identical energies; strings of at most
+    ``gamut.scan.energy_gpu.MAX_LENGTH`` nt), ``"cpu"`` on the CPU; ``"auto"`` (default) uses the
+    GPU only once the energy engine is listed in ``gamut.cuda.device.VERIFIED_GPU_ENGINES``. The
+    ViennaRNA engine (and so ``vienna2004``) always runs on the CPU.
     """
-    return duplex_energies_dcal(sequences, model=model, threads=threads, engine=engine) / 100.0
+    return duplex_energies_dcal(sequences, model=model, threads=threads, engine=engine,
+                                device=device) / 100.0
 
 
 def duplex_folds(sequences: Sequence[str], *, model: str = "miranda",

@@ -1,0 +1,370 @@
+// miRanda 3.3a duplex energies (old Vienna library: Turner 1999 at 30 C, dangles=1) on the GPU.
+//
+// The same recursions as the Numba engine (gamut.scan.energy._mfe_one), one warp per fold string.
+// Cells are filled by anti-diagonals (span d = j - i = 4, 5, ... n - 1); per diagonal:
+//   1. lanes over cells: pair types, the pair cells compacted to a list; per pair cell the
+//      hairpin, stack, 1-nt bulge, 1x1/2x1/2x2 and multiloop-closing terms;
+//   2. lanes over (pair cell, u1) tasks: bulges of 2..30 nt and the generic interior loops with
+//      u1 unpaired on the 5' side, merged into the cell with a shared-memory atomicMin;
+//   3. lanes over pair cells: c[i, j] stored as c + AU penalty and c + inner interior mismatch;
+//   4. lanes over cells: multiloop segments fml[i, j] and their two-part minima dml[i, j].
+// The exterior loop (f3, from the 3' end) is filled last, one position at a time.
+//
+// Table layout (offsets T_* into the "small" and "big" int32 buffers, N_TL, HP_LEN) comes from
+// gamut.scan.energy_gpu through -D options. The host test build (energy_host_harness.cu) compiles
+// this file with ENERGY_HOST: one lane per warp, the warp primitives become plain code.
+
+#define E_INF 10000000
+#define E_TURN 3
+#define E_MAXLOOP 30
+#define DML_RING 5  // dml is read at spans d - 2 .. d - 4 only
+
+#ifdef ENERGY_HOST
+#define DEV static inline
+#define LANES 1
+#else
+#define DEV __device__ __forceinline__
+#define LANES 32
+#endif
+
+// ---- warp primitives (one lane on the host) ---------------------------------------------------
+DEV void warp_sync() {
+#ifndef ENERGY_HOST
+    __syncwarp();
+#endif
+}
+
+DEV int warp_min(int v) {
+#ifndef ENERGY_HOST
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+#endif
+    return v;
+}
+
+DEV void cell_min(int* p, int v) {
+#ifndef ENERGY_HOST
+    atomicMin(p, v);
+#else
+    *p = min(*p, v);
+#endif
+}
+
+// Append `value` to list[count..] where flag is set (lane order kept); returns the new count.
+DEV int warp_append(bool flag, int value, int* list, int count, int lane) {
+#ifndef ENERGY_HOST
+    unsigned mask = __ballot_sync(0xffffffffu, flag);
+    if (flag) list[count + __popc(mask & ((1u << lane) - 1u))] = value;
+    return count + __popc(mask);
+#else
+    (void)lane;
+    if (flag) list[count] = value;
+    return count + (flag ? 1 : 0);
+#endif
+}
+
+// ---- work area of one fold string (ints), for strings of up to m - 2 letters ------------------
+// Matrices over cells (i, j), 0 <= i <= j < m, are stored by span: tri(m, s) + i.
+DEV int tri(int m, int s) { return s * m - (s * (s - 1)) / 2; }
+
+DEV long long energy_work_ints(int m) {
+    long long t = (long long)m * (m + 1) / 2;
+    return 3 * t + (long long)DML_RING * m + 5LL * m + 1;
+}
+
+struct Work {
+    int* cau;    // c[i, j] + terminal AU/GU penalty of (i, j)      (INF: no pair)
+    int* cint;   // c[i, j] + interior mismatch seen from the loop closed outside (i, j)
+    int* fml;    // multiloop segment [i, j]: one or more stems
+    int* dml;    // two-part minimum of fml over [i, j] (ring of DML_RING spans)
+    int* S;      // letter codes, 0 at both ends
+    int* S1;     // codes as loop terms see them
+    int* ecell;  // energy of each listed pair cell of the current diagonal
+    int* plist;  // the pair cells (i) of the current diagonal
+    int* f3;     // exterior loop from the 3' end
+};
+
+DEV Work work_at(int* base, int m) {
+    long long t = (long long)m * (m + 1) / 2;
+    Work w;
+    w.cau = base;
+    w.cint = base + t;
+    w.fml = base + 2 * t;
+    w.dml = base + 3 * t;
+    w.S = w.dml + DML_RING * m;
+    w.S1 = w.S + m;
+    w.ecell = w.S1 + m;
+    w.plist = w.ecell + m;
+    w.f3 = w.plist + m;
+    return w;
+}
+
+// ---- tables ------------------------------------------------------------------------------------
+struct Tab {
+    const int* sm;   // small tables (a shared-memory copy on the GPU)
+    const int* big;  // int11, int21, int22, hairpin by size, tetraloops (global memory)
+};
+
+DEV int pair_of(const Tab& t, const Work& w, int p, int q) { return t.sm[T_PAIR + 7 * w.S[p] + w.S[q]]; }
+DEV int au_of(const Tab& t, int tp) { return tp > 2 ? t.sm[T_SCALARS + 5] : 0; }
+
+// c[p, q] (INF where (p, q) is no pair or spans fewer than TURN + 1 letters), with its rtype.
+DEV int c_at(const Tab& t, const Work& w, int m, int p, int q, int* rt) {
+    int s = q - p;
+    if (s <= E_TURN) {
+        *rt = 0;
+        return E_INF;
+    }
+    int tp = pair_of(t, w, p, q);
+    *rt = t.sm[T_RTYPE + tp];
+    return tp ? w.cau[tri(m, s) + p] - au_of(t, tp) : E_INF;
+}
+
+DEV int dml_at(const Work& w, int m, int p, int q) { return w.dml[((q - p) % DML_RING) * m + p]; }
+
+// Step 1: every term of pair (i, j) except bulges >= 2 nt and generic interior loops.
+DEV int pair_base_energy(const Tab& t, const Work& w, const unsigned char* raw, int m, int i, int j, int tp) {
+    const int* sm = t.sm;
+    const int* S1 = w.S1;
+    const int au = sm[T_SCALARS + 5], ml_base = sm[T_SCALARS + 2];
+    const int ml_closing = sm[T_SCALARS + 3], ml_intern = sm[T_SCALARS + 4];
+    const int si = S1[i + 1], sj = S1[j - 1];
+    const int au_o = tp > 2 ? au : 0;
+    // hairpin
+    const int size = j - i - 1;
+    int e = t.big[T_HP + size];
+    int tetra = E_INF;
+    if (size == 4) {
+        unsigned lo = 0, hi = 0;
+        for (int k = 0; k < 4; ++k) lo |= (unsigned)raw[i - 1 + k] << (8 * k);
+        for (int k = 0; k < 2; ++k) hi |= (unsigned)raw[i + 3 + k] << (8 * k);
+        for (int x = 0; x < N_TL; ++x)
+            if ((unsigned)t.big[T_TLKEY + 2 * x] == lo && (unsigned)t.big[T_TLKEY + 2 * x + 1] == hi)
+                tetra = t.big[T_TLE + x];
+    }
+    if (tetra < E_INF)
+        e = tetra;
+    else if (size == 3)
+        e += au_o;
+    else
+        e += sm[T_MMH + 25 * tp + 5 * si + sj];
+    // stack, 1-nt bulges, 1x1, 2x1, 1x2, 2x2 loops (INF where the inner pair does not exist)
+    int rt;
+    const int b1 = sm[T_BULGE + 1];
+    int c = c_at(t, w, m, i + 1, j - 1, &rt);
+    e = min(e, sm[T_STACK + 8 * tp + rt] + c);
+    c = c_at(t, w, m, i + 1, j - 2, &rt);
+    e = min(e, b1 + sm[T_STACK + 8 * tp + rt] + c);
+    c = c_at(t, w, m, i + 2, j - 1, &rt);
+    e = min(e, b1 + sm[T_STACK + 8 * tp + rt] + c);
+    c = c_at(t, w, m, i + 2, j - 2, &rt);
+    e = min(e, t.big[T_INT11 + ((8 * tp + rt) * 5 + si) * 5 + sj] + c);
+    c = c_at(t, w, m, i + 2, j - 3, &rt);
+    e = min(e, t.big[T_INT21 + (((8 * tp + rt) * 5 + si) * 5 + S1[j - 2]) * 5 + sj] + c);
+    c = c_at(t, w, m, i + 3, j - 2, &rt);
+    e = min(e, t.big[T_INT21 + (((8 * rt + tp) * 5 + sj) * 5 + si) * 5 + S1[i + 2]] + c);
+    c = c_at(t, w, m, i + 3, j - 3, &rt);
+    e = min(e, t.big[T_INT22 + ((((8 * tp + rt) * 5 + si) * 5 + S1[i + 2]) * 5 + S1[j - 2]) * 5 + sj] + c);
+    // multiloop closed by (i, j); the inner neighbours may dangle
+    const int tt = sm[T_RTYPE + tp];
+    const int e3 = sm[T_D3 + 5 * tt + si], e5 = sm[T_D5 + 5 * tt + sj];
+    int dec = dml_at(w, m, i + 1, j - 1);
+    dec = min(dec, dml_at(w, m, i + 2, j - 1) + e3 + ml_base);
+    dec = min(dec, dml_at(w, m, i + 1, j - 2) + e5 + ml_base);
+    dec = min(dec, dml_at(w, m, i + 2, j - 2) + e5 + e3 + 2 * ml_base);
+    return min(e, dec + ml_closing + ml_intern + au_o);
+}
+
+// Step 2: the loops of pair (i, j) whose inner pair starts at p = i + 1 + u1: for u1 = 0 the 3'
+// bulges of 2..30 nt; for u1 >= 1 the 5' bulge of u1 nt (u1 >= 2) and the generic interior
+// loops u1 x u2 (u2 >= 1; lc is INF for the tabulated small loops and beyond MAXLOOP).
+DEV int loop_task(const Tab& t, const Work& w, int m, int i, int j, int tp, int u1) {
+    const int* sm = t.sm;
+    const int d = j - i;
+    const int au_o = tp > 2 ? sm[T_SCALARS + 5] : 0;
+    int best = 2 * E_INF;
+    if (u1 == 0) {
+        const int umax = min(E_MAXLOOP, d - 6);
+        for (int u = 2; u <= umax; ++u)  // inner pair (i + 1, j - 1 - u)
+            best = min(best, sm[T_BULGE + u] + w.cau[tri(m, d - 2 - u) + i + 1]);
+        return best + au_o;
+    }
+    const int p = i + 1 + u1;
+    if (u1 >= 2) best = sm[T_BULGE + u1] + w.cau[tri(m, d - 2 - u1) + p] + au_o;
+    const int u2end = min(E_MAXLOOP - u1, d - 6 - u1);
+    if (u2end >= 1) {
+        const int* lc = sm + T_LC + (E_MAXLOOP + 1) * u1;
+        int s = d - 3 - u1;  // span of (p, j - 1 - u2) at u2 = 1
+        int idx = tri(m, s) + p;
+        int g = 2 * E_INF;
+        for (int u2 = 1; u2 <= u2end; ++u2) {
+            g = min(g, lc[u2] + w.cint[idx]);
+            idx -= m - s + 1;  // tri(m, s - 1) = tri(m, s) - (m - s + 1)
+            --s;
+        }
+        best = min(best, g + sm[T_MMI + 25 * tp + 5 * w.S1[i + 1] + w.S1[j - 1]]);
+    }
+    return best;
+}
+
+// Step 4: multiloop segment [i, j] (a stem seeded from the pairs (i|i+1, j|j-1), unpaired ends,
+// or two parts) and its two-part minimum.
+DEV void segment(const Tab& t, const Work& w, int m, int i, int j) {
+    const int* sm = t.sm;
+    const int ml_base = sm[T_SCALARS + 2], ml_intern = sm[T_SCALARS + 4];
+    const int d = j - i;
+    int f = E_INF;
+    for (int a = 0; a < 2; ++a) {      // p = i + a (a = 1: i dangles 5')
+        for (int b = 0; b < 2; ++b) {  // q = j - b (b = 1: j dangles 3')
+            const int p = i + a, q = j - b;
+            if (q - p <= E_TURN) continue;
+            const int tp = pair_of(t, w, p, q);
+            if (!tp) continue;
+            int v = w.cau[tri(m, q - p) + p] + ml_intern;
+            if (a) v += sm[T_D5 + 5 * tp + w.S1[i]] + ml_base;
+            if (b) v += sm[T_D3 + 5 * tp + w.S1[j]] + ml_base;
+            f = min(f, v);
+        }
+    }
+    f = min(f, w.fml[tri(m, d - 1) + i + 1] + ml_base);
+    f = min(f, w.fml[tri(m, d - 1) + i] + ml_base);
+    int dm = 2 * E_INF;
+    for (int k = i + 1 + E_TURN; k < j - 1 - E_TURN; ++k)
+        dm = min(dm, w.fml[tri(m, k - i) + i] + w.fml[tri(m, j - k - 1) + k + 1]);
+    dm = min(dm, E_INF);
+    w.dml[(d % DML_RING) * m + i] = dm;
+    w.fml[tri(m, d) + i] = min(f, dm);
+}
+
+// Minimum free energy (dcal/mol) of raw[0:n]; every lane of the warp calls it, all get the result.
+DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int lane) {
+    if (n < E_TURN + 2) return 0;
+    const int m = n + 2;
+    const Work w = work_at(work, m);
+    const int* sm = t.sm;
+    // letters, the first spans (no pair) and the dml ring
+    for (int k = lane; k < m; k += LANES) {
+        const int code = (k == 0 || k == m - 1) ? 0 : sm[T_CODE + raw[k - 1]];
+        w.S[k] = code;
+        w.S1[k] = sm[T_ALIAS + code];
+        w.f3[k] = 0;
+    }
+    for (int s = 0; s <= E_TURN; ++s)
+        for (int k = lane; k < m - s; k += LANES) {
+            const int x = tri(m, s) + k;
+            w.cau[x] = E_INF;
+            w.cint[x] = E_INF;
+            w.fml[x] = E_INF;
+        }
+    for (int k = lane; k < DML_RING * m; k += LANES) w.dml[k] = E_INF;
+    warp_sync();
+    for (int d = E_TURN + 1; d < n; ++d) {
+        const int cells = n - d;  // i = 1 .. n - d
+        const int row = tri(m, d);
+        // 1. pair cells of this diagonal and their base energies
+        int count = 0;
+        for (int b = 1; b <= cells; b += LANES) {
+            const int i = b + lane;
+            const bool pairs = i <= cells && pair_of(t, w, i, i + d) != 0;
+            if (i <= cells) {
+                w.cau[row + i] = E_INF;
+                w.cint[row + i] = E_INF;
+            }
+            count = warp_append(pairs, i, w.plist, count, lane);
+        }
+        warp_sync();
+        for (int k = lane; k < count; k += LANES) {
+            const int i = w.plist[k];
+            w.ecell[k] = pair_base_energy(t, w, raw, m, i, i + d, pair_of(t, w, i, i + d));
+        }
+        warp_sync();
+        // 2. bulges and generic interior loops: (pair cell, u1) tasks. Rows u1 = 0 .. last take
+        //    about last - u1 steps each, so one task takes rows a and last - a (balanced lanes).
+        const int last = min(E_MAXLOOP, d - 6);
+        if (last >= 0) {
+            const int per = last / 2 + 1;  // tasks per cell: a = 0 .. per - 1
+            for (int x = lane; x < count * per; x += LANES) {
+                const int k = x / per, a = x - k * per;
+                const int i = w.plist[k];
+                const int tp = pair_of(t, w, i, i + d);
+                int v = loop_task(t, w, m, i, i + d, tp, a);
+                if (last - a != a) v = min(v, loop_task(t, w, m, i, i + d, tp, last - a));
+                cell_min(&w.ecell[k], v);
+            }
+            warp_sync();
+        }
+        // 3. store the pairs of this diagonal
+        for (int k = lane; k < count; k += LANES) {
+            const int i = w.plist[k], j = i + d;
+            const int tp = pair_of(t, w, i, j);
+            const int e = w.ecell[k];
+            w.cau[row + i] = min(E_INF, e + au_of(t, tp));
+            const int tt = sm[T_RTYPE + tp];
+            w.cint[row + i] = min(E_INF, e + sm[T_MMI + 25 * tt + 5 * w.S1[j + 1] + w.S1[i - 1]]);
+        }
+        warp_sync();
+        // 4. multiloop segments of this diagonal
+        for (int i = 1 + lane; i <= cells; i += LANES) segment(t, w, m, i, i + d);
+        warp_sync();
+    }
+    // exterior loop: f3[i] = best structure of [i, n], i = n - 4 .. 1
+    int carry = E_INF;  // best start at i with a 5' dangle from i - 1 (pairs of row i + 1)
+    for (int i = n - E_TURN - 1; i >= 1; --i) {
+        int here = E_INF, below = E_INF;
+        for (int j = i + E_TURN + 1 + lane; j <= n; j += LANES) {
+            const int tp = pair_of(t, w, i, j);
+            if (!tp) continue;
+            int rest = w.f3[j + 1];
+            if (j < n) rest = min(rest, sm[T_D3 + 5 * tp + w.S1[j + 1]] + w.f3[j + 2]);
+            const int ext = w.cau[tri(m, j - i) + i] + rest;
+            here = min(here, ext);
+            if (i > 1) below = min(below, sm[T_D5 + 5 * tp + w.S1[i - 1]] + ext);
+        }
+        here = warp_min(here);
+        below = warp_min(below);
+        const int f = min(min(w.f3[i + 1], here), carry);
+        warp_sync();
+        if (lane == 0) w.f3[i] = f;
+        warp_sync();
+        carry = below;
+    }
+    return w.f3[1];
+}
+
+#ifndef ENERGY_HOST
+#define MAX_WARPS 8
+// One warp per fold string (grid-stride over `order`; up to MAX_WARPS warps per block). SHARED:
+// work areas in dynamic shared memory after the small tables; otherwise in `scratch` (one area of
+// energy_work_ints(maxm) per warp of the grid).
+template <bool SHARED>
+__device__ void energy_fold_body(const int* __restrict__ small, const int* __restrict__ big,
+                                 const unsigned char* __restrict__ raw, const long long* __restrict__ offsets,
+                                 const int* __restrict__ order, int count, int maxm, int* scratch, int* out) {
+    extern __shared__ int smem[];
+    for (int k = threadIdx.x; k < T_SMALL; k += blockDim.x) smem[k] = small[k];
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const long long per = energy_work_ints(maxm);
+    int* work = SHARED ? smem + T_SMALL + warp * per
+                       : scratch + ((long long)blockIdx.x * warps + warp) * per;
+    const Tab t{smem, big};
+    for (int x = blockIdx.x * warps + warp; x < count; x += gridDim.x * warps) {
+        const int s = order[x];
+        const long long start = offsets[s];
+        const int e = fold_one(t, raw + start, (int)(offsets[s + 1] - start), work, lane);
+        if (lane == 0) out[s] = e;
+        __syncwarp();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)
+energy_fold_shared(const int* small, const int* big, const unsigned char* raw, const long long* offsets,
+                   const int* order, int count, int maxm, int* scratch, int* out) {
+    energy_fold_body<true>(small, big, raw, offsets, order, count, maxm, scratch, out);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)
+energy_fold_global(const int* small, const int* big, const unsigned char* raw, const long long* offsets,
+                   const int* order, int count, int maxm, int* scratch, int* out) {
+    energy_fold_body<false>(small, big, raw, offsets, order, count, maxm, scratch, out);
+}
+#endif

@@ -1,0 +1,218 @@
+"""CUDA engine for miRanda duplex energies (``kernels/energy.cu``): the ``miranda`` model, exactly
+the energies of the compiled CPU engine (``gamut.scan.energy``), one warp per fold string.
+
+Tables are packed into two int32 buffers (``small``: copied to shared memory per block; ``big``:
+int11/int21/int22, hairpin energies by size, special tetraloops) whose layout reaches the kernel as
+``-D`` options, one definition for the GPU and the host test build (``build_host_library``).
+Strings are folded in length buckets; a bucket whose per-warp work area fits in shared memory uses
+``energy_fold_shared``, longer strings ``energy_fold_global`` (work areas in global scratch).
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gamut.errors import InputError
+
+KERNEL_FILE = "energy.cu"
+MAX_LENGTH = 400          # longest fold string the engine takes (nt)
+MAX_WARPS = 8             # warps per block (MAX_WARPS in energy.cu)
+BUCKET_M = (64, 96, 128, 192, 256, MAX_LENGTH + 2)  # launches by padded length m = n + 2
+SCRATCH_BYTES = 1 << 30   # global scratch cap for the long-string kernel
+DML_RING = 5              # as in energy.cu
+
+
+def work_ints(m: int) -> int:
+    """Ints of one warp's work area for strings of up to m - 2 letters (energy_work_ints)."""
+    t = m * (m + 1) // 2
+    return 3 * t + DML_RING * m + 5 * m + 1
+
+
+@functools.lru_cache(maxsize=1)
+def table_buffers() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(small, big, defines): the packed int32 tables and their offsets as ``-DT_*=`` options."""
+    from gamut.scan import energy as E
+
+    t, lc = E._compiled_tables()
+    keys = t.tetraloops.astype(np.uint32)
+    lo = keys[:, 0] | keys[:, 1] << 8 | keys[:, 2] << 16 | keys[:, 3] << 24
+    hi = keys[:, 4] | keys[:, 5] << 8
+    small = [("STACK", t.stack), ("BULGE", t.bulge), ("LC", lc), ("MMH", t.mismatch_h),
+             ("MMI", t.mismatch_i), ("D5", t.dangle5), ("D3", t.dangle3), ("PAIR", E._PAIR),
+             ("RTYPE", E._RTYPE), ("ALIAS", E._ALIAS), ("CODE", E._CODE), ("SCALARS", t.scalars)]
+    hp = E._hairpin_energies(t.hairpin, t.lxc, MAX_LENGTH)
+    big = [("INT11", t.int11), ("INT21", t.int21), ("INT22", t.int22), ("HP", hp),
+           ("TLKEY", np.stack([lo, hi], axis=1).view(np.int32)), ("TLE", t.tetraloop_e)]
+    defines = []
+    buffers = []
+    for part, total in ((small, "T_SMALL"), (big, "T_BIG")):
+        arrays, offset = [], 0
+        for name, arr in part:
+            flat = np.ascontiguousarray(arr).astype(np.int64).ravel()
+            if np.abs(flat).max(initial=0) >= 2**31:
+                raise ValueError(f"table {name} does not fit int32")
+            defines.append(f"-DT_{name}={offset}")
+            arrays.append(flat.astype(np.int32))
+            offset += flat.size
+        defines.append(f"-D{total}={offset}")
+        buffers.append(np.concatenate(arrays))
+    defines.append(f"-DN_TL={len(t.tetraloop_e)}")
+    for b in buffers:
+        b.setflags(write=False)
+    return buffers[0], buffers[1], tuple(defines)
+
+
+def _checked(seqs: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Packed bytes and offsets; fold strings above MAX_LENGTH are an error."""
+    from gamut.scan.energy import _pack
+
+    raw, offsets = _pack(seqs)
+    lengths = np.diff(offsets)
+    if lengths.size and lengths.max() > MAX_LENGTH:
+        k = int(np.argmax(lengths))
+        raise InputError(f"fold string #{k + 1} has {int(lengths[k])} nt; the GPU energy engine takes "
+                         f"at most {MAX_LENGTH} (use device='cpu')")
+    return raw, offsets
+
+
+# ----------------------------------------------------------------------------------------------
+# Host build (tests)
+# ----------------------------------------------------------------------------------------------
+def build_host_library(out_dir: str) -> str:
+    """Compile ``energy_host_harness.cu`` (energy.cu for the CPU) with g++; returns its path."""
+    import os
+    import subprocess
+    from importlib import resources
+
+    src = resources.files("gamut.cuda").joinpath("kernels", "energy_host_harness.cu")
+    lib = os.path.join(out_dir, "energy_host.so")
+    subprocess.run(["g++", "-x", "c++", "-std=c++17", "-O2", "-shared", "-fPIC", *table_buffers()[2],
+                    "-o", lib, str(src)], check=True, capture_output=True)
+    return lib
+
+
+class HostEngine:
+    """The kernel's fold routine compiled for the CPU (one lane per warp), for tests."""
+
+    def __init__(self, library_path: str) -> None:
+        import ctypes
+
+        self.lib = ctypes.CDLL(library_path)
+        self.lib.host_energy_work_ints.restype = ctypes.c_longlong
+        self.ctypes = ctypes
+
+    def work_ints(self, m: int) -> int:
+        return int(self.lib.host_energy_work_ints(m))
+
+    def energies(self, seqs: list[str]) -> np.ndarray:
+        c = self.ctypes
+        small, big, _ = table_buffers()
+        raw, offsets = _checked(seqs)
+        raw = np.ascontiguousarray(raw) if raw.size else np.zeros(1, np.uint8)
+        out = np.zeros(len(seqs), np.int32)
+        maxm = int(np.diff(offsets).max(initial=0)) + 2
+        ptr = lambda a: c.c_void_p(a.ctypes.data)  # noqa: E731
+        self.lib.host_energy_fold(ptr(small), ptr(big), ptr(raw), ptr(offsets), c.c_int(len(seqs)),
+                                  c.c_int(maxm), ptr(out))
+        return out.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# GPU
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Timing:
+    """Seconds spent in the kernels (CUDA events) and in the whole call."""
+
+    kernel: float = 0.0
+    total: float = 0.0
+    launches: list[dict] = field(default_factory=list)
+
+
+@functools.lru_cache(maxsize=None)
+def _device_tables(device_id: int):
+    """The packed tables on one device (uploaded once)."""
+    import cupy as cp
+
+    small, big, _ = table_buffers()
+    with cp.cuda.Device(device_id):
+        return cp.asarray(small), cp.asarray(big)
+
+
+def _module(device_id: int):
+    from gamut.cuda import load_module
+
+    return load_module(KERNEL_FILE, options=table_buffers()[2], device_id=device_id)
+
+
+def launch_plan(maxm: int, optin_bytes: int) -> tuple[str, int, int]:
+    """(kernel, warps per block, dynamic shared bytes) for strings of padded length maxm."""
+    small_bytes = 4 * table_buffers()[0].size
+    per_warp = 4 * work_ints(maxm)
+    warps = min(MAX_WARPS, (optin_bytes - small_bytes) // per_warp)
+    if warps >= 1:
+        return "energy_fold_shared", int(warps), small_bytes + warps * per_warp
+    return "energy_fold_global", 4, small_bytes
+
+
+def gpu_energies(seqs: list[str], device_id: int | None = None, timing: Timing | None = None) -> np.ndarray:
+    """Energies (dcal/mol, int64, input order) of fold strings on a CUDA device."""
+    import cupy as cp
+
+    t_start = time.perf_counter()
+    raw, offsets = _checked(seqs)
+    count = len(seqs)
+    if count == 0:
+        return np.zeros(0, np.int64)
+    lengths = np.diff(offsets)
+    order = np.argsort(lengths, kind="stable").astype(np.int32)
+    padded = lengths[order] + 2
+    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
+    with dev:
+        small, big = _device_tables(dev.id)
+        module = _module(dev.id)
+        sms = dev.attributes["MultiProcessorCount"]
+        optin = cp.cuda.runtime.deviceGetAttribute(97, dev.id)  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+        d_raw = cp.asarray(raw if raw.size else np.zeros(1, np.uint8))
+        d_off = cp.asarray(offsets)
+        d_order = cp.asarray(order)
+        d_out = cp.zeros(count, cp.int32)
+        kernel_s = 0.0
+        lo = 0
+        for limit in BUCKET_M:
+            hi = int(np.searchsorted(padded, limit, side="right"))
+            if hi == lo:
+                continue
+            maxm = int(padded[hi - 1])
+            name, warps, shared = launch_plan(maxm, optin)
+            fn = module.get_function(name)
+            n = hi - lo
+            if name == "energy_fold_shared":
+                if shared > 48 * 1024:
+                    fn.max_dynamic_shared_size_bytes = shared
+                blocks = min(-(-n // warps), sms * max(1, 64 // warps) * 4)
+                scratch = d_out  # unused
+            else:
+                per_block = 4 * work_ints(maxm) * warps
+                blocks = max(1, min(-(-n // warps), SCRATCH_BYTES // per_block, sms * 8))
+                scratch = cp.empty(blocks * per_block // 4, cp.int32)
+            begin, end = cp.cuda.Event(), cp.cuda.Event()
+            begin.record()
+            fn((blocks,), (32 * warps,), (small, big, d_raw, d_off, d_order[lo:hi], np.int32(n),
+                                          np.int32(maxm), scratch, d_out), shared_mem=shared)
+            end.record()
+            end.synchronize()
+            ms = cp.cuda.get_elapsed_time(begin, end)
+            kernel_s += ms / 1000.0
+            if timing is not None:
+                timing.launches.append({"kernel": name, "strings": n, "maxm": maxm, "warps": warps,
+                                        "blocks": blocks, "shared_bytes": shared, "ms": round(ms, 3)})
+            lo = hi
+        out = cp.asnumpy(d_out).astype(np.int64)
+    if timing is not None:
+        timing.kernel += kernel_s
+        timing.total += time.perf_counter() - t_start
+    return out
