@@ -530,18 +530,23 @@ def _engine(model: str, engine: str) -> str:
     return engine
 
 
+def _on_gpu(device: str) -> bool:
+    """Whether ``device`` (auto|cpu|cuda) sends the compiled model to the GPU engine."""
+    from gamut.cuda.device import DEVICES, resolve_device
+
+    if device not in DEVICES:
+        raise UsageError(f"unknown device {device!r} (choose from {', '.join(DEVICES)})")
+    return resolve_device(device, analysis="energy") == "cuda"
+
+
 def duplex_energies_dcal(sequences: Sequence[str], *, model: str = "miranda",
                          threads: int | None = None, engine: str = "auto",
                          device: str = "auto") -> np.ndarray:
     """Minimum free energies in integer units of 0.01 kcal/mol (int64), in input order."""
-    from gamut.cuda.device import DEVICES, resolve_device
-
     seqs = _as_strings(sequences)
     nthreads = _threads(threads)
     chosen = _engine(model, engine)
-    if device not in DEVICES:
-        raise UsageError(f"unknown device {device!r} (choose from {', '.join(DEVICES)})")
-    if chosen == "compiled" and resolve_device(device, analysis="energy") == "cuda":
+    if chosen == "compiled" and _on_gpu(device):
         from gamut.scan.energy_gpu import gpu_energies
 
         return gpu_energies(seqs)
@@ -551,14 +556,18 @@ def duplex_energies_dcal(sequences: Sequence[str], *, model: str = "miranda",
 
 
 def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str = "miranda",
-                         threads: int | None = None, engine: str = "auto") -> np.ndarray:
+                         threads: int | None = None, engine: str = "auto", device: str = "auto") -> np.ndarray:
     """:func:`duplex_energies_dcal` of fold strings packed as bytes: string k is
     ``letters[offsets[k]:offsets[k+1]]`` (uint8, latin-1). No Python object per string on the
-    compiled path."""
+    compiled paths (CPU and GPU)."""
     letters = np.ascontiguousarray(letters, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int64)
     nthreads = _threads(threads)
     if _engine(model, engine) == "compiled":
+        if _on_gpu(device):
+            from gamut.scan.energy_gpu import gpu_packed_energies
+
+            return gpu_packed_energies(letters, offsets)
         return _compiled_packed(letters, offsets, nthreads)
     text = letters.tobytes().decode("latin-1")
     seqs = [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]

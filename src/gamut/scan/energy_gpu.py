@@ -69,7 +69,10 @@ def _checked(seqs: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Packed bytes and offsets; fold strings above MAX_LENGTH are an error."""
     from gamut.scan.energy import _pack
 
-    raw, offsets = _pack(seqs)
+    return _check_packed(*_pack(seqs))
+
+
+def _check_packed(raw: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.diff(offsets)
     if lengths.size and lengths.max() > MAX_LENGTH:
         k = int(np.argmax(lengths))
@@ -160,11 +163,18 @@ def launch_plan(maxm: int, optin_bytes: int) -> tuple[str, int, int]:
 
 def gpu_energies(seqs: list[str], device_id: int | None = None, timing: Timing | None = None) -> np.ndarray:
     """Energies (dcal/mol, int64, input order) of fold strings on a CUDA device."""
+    t_start = time.perf_counter()
+    return gpu_packed_energies(*_checked(seqs), device_id=device_id, timing=timing, t_start=t_start)
+
+
+def gpu_packed_energies(raw: np.ndarray, offsets: np.ndarray, device_id: int | None = None,
+                        timing: Timing | None = None, t_start: float | None = None) -> np.ndarray:
+    """:func:`gpu_energies` of fold strings packed as bytes (string k: ``raw[offsets[k]:offsets[k+1]]``)."""
     import cupy as cp
 
-    t_start = time.perf_counter()
-    raw, offsets = _checked(seqs)
-    count = len(seqs)
+    t_start = time.perf_counter() if t_start is None else t_start
+    raw, offsets = _check_packed(np.ascontiguousarray(raw, np.uint8), np.ascontiguousarray(offsets, np.int64))
+    count = offsets.shape[0] - 1
     if count == 0:
         return np.zeros(0, np.int64)
     lengths = np.diff(offsets)

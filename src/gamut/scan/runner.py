@@ -144,15 +144,16 @@ class ChunkResult:
         return int(self.pairs.shape[0])
 
 
-def hit_energies(hits: HitTable, params: ScanParams, threads: int | None) -> np.ndarray:
-    """Energies (float32 kcal/mol) of every hit (spec §9), or the -noenergy value."""
+def hit_energies(hits: HitTable, params: ScanParams, threads: int | None, device: str = "cpu") -> np.ndarray:
+    """Energies (float32 kcal/mol) of every hit (spec §9), or the -noenergy value; ``device``
+    as for :func:`gamut.scan.energy.packed_energies_dcal`."""
     if params.noenergy:
         return np.full(len(hits), NOENERGY_VALUE, np.float32)
     if len(hits) == 0:
         return np.zeros(0, np.float32)
     from gamut.scan.energy import packed_energies_dcal
 
-    dcal = packed_energies_dcal(hits.fold, hits.fold_off, model=params.energy_model, threads=threads)
+    dcal = packed_energies_dcal(hits.fold, hits.fold_off, model=params.energy_model, threads=threads, device=device)
     return (dcal / 100.0).astype(np.float32)
 
 
@@ -179,6 +180,8 @@ def run_scan(
         chunk_pairs = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
     queries, references = scan_input.query_set, scan_input.reference_set
     ql, rl = queries.lengths(), references.lengths()
+    # Energies go to the GPU with a GPU alignment engine, once the GPU energy engine is verified.
+    energy_device = "auto" if getattr(engine, "name", "cpu") == "cuda" else "cpu"
 
     def align(pairs: np.ndarray):
         return pairs, engine.align(queries, references, pairs, params)
@@ -199,7 +202,8 @@ def run_scan(
                 break
             pairs, alignments = pending.popleft().result()
             hits = chunk_hits(queries, references, pairs, alignments)
-            hits.set_energies(hit_energies(hits, params, threads), float(params.energy_threshold), params.strict)
+            energies = hit_energies(hits, params, threads, energy_device)
+            hits.set_energies(energies, float(params.energy_threshold), params.strict)
             result = ChunkResult(pairs, hits, counter)
             counter += len(result)
             if progress is not None:
