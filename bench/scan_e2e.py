@@ -1,0 +1,200 @@
+"""Whole-process scan benchmark: ``gamut miranda`` as a user runs it, next to the engine alone.
+
+Workloads (inputs written to a temporary folder; real data from ``--data``, i.e. ``../shared/data``):
+
+- ``clip``: human miRNAs x real 50-nt AGO-CLIP fragments (``clip/ago_clip_fragments.fa.gz``),
+  ``-quiet`` (many short references, as in a CLIP-site scan);
+- ``sars``: human miRNAs x the ten SARS-CoV-2 genomes (``rna/sars-cov-2_batch.fasta``), long references;
+- ``t2``: 256 miRNAs x 256 UTR-like references of 20 kb (GAMUT's Table 2 shape).
+
+Each is run as a separate process, ``python -m gamut miranda q.fa r.fa [-quiet] [-noenergy]
+--device D --threads T -out FILE``, in default mode (with energies) and with ``-noenergy``. The
+report gives wall time, pairs/s, cells/s and peak RSS of that process, and the ratio of its wall
+time to the engine-only time measured in this run (``engine.align`` over the same chunks the
+runner makes, in this process, after a warm-up). ``--big`` adds the 1,921 x 100,000 CLIP run
+(192 M pairs, ``-noenergy -quiet``) for peak memory.
+
+Writes ``scan_e2e_<kind>.json`` (raw) and ``.md`` (table, machine, date, command) to ``--out``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+UTR_COMPOSITION = np.array([0.28, 0.21, 0.22, 0.29])
+
+
+def read_fasta(path: Path) -> list[tuple[str, str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    records, name, seq = [], None, []
+    with opener(path, "rt") as handle:
+        for line in handle:
+            line = line.rstrip()
+            if line.startswith(">"):
+                if name is not None:
+                    records.append((name, "".join(seq)))
+                name, seq = line[1:].split()[0], []
+            elif line:
+                seq.append(line)
+    if name is not None:
+        records.append((name, "".join(seq)))
+    return records
+
+
+def write_fasta(path: Path, records: list[tuple[str, str]]) -> Path:
+    path.write_text("".join(f">{n}\n{s}\n" for n, s in records))
+    return path
+
+
+def workloads(args, tmp: Path) -> dict[str, tuple[Path, Path, list[str]]]:
+    mirs = [r for r in read_fasta(args.data / "mirbase" / "mature.fa.gz") if r[0].startswith("hsa-")]
+    q_all = write_fasta(tmp / "hsa.fa", mirs[: args.mirnas])
+    out: dict[str, tuple[Path, Path, list[str]]] = {}
+    if "clip" in args.cases or args.big:
+        clip = read_fasta(args.data / "clip" / "ago_clip_fragments.fa.gz")
+        out["clip"] = (q_all, write_fasta(tmp / "clip.fa", clip[: args.clip]), ["-quiet"])
+        if args.big:
+            out["big"] = (write_fasta(tmp / "hsa_all.fa", mirs), write_fasta(tmp / "clip_all.fa", clip),
+                          ["-quiet", "-noenergy"])
+    if "sars" in args.cases:
+        out["sars"] = (q_all, args.data / "rna" / "sars-cov-2_batch.fasta", [])
+    if "t2" in args.cases:
+        rng = np.random.default_rng(2)
+        refs = [(f"utr{k}", "".join(np.array(list("ACGU"))[rng.choice(4, args.t2_length, p=UTR_COMPOSITION)]))
+                for k in range(256)]
+        out["t2"] = (write_fasta(tmp / "mir256.fa", mirs[:256]), write_fasta(tmp / "utr20k.fa", refs), [])
+    return {k: v for k, v in out.items() if k in args.cases or k == "big"}
+
+
+def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one ``gamut miranda`` process."""
+    cmd = [sys.executable, "-m", "gamut", "miranda", str(query), str(ref), *extra, "--device", args.device,
+           "-out", str(out_file)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with status {status}")
+    return wall, usage.ru_maxrss * 1024
+
+
+def engine_only(query: Path, ref: Path, extra: list[str], args) -> dict:
+    """The engine alone over the runner's chunks (after a warm-up), in this process."""
+    from gamut.scan.api import make_engine
+    from gamut.scan.fasta import read_miranda_fasta
+    from gamut.scan.params import ScanParams
+    from gamut.scan.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput
+
+    scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
+    engine = make_engine(args.device, args.threads or None)
+    cells = getattr(engine, "preferred_chunk_cells", DEFAULT_CHUNK_CELLS)
+    pairs_per = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
+    qs, rs = scan_input.query_set, scan_input.reference_set
+    chunks = list(scan_input.chunks(cells, pairs_per))
+    engine.align(qs, rs, chunks[0][:64], scan_input.params)  # compile / load kernels
+    start = time.perf_counter()
+    for pairs in chunks:
+        engine.align(qs, rs, pairs, scan_input.params)
+    seconds = time.perf_counter() - start
+    return {"engine_s": seconds, "pairs": scan_input.n_pairs, "cells": scan_input.total_cells(),
+            "chunks": len(chunks)}
+
+
+def machine(args) -> dict:
+    info = {"kind": args.kind, "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "processor": platform.processor() or platform.machine()}
+    if args.device != "cpu":
+        try:
+            import cupy
+
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            info["gpu"] = props["name"].decode()
+        except Exception as exc:  # noqa: BLE001 (reported, not fatal)
+            info["gpu"] = f"unavailable ({exc})"
+    return info
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
+    ap.add_argument("--threads", type=int, default=0, help="--threads for the CLI (0: all cores)")
+    ap.add_argument("--cases", default="clip,sars,t2", help="comma-separated: clip, sars, t2")
+    ap.add_argument("--modes", default="default,noenergy", help="default (energies) and/or noenergy")
+    ap.add_argument("--mirnas", type=int, default=1921, help="human miRNAs to use (clip, sars)")
+    ap.add_argument("--clip", type=int, default=2000, help="CLIP fragments to use")
+    ap.add_argument("--t2-length", type=int, default=20_000)
+    ap.add_argument("--big", action="store_true", help="also 1,921 x 100,000 CLIP fragments, -noenergy (peak RSS)")
+    ap.add_argument("--data", type=Path, default=SHARED)
+    ap.add_argument("--kind", default=platform.node())
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = ap.parse_args()
+    args.cases = [c for c in args.cases.split(",") if c]
+    modes = [m for m in args.modes.split(",") if m]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for case, (query, ref, extra) in workloads(args, tmp).items():
+            engine = engine_only(query, ref, extra, args) if case != "big" else None
+            for mode in (["noenergy"] if case == "big" else modes):
+                flags = [*extra, *(["-noenergy"] if mode == "noenergy" and "-noenergy" not in extra else [])]
+                wall, rss = run_cli(query, ref, flags, args, tmp / f"{case}_{mode}.txt")
+                size = (tmp / f"{case}_{mode}.txt").stat().st_size
+                if engine is None:
+                    from gamut.scan.fasta import read_miranda_fasta
+
+                    nq, nr = len(read_miranda_fasta(query)), len(read_miranda_fasta(ref))
+                    info = {"pairs": nq * nr, "cells": None, "engine_s": None}
+                else:
+                    info = engine
+                row = {"case": case, "mode": mode, "flags": " ".join(flags), "wall_s": wall, "peak_rss_bytes": rss,
+                       "output_bytes": size, **info, "pairs_per_s": info["pairs"] / wall,
+                       "cells_per_s": info["cells"] / wall if info["cells"] else None,
+                       "wall_over_engine": wall / info["engine_s"] if info["engine_s"] else None}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    write(rows, args)
+    return 0
+
+
+def write(rows: list[dict], args) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / f"scan_e2e_{args.kind}"
+    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = "python " + " ".join(sys.argv)
+    info = machine(args)
+    stem.with_suffix(".json").write_text(json.dumps({"machine": info, "date": date, "command": command,
+                                                     "device": args.device, "rows": rows}, indent=1))
+    lines = [f"# Whole-process scan ({args.kind}, --device {args.device})", "",
+             f"- machine: {info}", f"- date: {date}", f"- command: `{command}`",
+             "- wall: the whole `gamut miranda` process (start-up, reading, alignment, hits, energies, writing); "
+             "engine: `engine.align` alone over the same chunks in the bench process, after a warm-up", "",
+             "| case | mode | pairs | wall s | engine s | wall/engine | pairs/s | cells/s | peak RSS |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        eng = f"{r['engine_s']:.2f}" if r["engine_s"] else "-"
+        ratio = f"{r['wall_over_engine']:.2f}" if r["wall_over_engine"] else "-"
+        cps = f"{r['cells_per_s'] / 1e9:.2f} G" if r["cells_per_s"] else "-"
+        lines.append(f"| {r['case']} | {r['mode']} | {r['pairs']:,} | {r['wall_s']:.2f} | {eng} | {ratio} | "
+                     f"{r['pairs_per_s'] / 1e6:.2f} M | {cps} | {r['peak_rss_bytes'] / 2**30:.2f} GiB |")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
