@@ -82,3 +82,26 @@ def test_gpu_too_long_is_a_clear_error():
 
     with pytest.raises(DeviceError, match="GB of GPU memory"):
         fill_gpu(np.zeros(400_000, dtype=np.uint8), 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [70_000])
+def test_gpu_long_sequence_score_matches_its_structure(n):
+    """Issue #17: past 2^31 triangle cells (n ~ 65,500) the fold must stay exact, not 0 pairs.
+
+    The fill's corner value, the reported score and the structure's pair count must agree.
+    """
+    from gamut.fold.gpu import fill_gpu, score_of, triangle_bytes
+    from gamut.fold.sequence import encode
+
+    assert triangle_bytes(n) > 2**33
+    seq = "".join(np.random.default_rng(17).choice(list("ACGU"), n))
+    tiles = fill_gpu(encode(seq), 1)
+    corner = score_of(tiles, n)
+    del tiles
+    result = gamut.fold(seq, min_loop=1, device="cuda")
+    assert result.engine == "gpu"
+    assert corner > n // 4  # random RNA pairs most of its bases (0 was the reported symptom)
+    assert result.pairs == corner
+    assert result.structure.count("(") == result.pairs
+    check_structure(seq, result.structure, result.pairs, 1)

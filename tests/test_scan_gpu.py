@@ -223,6 +223,91 @@ def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):
         assert got == expected.read_text(encoding="latin-1"), case.name
 
 
+class CountingBackend(HostBackend):
+    """A host backend whose candidate kernel reports ``planned`` candidates (issue #17)."""
+
+    def __init__(self, planned: int) -> None:  # noqa: D107 (no library: launch is replaced)
+        self.xp = np
+        self.device_id = -1
+        self.peak_bytes = 0
+        self.planned = planned
+        self.caps: list[int] = []
+
+    def launch(self, name, rows, n, args, block, plain=False) -> None:
+        count, cap, cands = args[1:4]  # after the kernel's first argument, as _collect passes them
+        assert count.dtype == np.uint64 and count.shape == (1,)
+        self.caps.append(int(cap))
+        count[0] = self.planned
+        stored = min(self.planned, int(cap))
+        cands[:stored] = np.arange(stored)[:, None]
+
+
+@pytest.mark.parametrize("planned", [0, 4096, 10_000, 3_000_000])
+def test_candidate_buffer_grows_until_every_candidate_is_kept(planned):
+    from gamut.scan.gpu import _DeviceRun
+
+    backend = CountingBackend(planned)
+    run = _DeviceRun(backend, GpuTuning(), ScanParams())
+    got = run._collect("scan_pass1", 16, 1, [np.int32(1)], [], 4096)
+    assert got.shape == (planned, 4)
+    assert np.array_equal(got[:, 0], np.arange(planned))
+    assert backend.caps[-1] >= planned and len(backend.caps) == (1 if planned <= 4096 else 2)
+
+
+@pytest.mark.parametrize("planned", [2**31, 2**32 + 3, 2**40])
+def test_too_many_candidates_is_a_clear_error(planned):
+    """An int32 count would wrap (2^32 + 3 reads as 3) and keep a partial buffer; the 64-bit count
+    sees them all, and more than the buffer can index is an error, never a partial result."""
+    from gamut.errors import DeviceError
+    from gamut.scan.gpu import MAX_CANDIDATES, _DeviceRun
+
+    backend = CountingBackend(planned)
+    backend.launch = lambda name, rows, n, args, block, plain=False: args[1].__setitem__(0, planned)
+    run = _DeviceRun(backend, GpuTuning(), ScanParams())
+    with pytest.raises(DeviceError, match=f"{planned:,} alignment candidates in one GPU launch.*{MAX_CANDIDATES:,}"):
+        run._collect("scan_pass1", 16, 1, [np.int32(1)], [], 4096)
+
+
+def test_reference_longer_than_the_kernels_index_is_a_clear_error(host_lib):
+    from gamut.errors import InputError
+    from gamut.scan.gpu import MAX_GPU_REFERENCE
+
+    from gamut.scan.hits import SequenceSet
+
+    queries = SequenceSet.from_codes([np.zeros(20, np.int8)])
+    huge = SequenceSet(["huge"], np.zeros(1, np.uint8), np.zeros(1, np.int8),
+                       np.array([0, MAX_GPU_REFERENCE + 1], np.int64), True)  # only its length is read
+    with pytest.raises(InputError, match="GPU engine's limit of 2,130,706,432 nt"):
+        host_engine(host_lib).align(queries, huge, np.array([[0, 0]]), ScanParams())
+
+
+def test_kernels_compile_for_hopper():
+    """``scan_dp.cu`` (largest bucket) and ``splice.cu`` compile for sm_90 with NVRTC alone."""
+    import ctypes
+
+    from gamut.splice.gpu import STREAM_OPTIONS
+    from test_fold_kernel_compile import _nvrtc
+
+    lib = _nvrtc()
+    kernels = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
+    for name, options, expressions in (
+        ("scan_dp.cu", [], ["scan_pass1<64>", "scan_repair<64>", "scan_trace<64>", "scan_suppress"]),
+        ("splice.cu", ["-DCOLS=8", *STREAM_OPTIONS], []),
+    ):
+        prog = ctypes.c_void_p()
+        assert lib.nvrtcCreateProgram(ctypes.byref(prog), (kernels / name).read_bytes(), name.encode(), 0, None,
+                                      None) == 0
+        for expression in expressions:
+            assert lib.nvrtcAddNameExpression(prog, expression.encode()) == 0
+        flags = [b"-std=c++17", b"--gpu-architecture=sm_90", *(o.encode() for o in options)]
+        rc = lib.nvrtcCompileProgram(prog, len(flags), (ctypes.c_char_p * len(flags))(*flags))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        assert rc == 0, (name, log.value.decode())
+
+
 # ------------------------------------------------------------------------------------------
 # On a GPU
 # ------------------------------------------------------------------------------------------

@@ -9,9 +9,9 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from gamut.cuda import resolve_device
-from gamut.errors import InputError, UsageError
+from gamut.errors import DeviceError, InputError, UsageError
 from gamut.fold.sequence import encode
-from gamut.fold.traceback import dot_bracket, traceback_dense, traceback_tiled
+from gamut.fold.traceback import dot_bracket, greedy_pairs, traceback_dense, traceback_tiled
 
 #: The paper's variant (Chang et al. 2010; Li et al. 2014): a pair encloses at least one base.
 DEFAULT_MIN_LOOP = 1
@@ -187,11 +187,13 @@ def _fold_cpu(codes: np.ndarray, min_loop: int, engine: str, traceback: bool, co
 
         pairs = int(tiled_value(tiles, nb, 0, n))
         partner = traceback_tiled(tiles, codes, min_loop) if traceback else None
+        _check_pairs(pairs, partner, codes, min_loop, f"engine '{engine}'", RuntimeError)
         return pairs, partner, _corner_tiled(tiles, n, k) if corner else None
     _check_host_memory(n * n * itemsize, f"folding {n:,} nt with engine '{engine}'")
     M = fill_matrix(codes, min_loop, engine)
     pairs = int(M[0, n - 1]) if n else 0
     partner = traceback_dense(M, codes, min_loop) if traceback else None
+    _check_pairs(pairs, partner, codes, min_loop, f"engine '{engine}'", RuntimeError)
     return pairs, partner, _corner_dense(M, k) if corner else None
 
 
@@ -202,11 +204,37 @@ def _fold_gpu(codes: np.ndarray, min_loop: int, traceback: bool, corner: int):
     tiles = fill_gpu(codes, min_loop)
     pairs = score_of(tiles, n)
     if not traceback and not corner:
+        _check_pairs(pairs, None, codes, min_loop, "the GPU engine", DeviceError)
         return pairs, None, None
     host = _to_host(tiles)
     del tiles
-    partner = traceback_tiled(host, codes, min_loop) if traceback else None
+    partner = None
+    if traceback:
+        try:
+            partner = traceback_tiled(host, codes, min_loop)
+        except RuntimeError as exc:
+            raise DeviceError(f"the GPU engine's score triangle for {n:,} nt is inconsistent ({exc})") from exc
+    _check_pairs(pairs, partner, codes, min_loop, "the GPU engine", DeviceError)
     return pairs, partner, _corner_tiled(host, n, min(corner, n)) if corner else None
+
+
+def _check_pairs(pairs: int, partner: np.ndarray | None, codes: np.ndarray, min_loop: int, engine: str,
+                 error: type[Exception]) -> None:
+    """Raise ``error`` unless ``pairs`` lies between a quick valid structure's pair count and
+    ``n / 2`` and equals the traceback's pair count: an inconsistent fill is reported, never returned."""
+    n = int(codes.shape[0])
+    low = int(greedy_pairs(codes, np.int64(min_loop)))
+    found = None if partner is None else int(np.count_nonzero(partner > np.arange(n)))
+    if low <= pairs <= n // 2 and found in (None, pairs):
+        return
+    if found is not None and found != pairs:
+        detail = f"its traceback finds {found:,}"
+    else:
+        detail = f"a valid structure with {low:,} exists" if pairs < low else f"at most {n // 2:,} are possible"
+    raise error(
+        f"folding {n:,} nt with {engine} gave an inconsistent result: the fill scores {pairs:,} pairs but "
+        f"{detail} (nothing is returned; please report this, and use the CPU engine meanwhile)"
+    )
 
 
 def _to_host(tiles) -> np.ndarray:

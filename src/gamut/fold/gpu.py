@@ -16,6 +16,9 @@ from gamut.fold.tiled import tile_count
 
 TILE = 64
 KERNELS = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish")
+#: Longest sequence the kernels' launch shape allows: the split-K grid has up to ``nb - 2`` rows
+#: (CUDA's gridDim.y limit is 65,535). Memory runs out long before (about 35 TB here).
+MAX_LENGTH = TILE * 65_535 - 1
 
 
 def triangle_bytes(n: int) -> int:
@@ -23,11 +26,16 @@ def triangle_bytes(n: int) -> int:
     return tile_count(n, TILE)[1] * TILE * TILE * 4
 
 
+def _budget(free_bytes: int) -> int:
+    """Bytes the triangle may take out of ``free_bytes`` (1% and 64 MiB are left spare)."""
+    return int(free_bytes * 0.99) - (64 << 20)
+
+
 def max_length(free_bytes: int) -> int:
-    """Longest sequence whose triangle fits in ``free_bytes`` (leaving 1% and 64 MiB spare)."""
-    budget = free_bytes * 0.99 - (64 << 20)
-    nb = int((math.sqrt(1 + 8 * max(budget, 0) / (TILE * TILE * 4)) - 1) / 2)
-    return max(nb * TILE - 1, 0)
+    """Longest sequence whose triangle fits in ``free_bytes`` (exact integer arithmetic)."""
+    tiles = max(_budget(free_bytes), 0) // (TILE * TILE * 4)
+    nb = (math.isqrt(8 * tiles + 1) - 1) // 2  # the largest nb with nb (nb + 1) / 2 <= tiles
+    return min(max(nb * TILE - 1, 0), MAX_LENGTH)
 
 
 def _kernels(device_id: int):
@@ -50,18 +58,20 @@ def fill_gpu(
     ``blocks_per_sm`` sets how many blocks the max-plus kernel aims for (split-K when few tiles
     are left); ``profile``, if a dict, receives the milliseconds spent in each kernel.
     """
+    n = int(codes.shape[0])
+    if n > MAX_LENGTH:
+        raise DeviceError(f"folding {n:,} nt: the GPU engine folds at most {MAX_LENGTH:,} nt (use the CPU engine)")
     import cupy
 
-    n = int(codes.shape[0])
     nb, count = tile_count(n, TILE)
     device = cupy.cuda.Device(device_id if device_id is not None else cupy.cuda.runtime.getDevice())
     with device:
         need = triangle_bytes(n)
         free, total = cupy.cuda.runtime.memGetInfo()
-        if need > free * 0.99 - (64 << 20):  # blocks cached by CuPy's pool count as used: release them
+        if need > _budget(free):  # blocks cached by CuPy's pool count as used: release them
             cupy.get_default_memory_pool().free_all_blocks()
             free, total = cupy.cuda.runtime.memGetInfo()
-        if need > free * 0.99 - (64 << 20):
+        if need > _budget(free):
             raise DeviceError(
                 f"folding {n:,} nt needs {need / 1e9:.1f} GB of GPU memory for the score triangle but "
                 f"only {free / 1e9:.1f} of {total / 1e9:.1f} GB are free (this GPU folds up to about "

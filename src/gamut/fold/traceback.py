@@ -72,6 +72,30 @@ def _traceback(kind, dense, tiles, nb, codes, min_loop):
     return partner
 
 
+@njit(cache=True)
+def greedy_pairs(codes, min_loop):
+    """Pairs of a quick valid structure (a lower bound on the optimum): each base ``j`` pairs with
+    the nearest of the last few open bases that may close a loop with it, as in bracket matching;
+    the open bases skipped over stay unpaired inside the new pair."""
+    stack = np.empty(codes.shape[0], dtype=np.int64)
+    top = 0
+    pairs = 0
+    for j in range(codes.shape[0]):
+        found = -1
+        for x in range(top - 1, max(top - 1 - min_loop - 8, -1), -1):
+            i = stack[x]
+            if j - i - 1 >= min_loop and (BOND_MASK >> (5 * np.int64(codes[i]) + np.int64(codes[j]))) & 1:
+                found = x
+                break
+        if found >= 0:
+            top = found
+            pairs += 1
+        else:
+            stack[top] = j
+            top += 1
+    return pairs
+
+
 def traceback_dense(M: np.ndarray, codes: np.ndarray, min_loop: int) -> np.ndarray:
     """Partner table (``-1`` = unpaired) of one optimal structure from a dense matrix."""
     empty = np.zeros((1, 1, 1), dtype=M.dtype)

@@ -14,8 +14,8 @@ Pipeline for a chunk of pairs (kernels in ``gamut/cuda/kernels/scan_dp.cu``):
    checkpoint at least ``K`` columns before the candidate, then the traceback. A traceback that
    needs columns before the window (very long gaps) is redone by the CPU engine.
 
-Queries longer than :data:`MAX_GPU_QUERY` letters are aligned by the CPU engine. CuPy is imported
-only when a :class:`GpuEngine` is created.
+Queries longer than :data:`MAX_GPU_QUERY` letters are aligned by the CPU engine; references longer
+than :data:`MAX_GPU_REFERENCE` are an error. CuPy is imported only when a :class:`GpuEngine` is created.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
+from gamut.errors import DeviceError, InputError
 from gamut.scan.alignments import DIAGONAL_WINDOW, ChunkAlignments
 from gamut.scan.hits import SequenceSet
 from gamut.scan.params import ScanParams, query_tables, row_scheme
@@ -39,6 +40,10 @@ ROW_BUCKETS = (8, 16, 24, 32, 40, 48, 56, 64)
 MAX_GPU_QUERY = ROW_BUCKETS[-1]
 KERNEL_FILE = "scan_dp.cu"
 CAND_FIELDS = 4  # (task, i, j, score)
+#: Candidates one launch may hold (the kernels take the buffer's capacity as an int).
+MAX_CANDIDATES = 2**31 - 1
+#: Longest reference the kernels index with int columns (segment ends may pass it by a segment).
+MAX_GPU_REFERENCE = 2**31 - 2**24
 #: Profile score of the unused top rows of a bucket (keeps their A at 0; see scan_dp.cu).
 PAD_SCORE = -(1 << 28)
 
@@ -382,16 +387,23 @@ class _DeviceRun:
     def _collect(self, kernel: str, rows: int, n: int, args_before: list, args_after: list, cap: int):
         """Launch a candidate-emitting kernel, growing the buffer and re-running on overflow.
 
-        Returns the candidates (n, 4: task, i, j, score) on the device.
+        Returns the candidates (n, 4: task, i, j, score) on the device; more than
+        :data:`MAX_CANDIDATES` in one launch is a :class:`DeviceError` (never a partial result).
         """
+        cap = min(cap, MAX_CANDIDATES)
         while True:
-            count = self._zeros(1, np.int32)
+            count = self._zeros(1, np.uint64)  # the kernels' 64-bit ScanCount
             cands = self.xp.empty((max(cap, 1), CAND_FIELDS), dtype=np.int32)
             self.be.launch(kernel, rows, n, [*args_before, count, np.int32(cap), cands, *args_after], self.t.block)
             got = int(self.be.to_host(count)[0])
             if got <= cap:
                 return cands[:got]
-            cap = int(got * 1.25) + 1024
+            if got > MAX_CANDIDATES:
+                raise DeviceError(
+                    f"{got:,} alignment candidates in one GPU launch; the GPU engine holds at most "
+                    f"{MAX_CANDIDATES:,} (raise the score threshold -sc, or use --device cpu)"
+                )
+            cap = min(int(got * 1.25) + 1024, MAX_CANDIDATES)
 
     def _sorted_candidates(self, cands, d_task_pair, n_pairs: int, rows: int, max_ref: int):
         """Candidates ordered by (pair, score desc, j asc, i asc): backend arrays (pair, i, j, score).
@@ -473,7 +485,7 @@ class _DeviceRun:
             ref_off[1:] = np.cumsum(rlen_slot)[:-1]
         d_refs = be.asarray(np.ascontiguousarray(flat, dtype=np.int8) if flat.size else np.zeros(1, np.int8))
         d_ref_off = be.asarray(ref_off)
-        d_ref_len = be.asarray(rlen_slot.astype(np.int32))
+        d_ref_len = be.asarray(rlen_slot.astype(np.int32))  # <= MAX_GPU_REFERENCE (checked in align)
         d_prof = be.asarray(prof)
         d_pad = be.asarray(pad)
         R = rlen_slot[r_slot]
@@ -672,8 +684,6 @@ class GpuEngine:
         self.tuning = tuning or GpuTuning()
         if backends is None:
             if not gpu_ids:
-                from gamut.errors import DeviceError
-
                 raise DeviceError("no CUDA GPU selected for the GPU engine")
             backends = [CupyBackend(int(g)) for g in gpu_ids]
         self.backends = list(backends)
@@ -700,6 +710,10 @@ class GpuEngine:
             return out.chunk()
         q_lengths = queries.lengths()
         r_lengths = references.lengths()
+        longest = int(r_lengths[pairs[:, 1]].max())
+        if longest > MAX_GPU_REFERENCE:
+            raise InputError(f"a reference of {longest:,} nt is longer than the GPU engine's limit of "
+                             f"{MAX_GPU_REFERENCE:,} nt (split it into pieces)")
         qlen = q_lengths[pairs[:, 0]]
         rlen = r_lengths[pairs[:, 1]]
         trivial = (qlen == 0) | (rlen == 0)

@@ -7,9 +7,10 @@ from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 
-from gamut.errors import UsageError
+from gamut.errors import DeviceError, UsageError
 from gamut.splice import cpu
-from gamut.splice.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams, SpliceCase, make_case
+from gamut.splice.model import (DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams, SpliceCase,
+                                check_score_range, make_case)
 from gamut.splice.result import SpliceResult, build_result
 
 ENGINES = ("reference", "fast", "gpu")
@@ -35,6 +36,8 @@ def choose_engine(device: str = "auto", engine: str | None = None) -> str:
 
 def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None):
     """``(last, pred)`` per case with the named engine."""
+    for case in cases:  # cases built without parameters were not checked
+        check_score_range(case, params.max_abs)
     if engine == "reference":
         return [cpu.forward_reference(c, params.matrix, params.gap) for c in cases]
     if engine == "fast":
@@ -66,7 +69,12 @@ def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads
     """
     def finish(item: tuple[SpliceCase, tuple[np.ndarray, np.ndarray]]) -> SpliceResult:
         case, (last, pred) = item
-        score, chain, ops, bpos, tpos = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        try:
+            score, chain, ops, bpos, tpos = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        except RuntimeError as exc:  # an inconsistent forward pass is reported, never returned
+            if engine == "gpu":
+                raise DeviceError(f"the GPU engine gave an inconsistent result ({exc})") from exc
+            raise
         return build_result(case, score, chain, ops, bpos, tpos, engine)
 
     items = list(zip(cases, forward(cases, params, engine, threads)))

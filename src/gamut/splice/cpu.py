@@ -376,6 +376,8 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
                 j -= 1
             n_ops += 1
         p = pred[k, j]
+        if p >= 0 and (p >= k or ends[p] > starts[k]):
+            raise ValueError("pred names an exon that cannot precede")
         if p < 0:
             while j > 0:
                 ops[n_ops] = OP_TARGET_GAP
@@ -399,8 +401,21 @@ def traceback(case: SpliceCase, matrix: np.ndarray, gap: int, last: np.ndarray, 
 
     ``chain`` holds sorted exon indices in order; the three arrays describe alignment columns
     (``-1`` for a gap). Exons are recomputed one at a time, so memory stays O(exon x target).
+    Raises ``RuntimeError`` when the arrays are inconsistent (a predecessor that cannot precede, or
+    an alignment whose score is not the reported one).
     """
-    score, chain, ops, bpos, tpos = _traceback(
-        case.base, case.starts, case.ends, case.target, matrix, np.int64(gap), last, pred
-    )
+    try:
+        score, chain, ops, bpos, tpos = _traceback(
+            case.base, case.starts, case.ends, case.target, matrix, np.int64(gap), last, pred
+        )
+    except ValueError as exc:
+        raise RuntimeError(f"{case.name}: {exc}: the last/pred arrays are inconsistent") from None
+    aligned = ops == OP_MATCH
+    total = int(matrix[case.base[bpos[aligned]], case.target[tpos[aligned]]].sum(dtype=np.int64))
+    total += int(gap) * int(aligned.size - np.count_nonzero(aligned))
+    if total != int(score):
+        raise RuntimeError(
+            f"{case.name}: the forward pass scores {int(score)} but the traceback's alignment scores {total}: "
+            "the last/pred arrays are inconsistent"
+        )
     return int(score), chain, ops, bpos, tpos

@@ -11,7 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from gamut.splice.model import SpliceCase
+from gamut.errors import DeviceError
+from gamut.splice.model import SpliceCase, check_score_range
 from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, ROWS, build_plan
 
 CODES = PAD_CODE + 1  # profile rows in the kernel: A C G T N and two unused (entry, no-op)
@@ -31,6 +32,20 @@ class GpuTiming:
 
     kernel: float = 0.0
     total: float = 0.0
+
+
+#: Exon-stream rows of one case the kernel indexes in int (row tags ``row + 1`` and tile steps
+#: ``tiles + 31`` must stay below 2^31).
+MAX_STREAM_ROWS = 2**31 - 64
+
+
+def _int32(values, what: str, limit: int = 2**31 - 1) -> np.ndarray:
+    """``values`` as the kernel's int32; :class:`DeviceError` naming ``limit`` when one exceeds it."""
+    values = np.asarray(values, np.int64)
+    if values.size and int(values.max()) > limit:
+        raise DeviceError(f"{what} reach {int(values.max()):,}; the GPU engine handles at most {limit:,} "
+                          "(use the CPU engine, or fewer or shorter candidate exons)")
+    return values.astype(np.int32)
 
 
 def _offsets(sizes: Sequence[int]) -> np.ndarray:
@@ -79,22 +94,22 @@ class PackedBatch:
         self.chunks = chunk_counts(self.cases, cols)
         self.stream = np.concatenate([p.stream for p in plans])
         self.stream_off = _offsets(rows)
-        if max(rows) >= 2**31 - 64:
-            raise ValueError("a case has more than 2^31 exon-stream rows")
-        self.stream_rows = np.asarray(rows, np.int32)
+        self.stream_rows = _int32(rows, "exon-stream rows of a case (exon lengths plus one row per exon)",
+                                  MAX_STREAM_ROWS)
         self.fin = np.concatenate([p.fin for p in plans]).astype(np.int32)
         fold_off = _offsets([p.fold.shape[0] for p in plans])
-        self.fold_ptr = np.concatenate([p.fold_ptr + fold_off[i] for i, p in enumerate(plans)]).astype(np.int32)
+        self.fold_ptr = _int32(np.concatenate([p.fold_ptr + fold_off[i] for i, p in enumerate(plans)]),
+                               "parked-exon folds of a launch")
         self.fold = np.concatenate([p.fold for p in plans]).astype(np.int32).reshape(-1, 2)
         if self.fold.shape[0] == 0:
             self.fold = np.zeros((1, 2), np.int32)  # never read; keeps the device array non-empty
         self.exon_off = _offsets(ks)
-        self.n_exons = np.asarray(ks, np.int32)
+        self.n_exons = _int32(ks, "candidate exons of a case")
         self.target_off = _offsets([c.target.size for c in self.cases])
         self.out_off = _offsets([k * w for k, w in zip(ks, widths)])
         self.bound_off = _offsets([ch * r for ch, r in zip(self.chunks, rows)])
         self.target = np.concatenate([c.target for c in self.cases])
-        self.target_len = np.asarray([c.target.size for c in self.cases], np.int32)
+        self.target_len = _int32([c.target.size for c in self.cases], "target lengths", 2**31 - 1024)
         # Biggest cases first: blocks are dispatched roughly in index order.
         self.case_order = np.argsort([-c.cells for c in self.cases], kind="stable").astype(np.int32)
 
@@ -142,6 +157,8 @@ def forward_gpu_many(
 
     if not cases:
         return []
+    for case in cases:  # the kernel's cells are int32
+        check_score_range(case, int(max(np.abs(matrix).max(), abs(gap))))
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     if cols is None:

@@ -156,12 +156,8 @@ def make_case(
                 f"{name}: exon {index} ({start}, {end}) must satisfy 0 <= start < end <= {base_codes.size} "
                 "(0-based, half-open)"
             )
-    if params is not None:
-        span = int(base_codes.size) + int(target_codes.size) + 2
-        if span * params.max_abs >= SCORE_LIMIT:
-            raise InputError(f"{name}: scores could overflow 32-bit cells (sequences too long for these scores)")
     order = np.lexsort((np.arange(pairs.shape[0]), pairs[:, 1], pairs[:, 0]))
-    return SpliceCase(
+    case = SpliceCase(
         base=base_codes,
         starts=np.ascontiguousarray(pairs[order, 0], dtype=np.int32),
         ends=np.ascontiguousarray(pairs[order, 1], dtype=np.int32),
@@ -169,3 +165,17 @@ def make_case(
         target=target_codes,
         name=name,
     )
+    if params is not None:
+        check_score_range(case, params.max_abs)
+    return case
+
+
+def check_score_range(case: SpliceCase, max_abs: int) -> None:
+    """Raise :class:`InputError` when a DP cell of ``case`` could reach :data:`SCORE_LIMIT` in
+    absolute value (the engines' int32 cells), with columns scoring at most ``max_abs``."""
+    span = int(case.base.size) + int(case.target.size) + 2
+    if span * max_abs >= SCORE_LIMIT:
+        raise InputError(
+            f"{case.name}: scores could overflow 32-bit cells: base plus target are {span - 2:,} nt, at most "
+            f"{(SCORE_LIMIT - 1) // max(max_abs, 1) - 2:,} with columns scoring up to {max_abs}"
+        )

@@ -10,6 +10,14 @@
 //   d >= 1 : nussinov_finish    - splits inside tiles I and J plus the pair term, swept by
 //            anti-diagonals from the tile's lower-left corner.
 // Scores are int32: max(a + b, c) is one DPX instruction (__viaddmax_s32) on sm_90.
+// Tile offsets are 64-bit: the triangle passes 2^31 ints at n ~ 65,500 (nussinov_host_harness.cu
+// builds the index helpers with g++ so that CI checks them at large n).
+
+#ifndef NUSSINOV_HOST_TEST
+#define NUSS_DEV __device__ __forceinline__
+#else
+#define NUSS_DEV inline
+#endif
 
 #ifndef TILE
 #define TILE 64
@@ -22,15 +30,22 @@
 
 static_assert(TILE == 64, "the max-plus micro-kernel is written for 64 x 64 tiles");
 
-__device__ __forceinline__ long long tile_index(int I, int J, int nb) {
+NUSS_DEV long long tile_index(int I, int J, int nb) {
     const long long d = J - I;
     return d * nb - d * (d - 1) / 2 + I;
 }
 
-__device__ __forceinline__ int* tile_ptr(int* tiles, int I, int J, int nb) {
+NUSS_DEV int* tile_ptr(int* tiles, int I, int J, int nb) {
     return tiles + tile_index(I, J, nb) * (TILE * TILE);
 }
 
+// s[i] and s[j-1] may close the half-open interval [i, j)
+NUSS_DEV bool closes(const unsigned char* seq, int n, int min_loop, int i, int j) {
+    if (j > n || j - i < min_loop + 2) return false;
+    return (BOND_MASK >> (5 * seq[i] + seq[j - 1])) & 1u;
+}
+
+#ifndef NUSSINOV_HOST_TEST  // the kernels (the host harness takes the helpers above)
 // max(a + b, c)
 __device__ __forceinline__ int addmax(int a, int b, int c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -38,12 +53,6 @@ __device__ __forceinline__ int addmax(int a, int b, int c) {
 #else
     return max(a + b, c);
 #endif
-}
-
-// s[i] and s[j-1] may close the half-open interval [i, j)
-__device__ __forceinline__ bool closes(const unsigned char* seq, int n, int min_loop, int i, int j) {
-    if (j > n || j - i < min_loop + 2) return false;
-    return (BOND_MASK >> (5 * seq[i] + seq[j - 1])) & 1u;
 }
 
 extern "C" __global__ void __launch_bounds__(TILE)
@@ -189,3 +198,4 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
     }
     for (int r = 0; r < TILE; ++r) C[r * TILE + t] = S[r][t];
 }
+#endif  // NUSSINOV_HOST_TEST

@@ -34,6 +34,10 @@ struct ScanCand {
     int task, i, j, score;
 };
 
+// Candidates emitted by a launch (stored while < cand_cap): 64-bit, so that the count stays exact
+// however many cells pass the threshold (an int count could wrap and index cands out of bounds).
+typedef unsigned long long ScanCount;
+
 // Seed rows (miRNA positions 2..8) in the bottom-aligned layout; row LM-1 is row L (normal).
 #define SCAN_SEED_ROW(r, LM) ((r) >= (LM) - 8 && (r) <= (LM) - 2)
 
@@ -127,7 +131,7 @@ SCAN_DEV int scan_column(const int (&Din)[LM], const int (&Bin)[LM], int (&Dout)
 template <int LM>
 SCAN_DEV void scan_emit_column(const int (&Din)[LM], const int (&Bin)[LM], const int4* pc, int j, int P,
                                const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo, int sge, int T,
-                               int task, int* cand_count, int cand_cap, ScanCand* cands) {
+                               int task, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     const int* ps = reinterpret_cast<const int*>(pc);
     int dold = 0, aup = 0, cup = 0;
 #pragma unroll
@@ -144,8 +148,8 @@ SCAN_DEV void scan_emit_column(const int (&Din)[LM], const int (&Bin)[LM], const
         aup = A;
         cup = C;
         if (best >= T && !(B > A && B >= C)) {
-            const int slot = atomicAdd(cand_count, 1);
-            if (slot < cand_cap) {
+            const ScanCount slot = atomicAdd(cand_count, 1ull);
+            if (slot < (ScanCount)cand_cap) {
                 ScanCand cd;
                 cd.task = task; cd.i = r - P + 1; cd.j = j; cd.score = best;
                 cands[slot] = cd;
@@ -163,7 +167,7 @@ template <int LM>
 SCAN_DEV void scan_sweep(int (&D)[LM], int (&Bn)[LM], const signed char* ref, int jfrom, int jto,
                          int emit_from, int save_col, int* save_out, int cp_from, int cpint,
                          int* cp_base, const int* prof, int P, int go, int ge, int sgo, int sge,
-                         int T, int task, int* cand_count, int cand_cap, ScanCand* cands) {
+                         int T, int task, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     int next_cp = ((jfrom - 1) / cpint + 1) * cpint;  // next column that is a multiple of cpint
     int GO[8], GE[8];
 #pragma unroll
@@ -215,7 +219,7 @@ struct ScanTaskArgs {
 
 template <int LM>
 SCAN_DEV void scan_pass1_task(int t, const int* task_pair, const int* task_seg, const ScanTaskArgs& a,
-                              int* cp, int* entry, int* cand_count, int cand_cap, ScanCand* cands) {
+                              int* cp, int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     const int p = task_pair[t];
     const int k = task_seg[t];
     const int q = a.pair_q[p];
@@ -239,7 +243,7 @@ SCAN_DEV void scan_pass1_task(int t, const int* task_pair, const int* task_seg, 
 template <int LM>
 SCAN_DEV void scan_repair_pair(int x, const int* rp_pair, const int* rp_seg, const long long* pair_task0,
                                const int* pair_tasks, const ScanTaskArgs& a, int* cp, const int* entry,
-                               unsigned char* recomputed, int* cand_count, int cand_cap, ScanCand* cands) {
+                               unsigned char* recomputed, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     const int p = rp_pair[x];
     const int k1 = rp_seg[x];
     const int q = a.pair_q[p];
@@ -251,7 +255,7 @@ SCAN_DEV void scan_repair_pair(int x, const int* rp_pair, const int* rp_seg, con
     int* cpb = cp + a.pair_cp[p] * 2 * LM;
     const int* prof = a.prof + (long long)q * 5 * LM;
     int D[LM], Bn[LM];
-    scan_load_state<LM>(D, Bn, cpb + ((k1 * a.seglen) / a.cpint - 1) * 2 * LM);
+    scan_load_state<LM>(D, Bn, cpb + ((long long)k1 * a.seglen / a.cpint - 1) * 2 * LM);
     for (int k = k1; k < nseg; ++k) {
         const int t = pair_tasks[pair_task0[p] + k];
         const int s = k * a.seglen + 1;
@@ -262,7 +266,7 @@ SCAN_DEV void scan_repair_pair(int x, const int* rp_pair, const int* rp_seg, con
             scan_sweep<LM>(D, Bn, ref, s, e, s, -1, nullptr, s, a.cpint, cpb, prof, P, a.go, a.ge, a.sgo,
                            a.sge, a.T, t, cand_count, cand_cap, cands);
         } else if (k + 1 < nseg) {
-            scan_load_state<LM>(D, Bn, cpb + (e / a.cpint - 1) * 2 * LM);
+            scan_load_state<LM>(D, Bn, cpb + (long long)(e / a.cpint - 1) * 2 * LM);
         }
     }
 }
@@ -457,7 +461,7 @@ SCAN_DEV void scan_suppress_pair(int p, const long long* start, const int* ci, c
 #ifndef SCAN_HOST_TEST
 template <int LM>
 SCAN_GLOBAL void __launch_bounds__(128, LM <= 24 ? 4 : (LM <= 32 ? 3 : 2)) scan_pass1(int n_tasks, const int* task_pair, const int* task_seg, SCAN_ARGS_PARAMS, int* cp,
-                            int* entry, int* cand_count, int cand_cap, ScanCand* cands) {
+                            int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tasks) return;
     SCAN_ARGS_MAKE(a);
@@ -467,7 +471,7 @@ SCAN_GLOBAL void __launch_bounds__(128, LM <= 24 ? 4 : (LM <= 32 ? 3 : 2)) scan_
 template <int LM>
 SCAN_GLOBAL void scan_repair(int n, const int* rp_pair, const int* rp_seg, const long long* pair_task0,
                              const int* pair_tasks, SCAN_ARGS_PARAMS, int* cp, const int* entry,
-                             unsigned char* recomputed, int* cand_count, int cand_cap, ScanCand* cands) {
+                             unsigned char* recomputed, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= n) return;
     SCAN_ARGS_MAKE(a);

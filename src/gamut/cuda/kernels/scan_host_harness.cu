@@ -12,8 +12,8 @@ struct int4 {
 static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
 static inline int __viaddmax_s32(int a, int b, int c) { return std::max(a + b, c); }
 static inline int __vimax3_s32(int a, int b, int c) { return std::max(a, std::max(b, c)); }
-static inline int atomicAdd(int* p, int v) {
-    int old = *p;
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+    unsigned long long old = *p;
     *p += v;
     return old;
 }
@@ -26,7 +26,7 @@ using std::min;
 
 #define SCAN_HOST_KERNELS(LM)                                                                            \
     extern "C" void host_scan_pass1_##LM(int n_tasks, const int* task_pair, const int* task_seg,         \
-                                         SCAN_ARGS_PARAMS, int* cp, int* entry, int* cand_count,         \
+                                         SCAN_ARGS_PARAMS, int* cp, int* entry, ScanCount* cand_count,   \
                                          int cand_cap, ScanCand* cands) {                                \
         SCAN_ARGS_MAKE(a);                                                                               \
         for (int t = 0; t < n_tasks; ++t)                                                                \
@@ -35,8 +35,8 @@ using std::min;
     extern "C" void host_scan_repair_##LM(int n, const int* rp_pair, const int* rp_seg,                  \
                                           const long long* pair_task0, const int* pair_tasks,            \
                                           SCAN_ARGS_PARAMS, int* cp, const int* entry,                   \
-                                          unsigned char* recomputed, int* cand_count, int cand_cap,      \
-                                          ScanCand* cands) {                                             \
+                                          unsigned char* recomputed, ScanCount* cand_count,              \
+                                          int cand_cap, ScanCand* cands) {                               \
         SCAN_ARGS_MAKE(a);                                                                               \
         for (int x = 0; x < n; ++x)                                                                      \
             scan_repair_pair<LM>(x, rp_pair, rp_seg, pair_task0, pair_tasks, a, cp, entry, recomputed,   \

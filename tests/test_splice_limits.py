@@ -1,0 +1,88 @@
+"""Size limits and consistency checks of the spliced alignment (issue #17), on the CPU.
+
+The GPU kernel indexes exon-stream rows, exon counts and target columns in int32 and keeps scores
+in int32 cells: sizes past those limits raise a clear error naming the limit, and a forward pass
+whose ``last``/``pred`` arrays disagree with their traceback is reported, never returned.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gamut.errors import DeviceError, InputError
+from gamut.splice import api, cpu
+from gamut.splice import gpu as splice_gpu
+from gamut.splice.model import SCORE_LIMIT, ScoreParams, make_case
+
+
+def small_case(seed: int = 3):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 4, 400).astype(np.uint8)
+    exons = [(10, 60), (40, 90), (100, 180), (150, 220), (230, 300), (310, 390)]
+    target = np.concatenate([base[10:60], base[100:180], base[310:390]])
+    return base, exons, target
+
+
+def test_int32_packing_names_the_limit():
+    assert splice_gpu._int32([0, 5, 2**31 - 1], "rows").dtype == np.int32
+    with pytest.raises(DeviceError, match=r"rows reach 2,147,483,648; the GPU engine handles at most 2,147,483,647"):
+        splice_gpu._int32([1, 2**31], "rows")
+    with pytest.raises(DeviceError, match="at most 99"):
+        splice_gpu._int32([100], "rows", 99)
+
+
+def test_packed_batch_checks_the_stream_rows(monkeypatch):
+    params = ScoreParams()
+    case = make_case(*small_case(), params)
+    rows = splice_gpu.build_plan(case.base, case.starts, case.ends, 0).rows
+    assert splice_gpu.PackedBatch([case], 8, 0).stream_rows.tolist() == [rows]
+    monkeypatch.setattr(splice_gpu, "MAX_STREAM_ROWS", rows - 1)
+    with pytest.raises(DeviceError, match="exon-stream rows of a case"):
+        splice_gpu.PackedBatch([case], 8, 0)
+
+
+def test_cases_built_without_parameters_are_checked_for_score_overflow():
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 4, 30_000).astype(np.uint8)
+    case = make_case(base, [(0, 100)], base[:100])  # no parameters: not checked here
+    params = ScoreParams(gap=-10_000)
+    assert (base.size + 102) * params.max_abs >= SCORE_LIMIT
+    with pytest.raises(InputError, match="scores could overflow 32-bit cells"):
+        api.splice_many([case], gap=-10_000, engine="fast")
+    with pytest.raises(InputError, match="scores could overflow 32-bit cells"):
+        make_case(base, [(0, 100)], base[:100], params)
+    assert len(api.splice_many([case], engine="fast")) == 1  # default scores fit
+
+
+def test_traceback_rejects_inconsistent_arrays():
+    params = ScoreParams()
+    case = make_case(*small_case(), params)
+    last, pred = cpu.forward_fast(case, params.matrix, params.gap)
+    score = cpu.traceback(case, params.matrix, params.gap, last, pred)[0]
+    assert score == last[:, -1].max()
+    wrong = last.copy()
+    wrong[:, -1] += 1  # the score no alignment reaches
+    with pytest.raises(RuntimeError, match="the traceback's alignment scores"):
+        cpu.traceback(case, params.matrix, params.gap, wrong, pred)
+    bad = pred.copy()
+    bad[-1, :] = case.n_exons - 1  # an exon preceding itself: would loop
+    with pytest.raises(RuntimeError, match="pred names an exon that cannot precede"):
+        cpu.traceback(case, params.matrix, params.gap, last, bad)
+
+
+def test_gpu_engine_inconsistency_is_a_device_error(monkeypatch):
+    params = ScoreParams()
+    case = make_case(*small_case(), params)
+
+    def forward(cases, params, engine, threads=None):
+        out = []
+        for c in cases:
+            last, pred = cpu.forward_fast(c, params.matrix, params.gap)
+            out.append((last + 1, pred))  # a wrong forward pass
+        return out
+
+    monkeypatch.setattr(api, "forward", forward)
+    with pytest.raises(DeviceError, match="GPU engine gave an inconsistent result"):
+        api.solve([case], params, "gpu")
+    with pytest.raises(RuntimeError, match="inconsistent"):
+        api.solve([case], params, "fast")
