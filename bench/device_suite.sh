@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks and benchmarks in one call on the lent device machine (see docs/scan_gpu.md).
-#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big energy
+#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big energy e2e energy
 # Wheels for packages the device image lacks travel in .whl/ (carry it); logs and results go to
 # $OUT (or bench/results/device when $OUT is unset).
 set -uo pipefail
@@ -29,6 +29,7 @@ for stage in "$@"; do
     scan) run scan_gpu "${SCAN_LIMIT:-300}" python3 bench/scan_gpu.py --out "$OUT" --threads 16 --kind "${KIND:-nvidia-h100-x1}" ${SCAN_ARGS:-} ;;
     fold) run fold_gpu "${FOLD_LIMIT:-300}" python3 bench/fold.py --target gpu --out "$OUT" ${FOLD_ARGS:-} ;;
     splice) run splice_gpu "${SPLICE_LIMIT:-240}" python3 bench/splice.py --device cuda --check --out-dir "$OUT" ${SPLICE_ARGS:-} ;;
+    e2e) run scan_e2e "${E2E_LIMIT:-420}" python3 bench/scan_e2e.py --device cuda --out "$OUT" --kind "${KIND:-nvidia-h100-x1}" ${E2E_ARGS:-} ;;
     big) run scan_big "${BIG_LIMIT:-400}" python3 bench/scan_gpu.py --out "$OUT" --threads 16 --tables none --big --kind "${KIND:-nvidia-h100-x1}-big" ${BIG_ARGS:-} ;;
     energy) run energy_gpu "${ENERGY_LIMIT:-240}" python3 bench/energy_gpu.py --out "$OUT" --kind "${KIND:-nvidia-h100-x1}" ${ENERGY_ARGS:-} ;;
     *) echo "unknown stage $stage"; exit 2 ;;

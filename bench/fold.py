@@ -262,6 +262,45 @@ def run_gpu(args, rec: Recorder) -> None:
         cupy.get_default_memory_pool().free_all_blocks()
 
 
+def run_api(args, rec: Recorder) -> None:
+    """The path users take: ``gamut.fold(seq, device=...)`` with the structure, end to end,
+    checked (pairs == structure's pairs == the GPU fill's corner where the GPU runs)."""
+    import random
+
+    import gamut
+
+    device = "cuda" if args.target == "gpu" else "cpu"
+    gamut.fold("GGGAAACCC" * 20, device=device)  # compile / load kernels
+    for n in args.api_at:
+        rng = random.Random(n)
+        seq = "".join(rng.choice("ACGU") for _ in range(n))
+        start = time.perf_counter()
+        result = gamut.fold(seq, min_loop=args.min_loop, device=device)
+        seconds = time.perf_counter() - start
+        opened = result.structure.count("(")
+        assert opened == result.pairs == result.structure.count(")"), (n, opened, result.pairs)
+        detail = f"gamut.fold(device={device!r}) with structure, {result.pairs:,} pairs checked"
+        if device == "cuda":
+            import cupy
+
+            from gamut.fold.gpu import fill_gpu, score_of
+
+            tiles = fill_gpu(gamut_codes(seq), args.min_loop)
+            corner = score_of(tiles, n)
+            del tiles
+            cupy.get_default_memory_pool().free_all_blocks()
+            assert corner == result.pairs, (n, corner, result.pairs)
+            detail += f" (= fill corner {corner:,})"
+        rec.add(kind="api", name="random", engine=result.engine, n=n, seconds=seconds, times=[seconds],
+                pairs=result.pairs, detail=detail)
+
+
+def gamut_codes(seq: str) -> np.ndarray:
+    from gamut.fold.sequence import encode
+
+    return encode(seq)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--target", choices=("cpu", "gpu"), default="cpu")
@@ -278,6 +317,8 @@ def main() -> None:
     p.add_argument("--traceback-at", type=lambda s: [int(x) for x in s.split(",")], default=[16000, 100000])
     p.add_argument("--profile-at", type=lambda s: [int(x) for x in s.split(",")], default=[16000],
                    help="GPU sizes timed per kernel with events (default 16000)")
+    p.add_argument("--api-at", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
+                   help="sizes timed through gamut.fold with structure (default GPU 16000,60000,100000; CPU 4000)")
     p.add_argument("--label", default=None, help="file name label (default: h100, h200, ... or cpu-<N>core)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = p.parse_args()
@@ -298,8 +339,11 @@ def main() -> None:
             pass
         label = args.label or f"cpu-{os.cpu_count()}core"
         args.sizes = args.sizes or [2000, 3000, 4000, 6000, 8000, 10000, 12000, 14000, 16000]
+    if args.api_at is None:
+        args.api_at = [16000, 60000, 100000] if args.target == "gpu" else [4000]
     rec = Recorder(Path(args.out), label, device, args)
     (run_gpu if args.target == "gpu" else run_cpu)(args, rec)
+    run_api(args, rec)
     print(rec.markdown())
 
 
