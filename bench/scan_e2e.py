@@ -94,7 +94,16 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path) -> t
     return wall, usage.ru_maxrss * 1024
 
 
-def engine_only(query: Path, ref: Path, extra: list[str], args) -> dict:
+def engine_only(query: Path, ref: Path, args) -> dict:
+    """The engine alone, measured in a child process (so that this process stays small and the
+    CLI children's peak RSS is their own)."""
+    cmd = [sys.executable, __file__, "--engine-only", str(query), str(ref), "--device", args.device,
+           "--threads", str(args.threads)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _engine_only(query: Path, ref: Path, args) -> dict:
     """The engine alone over the runner's chunks (after a warm-up), in this process."""
     from gamut.scan.api import make_engine
     from gamut.scan.fasta import read_miranda_fasta
@@ -143,14 +152,18 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=SHARED)
     ap.add_argument("--kind", default=platform.node())
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--engine-only", nargs=2, type=Path, metavar=("QUERIES", "REFERENCES"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.engine_only:
+        print(json.dumps(_engine_only(*args.engine_only, args)))
+        return 0
     args.cases = [c for c in args.cases.split(",") if c]
     modes = [m for m in args.modes.split(",") if m]
     rows = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for case, (query, ref, extra) in workloads(args, tmp).items():
-            engine = engine_only(query, ref, extra, args) if case != "big" else None
+            engine = engine_only(query, ref, args) if case != "big" else None
             for mode in (["noenergy"] if case == "big" else modes):
                 flags = [*extra, *(["-noenergy"] if mode == "noenergy" and "-noenergy" not in extra else [])]
                 wall, rss = run_cli(query, ref, flags, args, tmp / f"{case}_{mode}.txt")

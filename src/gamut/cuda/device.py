@@ -9,9 +9,10 @@ from gamut.errors import DeviceError, UsageError
 DEVICES = ("auto", "cpu", "cuda")
 
 #: Analyses whose CUDA engine has passed its GPU test suite on real hardware. ``--device auto``
-#: uses the GPU only for these; ``--device cuda`` always can. All three passed on an H100
-#: (``python -m pytest -m gpu tests/``: 63 passed, 2026-11-23; bench/results/pytest_gpu_h100.log).
-VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice"})
+#: uses the GPU only for these; ``--device cuda`` always can. All passed on an H100
+#: (``python -m pytest -m gpu tests/``: 80 passed, 2026-11-23; bench/results/pytest_gpu_h100.log);
+#: ``energy`` is the duplex-energy engine (used by the scan when it runs on the GPU).
+VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy"})
 
 
 @functools.lru_cache(maxsize=1)

@@ -695,6 +695,7 @@ class GpuEngine:
         self.preferred_chunk_pairs = 1_000_000 * len(self.backends)
         self.stats: dict[str, float] = {}
         self._stats_lock = threading.Lock()
+        self._query_cache: tuple | None = None
 
     @property
     def peak_device_bytes(self) -> int:
@@ -718,12 +719,17 @@ class GpuEngine:
         rlen = r_lengths[pairs[:, 1]]
         trivial = (qlen == 0) | (rlen == 0)
         out.assigned[trivial] = True
-        buckets = np.array([bucket_for(int(x)) for x in q_lengths], np.int64)[pairs[:, 0]]
+        buckets = np.searchsorted(np.array(ROW_BUCKETS), q_lengths)  # smallest bucket that fits
+        buckets = np.where(buckets < len(ROW_BUCKETS), np.array(ROW_BUCKETS + (0,))[buckets], 0)[pairs[:, 0]]
         gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
         began = time.perf_counter()
-        schemes: dict[int, Any] = {}
-        tables = {}
+        cache = self._query_cache  # query tables, built once per query set and parameters
+        if cache is None or cache[0] is not queries or cache[1] != params:
+            cache = self._query_cache = (queries, params, {}, {})
+        tables, schemes = cache[2], cache[3]
         for q in dense_slots(pairs[gpu_idx, 0])[0].tolist():
+            if q in tables:
+                continue
             length = int(q_lengths[q])
             if length not in schemes:
                 schemes[length] = row_scheme(length, params)
