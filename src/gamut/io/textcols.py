@@ -11,6 +11,7 @@ values, not the number of rows.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence, Union
 
 import numpy as np
@@ -72,6 +73,88 @@ def _int_text(values):
     return buf, starts, lengths
 
 
+@njit(cache=True, nogil=True)
+def _fixed_text(values, decimals):
+    """``printf("%.{decimals}f")`` of float64 ``values``, exactly (round half to even on the exact
+    binary value, as glibc does), in integer arithmetic. Rows whose scaled value does not fit
+    64-bit integers are flagged in ``ok`` (the caller formats those in Python)."""
+    n = values.shape[0]
+    scale = 1
+    for _ in range(decimals):
+        scale *= 10
+    limit = 9223372036854775807 // scale
+    q_all = np.zeros(n, np.int64)
+    neg = np.zeros(n, np.bool_)
+    ok = np.ones(n, np.bool_)
+    lengths = np.zeros(n, np.int64)
+    for k in range(n):
+        v = values[k]
+        neg[k] = v < 0 or (v == 0 and math.copysign(1.0, v) < 0)
+        a = abs(v)
+        if not math.isfinite(a):
+            ok[k] = False
+            continue
+        m, e = math.frexp(a)
+        M = np.int64(m * 9007199254740992.0)  # m * 2^53, exact
+        E = e - 53
+        while M != 0 and (M & 1) == 0 and E < 0:
+            M >>= 1
+            E += 1
+        if M > limit:
+            ok[k] = False
+            continue
+        N = M * scale
+        if E >= 0:
+            if E > 62 or N > (9223372036854775807 >> E):
+                ok[k] = False
+                continue
+            q = N << E
+        else:
+            sh = -E
+            if sh > 62:
+                q = np.int64(0)
+            else:
+                q = N >> sh
+                rem = N - (q << sh)
+                half = np.int64(1) << (sh - 1)
+                if rem > half or (rem == half and (q & 1) == 1):
+                    q += 1
+        q_all[k] = q
+        digits = 1
+        t = q // scale
+        while t >= 10:
+            t //= 10
+            digits += 1
+        lengths[k] = digits + (1 + decimals if decimals > 0 else 0) + (1 if neg[k] else 0)
+    starts = np.zeros(n, np.int64)
+    total = 0
+    for k in range(n):
+        starts[k] = total
+        total += lengths[k] if ok[k] else 0
+    buf = np.empty(total, np.uint8)
+    for k in range(n):
+        if not ok[k]:
+            continue
+        pos = starts[k] + lengths[k] - 1
+        q = q_all[k]
+        for _ in range(decimals):
+            buf[pos] = 48 + q % 10
+            q //= 10
+            pos -= 1
+        if decimals > 0:
+            buf[pos] = 46  # '.'
+            pos -= 1
+        while True:
+            buf[pos] = 48 + q % 10
+            q //= 10
+            pos -= 1
+            if q == 0:
+                break
+        if neg[k]:
+            buf[pos] = 45  # '-'
+    return buf, starts, lengths, ok
+
+
 class TextBuilder:
     """Collects keyed records made of pieces and renders them in key order as one byte string."""
 
@@ -114,6 +197,19 @@ class TextBuilder:
         """Decimal text of integers (as ``str(int)``)."""
         buf, starts, lengths = _int_text(np.ascontiguousarray(values, np.int64))
         return self.buffer(buf, starts, lengths)
+
+    def fixed(self, values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
+        """Text of ``f"{float(x):.{decimals}f}"`` for every value, in compiled code (exact: the
+        same digits as Python and C's printf); the rare values beyond 64-bit integer arithmetic
+        are formatted by Python."""
+        values = np.ascontiguousarray(values, np.float64)
+        buf, starts, lengths, ok = _fixed_text(values, decimals)
+        starts, lengths = self.buffer(buf, starts, lengths)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            spec = f".{decimals}f"
+            starts[bad], lengths[bad] = self.formatted(values[bad], lambda v: format(v, spec))
+        return starts, lengths
 
     def formatted(self, values: np.ndarray, fmt: Callable[[float], str]) -> tuple[np.ndarray, np.ndarray]:
         """``fmt(value)`` for every value, computed once per distinct value."""

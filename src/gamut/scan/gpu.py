@@ -156,6 +156,58 @@ def gather_ops(ops, counts):
     return out, offsets
 
 
+@njit(cache=True, nogil=True)
+def counting_order(keys, n_keys):
+    """Stable order of ``keys`` (small non-negative ints below ``n_keys``): a counting sort."""
+    counts = np.zeros(n_keys + 1, np.int64)
+    for k in keys:
+        counts[k + 1] += 1
+    for k in range(n_keys):
+        counts[k + 1] += counts[k]
+    order = np.empty(keys.shape[0], np.int64)
+    for x in range(keys.shape[0]):
+        order[counts[keys[x]]] = x
+        counts[keys[x]] += 1
+    return order
+
+
+@njit(cache=True, nogil=True)
+def task_tables(q_slot, R, n_slots, seglen, cpint):
+    """Task list of a batch: (pair, segment) for every full segment, pairs grouped by query slot,
+    then every partial last segment, longest first; plus each pair's first task and first
+    checkpoint (prefix sums) and the task of each (pair, segment) (``pair_tasks``)."""
+    nb = R.shape[0]
+    pair_task0 = np.zeros(nb + 1, np.int64)
+    pair_cp = np.zeros(nb + 1, np.int64)
+    for p in range(nb):
+        pair_task0[p + 1] = pair_task0[p] + (R[p] + seglen - 1) // seglen
+        pair_cp[p + 1] = pair_cp[p] + R[p] // cpint
+    n_tasks = pair_task0[nb]
+    by_query = counting_order(q_slot, n_slots)
+    task_pair = np.empty(n_tasks, np.int32)
+    task_seg = np.empty(n_tasks, np.int32)
+    t = 0
+    for x in range(nb):
+        p = by_query[x]
+        for s in range(R[p] // seglen):
+            task_pair[t] = p
+            task_seg[t] = s
+            t += 1
+    rem = np.empty(nb, np.int64)
+    for x in range(nb):
+        rem[x] = seglen - 1 - R[by_query[x]] % seglen  # longest partial first
+    for x in counting_order(rem, seglen):
+        p = by_query[x]
+        if R[p] % seglen:
+            task_pair[t] = p
+            task_seg[t] = R[p] // seglen
+            t += 1
+    pair_tasks = np.empty(n_tasks, np.int32)
+    for k in range(n_tasks):
+        pair_tasks[pair_task0[task_pair[k]] + task_seg[k]] = k
+    return task_pair, task_seg, pair_tasks, pair_task0, pair_cp
+
+
 class _Collector:
     """The results of one :meth:`GpuEngine.align` call as device batches finish them.
 
@@ -491,7 +543,10 @@ class _DeviceRun:
         R = rlen_slot[r_slot]
         L = qlen_slot[q_slot]
         # Longest references first (like the paper), then batches bounded by tasks and state memory.
-        order = np.argsort((R.max() - R) * max(1, uq.shape[0]) + q_slot, kind="stable") if n_pairs else R
+        if n_pairs and R.min() == R.max():  # one reference length (e.g. CLIP fragments): by query, O(n)
+            order = counting_order(q_slot, int(uq.shape[0]))
+        else:
+            order = np.argsort((R.max() - R) * max(1, uq.shape[0]) + q_slot, kind="stable") if n_pairs else R
         nseg = (R + seglen - 1) // seglen
         ncp = R // t.cpint
         state_bytes = 2 * rows * 4
@@ -517,30 +572,15 @@ class _DeviceRun:
         xp, be, t = self.xp, self.be, self.t
         began = time.perf_counter()
         nb = batch.shape[0]
-        b_nseg = nseg[batch]
-        b_ncp = ncp[batch]
-        pair_task0 = np.zeros(nb + 1, np.int64)
-        np.cumsum(b_nseg, out=pair_task0[1:])
-        pair_cp = np.zeros(nb + 1, np.int64)
-        np.cumsum(b_ncp, out=pair_cp[1:])
-        n_tasks = int(pair_task0[-1])
-        total_cp = int(pair_cp[-1])
         b_R = R[batch]
         b_L = L[batch]
         # Tasks: (local pair, segment). Full segments first, grouped by query for cache locality,
-        # then the pairs' partial last segments, longest first.
-        by_query = np.argsort(q_slot[batch], kind="stable").astype(np.int32)
-        n_full = (b_R // seglen)[by_query]
-        full_pair = np.repeat(by_query, n_full)
-        full_first = np.cumsum(n_full) - n_full
-        full_seg = np.arange(full_pair.shape[0], dtype=np.int64) - np.repeat(full_first, n_full)
-        rem = b_R % seglen
-        part_pair = by_query[rem[by_query] > 0]
-        part_pair = part_pair[np.argsort(-rem[part_pair], kind="stable")]
-        task_pair = np.concatenate([full_pair, part_pair]).astype(np.int32)
-        task_seg = np.concatenate([full_seg, (b_R // seglen)[part_pair]]).astype(np.int32)
-        pair_tasks = np.empty(n_tasks, np.int32)
-        pair_tasks[pair_task0[task_pair] + task_seg] = np.arange(n_tasks, dtype=np.int32)
+        # then the pairs' partial last segments, longest first (one compiled pass, O(pairs)).
+        task_pair, task_seg, pair_tasks, pair_task0, pair_cp = task_tables(
+            np.ascontiguousarray(q_slot[batch]), np.ascontiguousarray(b_R), int(q_slot.max()) + 1 if nb else 1,
+            seglen, t.cpint)
+        n_tasks = int(pair_task0[-1])
+        total_cp = int(pair_cp[-1])
 
         common = _Common(
             d_refs, d_ref_off, d_ref_len, be.asarray(q_slot[batch].astype(np.int32)),

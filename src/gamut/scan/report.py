@@ -3,8 +3,8 @@ Parquet and the API's table, each formatting a whole chunk from columns.
 
 Every writer takes :class:`~gamut.scan.runner.ChunkResult`\\ s in order. Text is assembled by
 :class:`~gamut.io.textcols.TextBuilder` (records of pieces, one compiled copy per chunk); numbers
-are formatted by Python's own format specs once per distinct value, so the bytes are exactly
-those of miRanda's printf formats (``%f``, ``%2.2f``, ``%3.2f``) as before.
+are formatted in compiled code with exact decimal rounding (:meth:`TextBuilder.fixed`), so the
+bytes are exactly those of miRanda's printf formats (``%f``, ``%2.2f``, ``%3.2f``).
 """
 from __future__ import annotations
 
@@ -111,16 +111,7 @@ class _Columns:
         return col
 
 
-def _f(v: float) -> str:
-    return f"{float(v):f}"
 
-
-def _f22(v: float) -> str:
-    return f"{float(v):2.2f}"
-
-
-def _f32(v: float) -> str:
-    return f"{v:3.2f}"
 
 
 class MirandaTextWriter:
@@ -176,20 +167,20 @@ class MirandaTextWriter:
         mirna, amap, utr = c.lines(b, 0), c.lines(b, 1), c.lines(b, 2)
         noenergy = c.noenergy
         if self.keyval:
-            e = "0.000000" if noenergy else b.formatted(energy, _f)
-            pieces = ["//hit_info\tquery_id=", qid, "\treference_id=", rid, "\tscore=", b.formatted(score, _f),
+            e = "0.000000" if noenergy else b.fixed(energy, 6)
+            pieces = ["//hit_info\tquery_id=", qid, "\treference_id=", rid, "\tscore=", b.fixed(score, 6),
                       "\tenergy=", e, "\tquery_start=", qs, "\tquery_end=", qe, "\tref_start=", rs, "\tref_end=", re,
-                      "\taln_length=", length, "\tidentity=", b.formatted(c.field("identity"), _f),
-                      "\tsimilarity=", b.formatted(c.field("similarity"), _f), "\taln_mirna=", mirna,
+                      "\taln_length=", length, "\tidentity=", b.fixed(c.field("identity"), 6),
+                      "\tsimilarity=", b.fixed(c.field("similarity"), 6), "\taln_mirna=", mirna,
                       "\taln_map=", amap, "\taln_utr=", utr, "\n"]
         else:
-            ident, sim = b.formatted(c.field("identity"), _f32), b.formatted(c.field("similarity"), _f32)
-            energy_line = [] if noenergy else ["   Energy:  ", b.formatted(energy, _f), " kCal/Mol\n"]
-            e22 = "0.00" if noenergy else b.formatted(energy, _f22)
-            pieces = ["\n   Forward:\tScore: ", b.formatted(score, _f), "  Q:", qs, " to ", qe, "  R:", rs, " to ", re,
+            ident, sim = b.fixed(c.field("identity"), 2), b.fixed(c.field("similarity"), 2)
+            energy_line = [] if noenergy else ["   Energy:  ", b.fixed(energy, 6), " kCal/Mol\n"]
+            e22 = "0.00" if noenergy else b.fixed(energy, 2)
+            pieces = ["\n   Forward:\tScore: ", b.fixed(score, 6), "  Q:", qs, " to ", qe, "  R:", rs, " to ", re,
                       " Align Len (", length, ") (", ident, "%) (", sim, "%)\n\n   Query:    3' ", mirna,
                       " 5'\n                ", amap, "\n   Ref:      5' ", utr, " 3'\n\n", *energy_line,
-                      "\nScores for this hit:\n>", qid, "\t", rid, "\t", b.formatted(score, _f22), "\t", e22, "\t",
+                      "\nScores for this hit:\n>", qid, "\t", rid, "\t", b.fixed(score, 2), "\t", e22, "\t",
                       qs, " ", qe, "\t", rs, " ", re, "\t", length, "\t", ident, "%\t", sim, "%\n\n"]
         b.records(c.pair, 2, c.rows, pieces)
 
@@ -218,12 +209,12 @@ class MirandaTextWriter:
         else:
             min_e = np.minimum.reduceat(energy.astype(np.float64), starts[counts > 0])
             min_e = min_e[np.searchsorted(np.flatnonzero(counts > 0), summary)]
-            tot_e = b.formatted(neg[summary], lambda v: f"-{v:2.2f}")
-            max_e = b.formatted(np.minimum(min_e, 0.0), _f22)
+            tot_e = b.fixed(-neg[summary], 2)  # miRanda prints '-' and the sum of -energy
+            max_e = b.fixed(np.minimum(min_e, 0.0), 2)
         pq, pr = result.pairs[summary, 0], result.pairs[summary, 1]
         b.records(summary, 3, 0, [
             lead + SUMMARY_HEADER + ">>", pick(b, cols.get("qid"), pq), "\t", pick(b, cols.get("rid"), pr), "\t",
-            b.formatted(tot_score, _f22), "\t", tot_e, "\t", b.formatted(max_score, _f22), "\t", max_e, "\t",
+            b.fixed(tot_score, 2), "\t", tot_e, "\t", b.fixed(max_score, 2), "\t", max_e, "\t",
             b.integers(result.counter0 + summary + 1), "\t",
             b.integers(self.input.query_set.lengths()[pq]), "\t",
             b.integers(self.input.reference_set.lengths()[pr]), "\t",
@@ -279,11 +270,10 @@ class TableWriter:
                     pieces.append('"')
             pieces.append("}\n")
         else:
-            two = lambda v: f"{round(float(v), 2):.2f}"  # noqa: E731
-            values = [qid, rid, ints["score"], b.formatted(energy, two), ints["query_start"], ints["query_end"],
-                      ints["ref_start"], ints["ref_end"], ints["aln_length"],
-                      b.formatted(c.field("identity"), lambda v: f"{v:.2f}"),
-                      b.formatted(c.field("similarity"), lambda v: f"{v:.2f}"), *lines]
+            # '%.2f' of round(x, 2) has the digits of '%.2f' of x (both round the exact value).
+            values = [qid, rid, ints["score"], b.fixed(energy, 2), ints["query_start"], ints["query_end"],
+                      ints["ref_start"], ints["ref_end"], ints["aln_length"], b.fixed(c.field("identity"), 2),
+                      b.fixed(c.field("similarity"), 2), *lines]
             pieces = []
             for k, value in enumerate(values):
                 pieces += ([] if k == 0 else ["\t"]) + [value]
