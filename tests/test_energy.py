@@ -221,3 +221,18 @@ def test_errors():
         E.duplex_energies(["ACGU"], threads=0)
     with pytest.raises(InputError):
         E.structure_energies(["ACGU"], ["..."])
+
+
+def test_energy_tables_cache_round_trip(tmp_path, monkeypatch):
+    """The miranda tables read back from the on-disk cache equal the ones built through ViennaRNA."""
+    from gamut.scan import energy_params
+
+    monkeypatch.setenv("GAMUT_CACHE_DIR", str(tmp_path))
+    built = energy_params.energy_tables("miranda")  # builds and writes the cache
+    assert list(tmp_path.glob("energy-tables-miranda-*.npz"))
+    cached = energy_params.energy_tables("miranda")
+    fresh = energy_params._build_energy_tables("miranda")
+    for a, b, c in zip(built, cached, fresh):
+        assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(np.asarray(b), np.asarray(c))
+    next(tmp_path.glob("*.npz")).write_bytes(b"broken")  # a damaged cache is rebuilt
+    assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(energy_params.energy_tables(), fresh))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 import re
 import tempfile
 from contextlib import contextmanager
@@ -258,11 +259,48 @@ def _int_array(value, shape: tuple[int, ...]) -> np.ndarray:
     return np.minimum(arr, INF).astype(np.int32)
 
 
+def _cache_file() -> Path | None:
+    """Where the built miranda tables are kept between runs (building them through ViennaRNA
+    takes about half a second): ``$GAMUT_CACHE_DIR`` or ``~/.cache/gamut``, keyed by the
+    ViennaRNA version and this module's source."""
+    import hashlib
+    from importlib import metadata
+
+    try:
+        version = metadata.version("ViennaRNA")
+    except metadata.PackageNotFoundError:
+        return None
+    root = Path(os.environ.get("GAMUT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gamut")
+    key = hashlib.sha256(Path(__file__).read_bytes() + version.encode()).hexdigest()[:16]
+    return root / f"energy-tables-miranda-{key}.npz"
+
+
 def energy_tables(model: str = "miranda") -> EnergyTables:
-    """Tables for the compiled dangles=1 engine (only the miranda model is supported there)."""
+    """Tables for the compiled dangles=1 engine (only the miranda model is supported there);
+    built through ViennaRNA once and then read from a small on-disk cache."""
     if model != "miranda":
         check_model(model)
         raise ValueError(f"the compiled engine implements the miranda model only, not {model!r}")
+    cache = _cache_file()
+    if cache is not None and cache.exists():
+        try:
+            with np.load(cache) as data:
+                return EnergyTables(**{f: (float(data[f]) if f == "lxc" else data[f]) for f in EnergyTables._fields})
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache file is rebuilt below
+    tables = _build_energy_tables(model)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp.npz")
+            np.savez(tmp, **tables._asdict())
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # read-only home: build every time
+    return tables
+
+
+def _build_energy_tables(model: str) -> EnergyTables:
     P = vienna_parameters(model)  # kept alive while its C tables are copied
     ninio = np.array(P.ninio, dtype=np.int64)
     loops = P.Tetraloops.split()
