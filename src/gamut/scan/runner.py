@@ -105,12 +105,15 @@ class ScanInput:
                 q, r = divmod(k, n_ref)
                 room = chunk_pairs - (k - start)
                 rest = int(ql[q]) * int(rcum[n_ref] - rcum[r])
+                if ql[q] == 0:  # an empty query: its pairs cost no cells
+                    k += min(n_ref - r, room)
+                    continue
                 if rest <= budget and n_ref - r <= room:  # the rest of this query's row
                     k += n_ref - r
                     budget -= rest
                     continue
                 # Part of the row: references r..stop-1 hold at least the remaining budget.
-                need = -(-budget // max(int(ql[q]), 1))
+                need = -(-budget // int(ql[q]))
                 stop = int(np.searchsorted(rcum, rcum[r] + need, side="left"))
                 stop = min(max(stop, r + 1), n_ref, r + room)
                 k = q * n_ref + stop

@@ -1,0 +1,72 @@
+"""The columnar pipeline's pieces: chunking of the pair space, text assembly and exact number text."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
+from gamut.scan.fasta import SeqRecord
+from gamut.scan.params import ScanParams
+from gamut.scan.runner import ScanInput
+
+
+def _input(q_lengths, r_lengths, restrict=None) -> ScanInput:
+    queries = [SeqRecord(f"q{k}", "", b"A" * n) for k, n in enumerate(q_lengths)]
+    refs = [SeqRecord(f"r{k}", "", b"C" * n) for k, n in enumerate(r_lengths)]
+    return ScanInput(queries, refs, ScanParams(restrict=restrict))
+
+
+@settings(max_examples=200, deadline=None)
+@given(q=st.lists(st.integers(0, 30), min_size=1, max_size=6), r=st.lists(st.integers(0, 200), min_size=1, max_size=9),
+       cells=st.integers(1, 3000), pairs=st.integers(1, 20))
+def test_chunks_cover_every_pair_once_in_order(q, r, cells, pairs):
+    scan_input = _input(q, r)
+    chunks = list(scan_input.chunks(cells, pairs))
+    got = np.concatenate(chunks) if chunks else np.zeros((0, 2), np.int64)
+    want = np.array([(a, b) for a in range(len(q)) for b in range(len(r))], np.int64)
+    assert np.array_equal(got, want)
+    assert all(0 < len(c) <= pairs for c in chunks)
+    ql, rl = np.array(q), np.array(r)
+    for c in chunks[:-1]:  # every chunk but the last reaches its cell budget or its pair cap
+        assert len(c) == pairs or int((ql[c[:, 0]] * rl[c[:, 1]]).sum()) >= cells
+    assert scan_input.n_pairs == len(want)
+    assert scan_input.total_cells() == int(ql.sum() * rl.sum())
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_restricted_chunks_follow_output_order(data):
+    q = data.draw(st.lists(st.integers(1, 20), min_size=1, max_size=5))
+    r = data.draw(st.lists(st.integers(1, 50), min_size=1, max_size=6))
+    names = [(f"q{a}", f"r{b}") for a in range(len(q)) for b in range(len(r))]
+    allowed = frozenset(data.draw(st.lists(st.sampled_from(names), max_size=12)) + [("q0", "missing")])
+    scan_input = _input(q, r, allowed)
+    got = [tuple(p) for c in scan_input.chunks(data.draw(st.integers(1, 500)), 3) for p in c.tolist()]
+    want = [(a, b) for a in range(len(q)) for b in range(len(r)) if (f"q{a}", f"r{b}") in allowed]
+    assert got == want and scan_input.n_pairs == len(want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.floats(-1e6, 1e6),
+                 st.integers(-10**9, 10**9).map(lambda k: k / 100), st.sampled_from([0.0, -0.0, 0.125, 0.005, 2.5])),
+       st.sampled_from([0, 2, 6]))
+def test_fixed_text_is_printf(value, decimals):
+    b = TextBuilder()
+    starts, lengths = b.fixed(np.array([value]), decimals)
+    b.records(np.zeros(1, np.int64), 0, 0, [(starts, lengths)])
+    assert b.render().decode() == format(value, f".{decimals}f")
+
+
+def test_records_come_out_in_key_order():
+    b = TextBuilder()
+    column = StringColumn(["alpha", "b", ""])
+    b.records(np.array([1, 0]), 2, np.array([5, 4]), ["<", pick(b, column, np.array([1, 0])), ">"])
+    b.records(np.array([0, 1]), 1, 0, ["[", b.integers(np.array([-12, 7])), "]"])
+    b.records(np.array([0]), 2, 3, [pick(b, column, np.array([2])), "!"])
+    assert b.render() == b"[-12]!<alpha>[7]<b>"
+    data, starts = gather(np.frombuffer(b"hello world", np.uint8), np.array([6, 0]), np.array([5, 5]))
+    assert data.tobytes() == b"worldhello" and starts.tolist() == [0, 5]
+    assert math.isclose(float(TextBuilder().fixed(np.array([1.0]), 2)[1][0]), 4)
