@@ -85,6 +85,8 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path) -> t
            "-out", str(out_file)]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if args.gpus:
+        cmd += ["--gpus", args.gpus]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -98,7 +100,7 @@ def engine_only(query: Path, ref: Path, args) -> dict:
     """The engine alone, measured in a child process (so that this process stays small and the
     CLI children's peak RSS is their own)."""
     cmd = [sys.executable, __file__, "--engine-only", str(query), str(ref), "--device", args.device,
-           "--threads", str(args.threads)]
+           "--threads", str(args.threads), *(["--gpus", args.gpus] if args.gpus else [])]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -111,7 +113,7 @@ def _engine_only(query: Path, ref: Path, args) -> dict:
     from gamut.scan.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
-    engine = make_engine(args.device, args.threads or None)
+    engine = make_engine(args.device, args.threads or None, args.gpus or None)
     cells = getattr(engine, "preferred_chunk_cells", DEFAULT_CHUNK_CELLS)
     pairs_per = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
     qs, rs = scan_input.query_set, scan_input.reference_set
@@ -143,6 +145,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
     ap.add_argument("--threads", type=int, default=0, help="--threads for the CLI (0: all cores)")
+    ap.add_argument("--gpus", default="", help="--gpus for the CLI, e.g. 0,1 (default: the first GPU)")
     ap.add_argument("--cases", default="clip,sars,t2", help="comma-separated: clip, sars, t2")
     ap.add_argument("--modes", default="default,noenergy", help="default (energies) and/or noenergy")
     ap.add_argument("--mirnas", type=int, default=1921, help="human miRNAs to use (clip, sars)")
@@ -195,13 +198,13 @@ def main() -> int:
 
 def write(rows: list[dict], args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"scan_e2e_{args.kind}"
+    stem = args.out / f"scan_e2e_{args.kind}{'_gpus' + args.gpus.replace(',', '-') if args.gpus else ''}"
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python " + " ".join(sys.argv)
     info = machine(args)
     stem.with_suffix(".json").write_text(json.dumps({"machine": info, "date": date, "command": command,
                                                      "device": args.device, "rows": rows}, indent=1))
-    lines = [f"# Whole-process scan ({args.kind}, --device {args.device})", "",
+    lines = [f"# Whole-process scan ({args.kind}, --device {args.device}{', --gpus ' + args.gpus if args.gpus else ''})", "",
              f"- machine: {info}", f"- date: {date}", f"- command: `{command}`",
              "- wall: the whole `gamut miranda` process (start-up, reading, alignment, hits, energies, writing), "
              "after one untimed warm-up process (Numba's and CuPy's on-disk caches filled, as for any run after "
