@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gzip
+import hashlib
 import json
 import os
 import platform
@@ -179,6 +180,7 @@ def main() -> int:
                 flags = [*extra, *(["-noenergy"] if mode == "noenergy" and "-noenergy" not in extra else [])]
                 wall, rss = run_cli(query, ref, flags, args, tmp / f"{case}_{mode}.txt")
                 size = (tmp / f"{case}_{mode}.txt").stat().st_size
+                digest = hashlib.sha256((tmp / f"{case}_{mode}.txt").read_bytes()).hexdigest()
                 if engine is None:
                     from gamut.scan.fasta import read_miranda_fasta
 
@@ -187,7 +189,7 @@ def main() -> int:
                 else:
                     info = engine
                 row = {"case": case, "mode": mode, "flags": " ".join(flags), "wall_s": wall, "peak_rss_bytes": rss,
-                       "output_bytes": size, **info, "pairs_per_s": info["pairs"] / wall,
+                       "output_bytes": size, "output_sha256": digest, **info, "pairs_per_s": info["pairs"] / wall,
                        "cells_per_s": info["cells"] / wall if info["cells"] else None,
                        "wall_over_engine": wall / info["engine_s"] if info["engine_s"] else None}
                 rows.append(row)
