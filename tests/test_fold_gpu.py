@@ -105,3 +105,25 @@ def test_gpu_long_sequence_score_matches_its_structure(n):
     assert result.pairs == corner
     assert result.structure.count("(") == result.pairs
     check_structure(seq, result.structure, result.pairs, 1)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 65, 1000, 5000, 20000])
+@pytest.mark.parametrize("min_loop", [1, 3])
+def test_device_traceback_equals_cpu_traceback(n, min_loop):
+    """The structure traced on the GPU is the CPU traceback's on the same triangle (same ties)."""
+    from gamut.fold.gpu import fill_gpu, traceback_gpu
+    from gamut.fold.traceback import traceback_tiled
+
+    codes = _codes(n, n + min_loop, letters=5 if n < 5000 else 4)
+    tiles = fill_gpu(codes, min_loop)
+    assert np.array_equal(traceback_gpu(tiles, codes, min_loop), traceback_tiled(tiles.get(), codes, min_loop))
+
+
+def test_device_traceback_reports_an_inconsistent_triangle():
+    from gamut.fold.gpu import fill_gpu, traceback_gpu
+
+    codes = _codes(3000, 2, letters=4)
+    tiles = fill_gpu(codes, 1)
+    tiles[-1, 0, 3000 % 64] += 1
+    with pytest.raises(RuntimeError, match="inconsistent"):
+        traceback_gpu(tiles, codes, 1)

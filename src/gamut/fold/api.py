@@ -198,24 +198,22 @@ def _fold_cpu(codes: np.ndarray, min_loop: int, engine: str, traceback: bool, co
 
 
 def _fold_gpu(codes: np.ndarray, min_loop: int, traceback: bool, corner: int):
-    from gamut.fold.gpu import fill_gpu, score_of
+    """Fill on the GPU, trace the structure there too: only the partner table and the corner come back."""
+    from gamut.fold import gpu
 
     n = int(codes.shape[0])
-    tiles = fill_gpu(codes, min_loop)
-    pairs = score_of(tiles, n)
-    if not traceback and not corner:
-        _check_pairs(pairs, None, codes, min_loop, "the GPU engine", DeviceError)
-        return pairs, None, None
-    host = _to_host(tiles)
-    del tiles
+    tiles = gpu.fill_gpu(codes, min_loop)
+    pairs = gpu.score_of(tiles, n)
     partner = None
     if traceback:
         try:
-            partner = traceback_tiled(host, codes, min_loop)
+            partner = gpu.traceback_gpu(tiles, codes, min_loop)
         except RuntimeError as exc:
             raise DeviceError(f"the GPU engine's score triangle for {n:,} nt is inconsistent ({exc})") from exc
+    block = gpu.corner_of(tiles, n, min(corner, n)) if corner else None
+    del tiles
     _check_pairs(pairs, partner, codes, min_loop, "the GPU engine", DeviceError)
-    return pairs, partner, _corner_tiled(host, n, min(corner, n)) if corner else None
+    return pairs, partner, block
 
 
 def _check_pairs(pairs: int, partner: np.ndarray | None, codes: np.ndarray, min_loop: int, engine: str,
@@ -235,9 +233,3 @@ def _check_pairs(pairs: int, partner: np.ndarray | None, codes: np.ndarray, min_
         f"folding {n:,} nt with {engine} gave an inconsistent result: the fill scores {pairs:,} pairs but "
         f"{detail} (nothing is returned; please report this, and use the CPU engine meanwhile)"
     )
-
-
-def _to_host(tiles) -> np.ndarray:
-    """Copy the tiled triangle to host memory (checked against what the host has free)."""
-    _check_host_memory(int(tiles.nbytes), "copying the score triangle to the host for traceback")
-    return tiles.get()
