@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import gamut
 from gamut.cli import main
 from gamut.errors import InputError, UsageError
-from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, fold_batch_cpu
+from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, fold_batch_cpu, layout
 from gamut.fold.sequence import encode
 
 from fold_helpers import FoldHarness, check_structure, slow_max_pairs
@@ -81,12 +81,12 @@ def test_fold_many_batches(monkeypatch):
 
 
 def test_check_batch_catches_inconsistent_results():
-    codes = [encode("GGGAAACCC"), encode("ACGU"), encode("")]
-    scores, structures, _ = fold_batch_cpu(codes, 1)
-    assert list(scores) == [3, 1, 0] and check_batch(scores, structures, codes, 1) is None
-    assert check_batch(scores + np.array([0, 1, 0]), structures, codes, 1) == 1  # more than n / 2
-    assert check_batch(scores - np.array([1, 0, 0]), structures, codes, 1) == 0  # structure has 3 pairs
-    assert check_batch(scores - np.array([1, 0, 0]), None, codes, 1) == 0  # below a greedy structure's 3
+    codes = layout([encode("GGGAAACCC"), encode("ACGU"), encode("")])
+    scores, structures = fold_batch_cpu(*codes, 1)
+    assert list(scores) == [3, 1, 0] and check_batch(scores, structures, *codes, 1) is None
+    assert check_batch(scores + np.array([0, 1, 0]), structures, *codes, 1) == 1  # more than n / 2
+    assert check_batch(scores - np.array([1, 0, 0]), structures, *codes, 1) == 0  # structure has 3 pairs
+    assert check_batch(scores - np.array([1, 0, 0]), None, *codes, 1) == 0  # below a greedy structure's 3
 
 
 def test_cli_folds_many_records_in_batches(tmp_path, data_dir, capsys):
@@ -110,10 +110,37 @@ def test_human_hairpins_cpu_batch_and_kernel_host_build(tmp_path):
         pytest.skip("g++ not available")
     harness = FoldHarness(tmp_path)
     for min_loop in (1, 3):
-        scores, structures, starts = fold_batch_cpu(codes, min_loop)
-        assert check_batch(scores, structures, codes, min_loop) is None
+        flat, starts, lengths = layout(codes)
+        scores, structures = fold_batch_cpu(flat, starts, lengths, min_loop)
+        assert check_batch(scores, structures, flat, starts, lengths, min_loop) is None
         text = structures.tobytes().decode()
         for x in range(0, len(codes), 7 if min_loop == 1 else 1):  # the host build is slow: a sample
             score, structure = harness.batch_fold(codes[x], min_loop)
             assert score == scores[x]
             assert structure == text[starts[x]:starts[x] + len(codes[x])]
+
+
+def test_gpu_list_path_with_the_host_built_kernel(monkeypatch, tmp_path):
+    """``gamut.fold(list, device="cuda")``'s plumbing, the batch kernel run by its host build."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available")
+    import gamut.fold.api as api
+    import gamut.fold.gpu as gpu
+
+    harness = FoldHarness(tmp_path)
+
+    def fake_batch(flat, starts, lengths, min_loop):
+        scores, out = [], []
+        for a, n in zip(starts, lengths):
+            score, structure = harness.batch_fold(flat[a:a + n], min_loop)
+            scores.append(score)
+            out.append(structure)
+        return np.array(scores, np.int64), np.frombuffer("".join(out).encode(), np.uint8)
+
+    monkeypatch.setattr(api, "choose_engine", lambda engine, device: "gpu")
+    monkeypatch.setattr(gpu, "fold_batch_gpu", fake_batch)
+    seqs = ["", "A", "GGGGAAACCCC", "ACGUNACGUACGGUUCA" * 5]
+    got = gamut.fold(seqs, 1, device="cuda")
+    want = gamut.fold(seqs, 1, device="cpu")
+    assert [r.engine for r in got] == ["gpu-batch"] * 4
+    assert [(r.pairs, r.structure) for r in got] == [(r.pairs, r.structure) for r in want]

@@ -152,10 +152,11 @@ def test_gpu_batch_random_lists(seqs, min_loop):
 
 def test_gpu_batch_longest_sequences_use_large_shared_memory():
     from gamut.fold.gpu import BATCH_MAX_LENGTH, fold_batch_gpu
-    from gamut.fold.batch import fold_batch_cpu
+    from gamut.fold.batch import fold_batch_cpu, layout
 
     rng = np.random.default_rng(8)
     codes = [rng.integers(0, 5, n).astype(np.uint8) for n in [BATCH_MAX_LENGTH] * 300 + [0, 1, 2, 250]]
-    got, want = fold_batch_gpu(codes, 1), fold_batch_cpu(codes, 1)
+    flat = layout(codes)
+    got, want = fold_batch_gpu(*flat, 1), fold_batch_cpu(*flat, 1)
     for a, b in zip(got, want):
         assert np.array_equal(a, b)

@@ -186,31 +186,34 @@ def _named(items: Records) -> list[tuple[str, str]]:
 def _fold_list(items: Records, min_loop: int, device: str, engine: str, traceback: bool, corner: int
                ) -> list[FoldResult]:
     """Fold many sequences: the short ones with a batch engine, the rest one by one."""
-    from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, fold_batch_cpu
+    from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, encode_many, fold_batch_cpu, starts_of
 
     records = _named(items)
     engine = choose_engine(engine, device)
-    codes = [encode(sequence, where=name) for name, sequence in records]
+    flat, starts, lengths = encode_many(records)
     batched = BATCH_ENGINES.get(engine) if not corner else None
-    short = [x for x, c in enumerate(codes) if c.shape[0] <= BATCH_MAX_LENGTH] if batched else []
+    short = np.flatnonzero(lengths <= BATCH_MAX_LENGTH) if batched else np.zeros(0, np.int64)
     results: list[FoldResult | None] = [None] * len(records)
-    if short:
-        chosen = [codes[x] for x in short]
+    if short.size:
         start = time.perf_counter()
+        if short.size < lengths.size:  # lay the short ones out on their own
+            keep = np.repeat(np.isin(np.arange(lengths.size), short), lengths)
+            flat, lengths = flat[keep], lengths[short]
+            starts = starts_of(lengths)
         if engine == "gpu":
             from gamut.fold.gpu import fold_batch_gpu
 
-            scores, structures, starts = fold_batch_gpu(chosen, min_loop)
+            scores, structures = fold_batch_gpu(flat, starts, lengths, min_loop)
         else:
-            scores, structures, starts = fold_batch_cpu(chosen, min_loop, traceback)
-        bad = check_batch(scores, structures if traceback else None, chosen, min_loop)
+            scores, structures = fold_batch_cpu(flat, starts, lengths, min_loop, traceback)
+        bad = check_batch(scores, structures if traceback else None, flat, starts, lengths, min_loop)
         if bad is not None:
             error = DeviceError if engine == "gpu" else RuntimeError
             raise error(f"folding {records[short[bad]][0]} with the {batched} engine gave an inconsistent result "
                         f"(score {int(scores[bad])}; nothing is returned; please report this)")
-        seconds = (time.perf_counter() - start) / len(short)
+        seconds = (time.perf_counter() - start) / short.size
         text = structures.tobytes().decode("ascii")
-        for pos, x in enumerate(short):
+        for pos, x in enumerate(short.tolist()):
             name, sequence = records[x]
             begin = int(starts[pos])
             results[x] = FoldResult(sequence=sequence, pairs=int(scores[pos]), min_loop=min_loop, engine=batched,

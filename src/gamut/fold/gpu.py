@@ -178,24 +178,23 @@ def batch_shared_bytes(n: int) -> int:
     return ((n * n + n + 1) & ~1) + 4 * (n + 2)
 
 
-def fold_batch_gpu(codes: list[np.ndarray], min_loop: int, *, device_id: int | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fold_batch_gpu(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, min_loop: int, *,
+                   device_id: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Fold many short sequences (each at most :data:`BATCH_MAX_LENGTH` nt) in one launch.
 
-    Returns ``(scores, structures, starts)``: the pair counts, the dot-bracket bytes of all
-    sequences end to end (``uint8``) and where each begins. A score of ``-1`` means the kernel
-    found its matrix inconsistent (never expected).
+    The sequences lie end to end in ``flat`` (codes) from ``starts`` (see
+    :func:`gamut.fold.batch.layout`). Returns ``(scores, structures)``: the pair counts and the
+    dot-bracket bytes laid out like ``flat``. A score of ``-1`` means the kernel found its matrix
+    inconsistent (never expected).
     """
     import cupy
 
-    lengths = np.array([c.shape[0] for c in codes], dtype=np.int32)
-    if lengths.size and int(lengths.max()) > BATCH_MAX_LENGTH:
-        raise ValueError(f"the batch kernel folds sequences of at most {BATCH_MAX_LENGTH} nt")
-    starts = np.zeros(lengths.size, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    total = int(lengths.sum())
+    lengths = np.asarray(lengths, dtype=np.int32)
+    total = int(flat.shape[0])
     if not lengths.size:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint8), starts
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    if int(lengths.max()) > BATCH_MAX_LENGTH:
+        raise ValueError(f"the batch kernel folds sequences of at most {BATCH_MAX_LENGTH} nt")
     order = np.argsort(-lengths, kind="stable")  # longest first: the grid ends with short blocks
     device = cupy.cuda.Device(device_id if device_id is not None else cupy.cuda.runtime.getDevice())
     with device:
@@ -203,12 +202,12 @@ def fold_batch_gpu(codes: list[np.ndarray], min_loop: int, *, device_id: int | N
         shared = batch_shared_bytes(int(lengths.max()))
         if shared > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared
-        flat = np.concatenate(codes) if total else np.zeros(1, np.uint8)
         scores = cupy.empty(lengths.size, dtype=cupy.int32)
         out = cupy.empty(max(total, 1), dtype=cupy.uint8)
+        codes = cupy.asarray(flat if total else np.zeros(1, np.uint8))
         kernel((lengths.size,), (BATCH_THREADS,),
-               (cupy.asarray(flat), cupy.asarray(starts[order]), cupy.asarray(lengths[order]), np.int32(min_loop),
-                scores, out), shared_mem=shared)
+               (codes, cupy.asarray(np.asarray(starts, np.int64)[order]), cupy.asarray(lengths[order]),
+                np.int32(min_loop), scores, out), shared_mem=shared)
         result = np.empty(lengths.size, dtype=np.int64)
         result[order] = scores.get()
-        return result, out.get()[:total], starts
+        return result, out.get()[:total]
