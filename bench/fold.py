@@ -287,7 +287,7 @@ def run_api(args, rec: Recorder) -> None:
         opened = result.structure.count("(")
         assert opened == result.pairs == result.structure.count(")"), (n, opened, result.pairs)
         detail = f"gamut.fold(device={device!r}) with structure, {result.pairs:,} pairs checked"
-        if device == "cuda":
+        if device == "cuda" and n <= args.compare_max:  # a second fill: its corner must be the score
             import cupy
 
             from gamut.fold.gpu import fill_gpu, score_of
