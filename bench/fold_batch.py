@@ -23,7 +23,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-HAIRPINS = ROOT.parent / "shared" / "data" / "mirbase" / "hairpin.fa.gz"
+HAIRPINS = next((p for p in (ROOT / "shared" / "data" / "mirbase" / "hairpin.fa.gz",
+                              ROOT.parent / "shared" / "data" / "mirbase" / "hairpin.fa.gz",
+                              ROOT / ".fold-data" / "hairpin.fa.gz") if p.exists()),
+                ROOT.parent / "shared" / "data" / "mirbase" / "hairpin.fa.gz")
 
 
 def best_of(fn, repeat: int) -> tuple[float, list[float], object]:
@@ -37,7 +40,8 @@ def best_of(fn, repeat: int) -> tuple[float, list[float], object]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--fasta", default=str(HAIRPINS))
+    p.add_argument("--fasta", default=str(HAIRPINS),
+                   help="miRBase hairpins (default: shared/ in or beside the checkout, else .fold-data/)")
     p.add_argument("--prefix", default="hsa-", help="record name prefix (default hsa-: human)")
     p.add_argument("--min-loop", type=int, default=3)
     p.add_argument("--repeat", type=int, default=5)
