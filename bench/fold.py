@@ -3,9 +3,12 @@ Chang et al. Table II) on random RNA of n = 2,000 ... 16,000 and beyond, plus th
 
     python bench/fold.py --target cpu            # CPU1, CPU2, multicore (OMP2), blocked
     python bench/fold.py --target gpu            # GPU engine, up to n = 100,000 when it fits
+    python bench/fold.py --target gpu --sizes 16000 --big 100000 --no-genome --api-at 16000,100000
 
 Writes bench/results/fold_<label>.json (raw) and .md (table with device, date, command). Times
-are the fill of the score matrix (the O(n^3) part); traceback is timed separately.
+are the fill of the score matrix (the O(n^3) part); traceback is timed separately (on the device for
+the GPU, checked against the CPU traceback up to --compare-max), and ``api`` rows time
+``gamut.fold`` with the structure end to end. bench/fold_batch.py times lists of short sequences.
 """
 from __future__ import annotations
 
@@ -201,7 +204,7 @@ def run_cpu(args, rec: Recorder) -> None:
 def run_gpu(args, rec: Recorder) -> None:
     import cupy
 
-    from gamut.fold.gpu import fill_gpu, max_length, score_of, triangle_bytes
+    from gamut.fold.gpu import fill_gpu, max_length, score_of, traceback_gpu, triangle_bytes
     from gamut.fold.traceback import traceback_tiled
 
     fill_gpu(random_codes(500), args.min_loop)  # compile
@@ -238,18 +241,22 @@ def run_gpu(args, rec: Recorder) -> None:
                 pairs=score, gpu_bytes=triangle_bytes(n))
         if name == "SARS-CoV-2" or n in args.traceback_at:
             start = time.perf_counter()
-            host = tiles.get()
-            copy = time.perf_counter() - start
-            del tiles
-            start = time.perf_counter()
-            partner = traceback_tiled(host, codes, args.min_loop)
+            partner = traceback_gpu(tiles, codes, args.min_loop)
             trace = time.perf_counter() - start
             assert int((partner >= 0).sum()) == 2 * score
-            rec.add(kind="traceback", name=name, n=n, seconds=copy + trace,
-                    detail=f"copy to host {copy:.2f} s + traceback {trace:.2f} s, {score:,} pairs checked")
-            del host
-        else:
-            del tiles
+            detail = f"on the device (partner table back), {score:,} pairs checked"
+            if n <= args.compare_max:  # the CPU traceback on the copied triangle: same structure?
+                start = time.perf_counter()
+                host = tiles.get()
+                copy = time.perf_counter() - start
+                start = time.perf_counter()
+                same = np.array_equal(traceback_tiled(host, codes, args.min_loop), partner)
+                cpu = time.perf_counter() - start
+                assert same, f"device and CPU tracebacks differ at n={n}"
+                detail += f"; = CPU traceback (copy {copy:.2f} s + CPU traceback {cpu:.2f} s)"
+                del host
+            rec.add(kind="traceback", name=name, n=n, seconds=trace, detail=detail)
+        del tiles
         cupy.get_default_memory_pool().free_all_blocks()
     for n in args.profile_at:
         profile: dict = {}
@@ -280,7 +287,7 @@ def run_api(args, rec: Recorder) -> None:
         opened = result.structure.count("(")
         assert opened == result.pairs == result.structure.count(")"), (n, opened, result.pairs)
         detail = f"gamut.fold(device={device!r}) with structure, {result.pairs:,} pairs checked"
-        if device == "cuda":
+        if device == "cuda" and n <= args.compare_max:  # a second fill: its corner must be the score
             import cupy
 
             from gamut.fold.gpu import fill_gpu, score_of
@@ -315,6 +322,8 @@ def main() -> None:
     p.add_argument("--genome", default=str(GENOME), help="SARS-CoV-2 FASTA (default ../shared/data/rna)")
     p.add_argument("--no-genome", action="store_true")
     p.add_argument("--traceback-at", type=lambda s: [int(x) for x in s.split(",")], default=[16000, 100000])
+    p.add_argument("--compare-max", type=int, default=30000,
+                   help="largest n whose device traceback is compared with the CPU one (default 30000)")
     p.add_argument("--profile-at", type=lambda s: [int(x) for x in s.split(",")], default=[16000],
                    help="GPU sizes timed per kernel with events (default 16000)")
     p.add_argument("--api-at", type=lambda s: [int(x) for x in s.split(",") if x], default=None,

@@ -1,7 +1,12 @@
 """Independent checks for folding tests: brute-force optimum and structure validation."""
 from __future__ import annotations
 
+import ctypes
+import subprocess
 from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
 
 PAIRS = {("A", "U"), ("U", "A"), ("G", "C"), ("C", "G"), ("G", "U"), ("U", "G")}
 
@@ -70,3 +75,46 @@ def check_structure(sequence: str, structure: str, pairs: int, min_loop: int) ->
             found += 1
     assert not stack, "unmatched '('"
     assert found == pairs
+
+
+class FoldHarness:
+    """``nussinov_host_harness.cu`` built with g++: the CUDA kernels' index helpers, the device
+    traceback and the batch kernel run on the CPU (block-serially) for tests without a GPU."""
+
+    SOURCE = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels" / "nussinov_host_harness.cu"
+
+    def __init__(self, directory: Path) -> None:
+        lib = str(directory / "nussinov_host.so")
+        subprocess.run(["g++", "-x", "c++", "-std=c++17", "-O2", "-shared", "-fPIC", "-o", lib, str(self.SOURCE)],
+                       check=True, capture_output=True)
+        self.lib = h = ctypes.CDLL(lib)
+        for name in ("host_tile_index", "host_tile_offset"):
+            getattr(h, name).restype = ctypes.c_longlong
+            getattr(h, name).argtypes = [ctypes.c_int] * 3
+        ptr = ctypes.c_void_p
+        h.host_traceback.restype = ctypes.c_int
+        h.host_traceback.argtypes = [ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ptr, ptr]
+        h.host_batch_fold.restype = ctypes.c_int
+        h.host_batch_fold.argtypes = [ptr, ctypes.c_int, ctypes.c_int, ptr]
+
+    def traceback(self, tiles: np.ndarray, codes: np.ndarray, min_loop: int, threads: int = 256) -> np.ndarray:
+        """The device traceback (``nussinov_traceback``) on an int32 tiled triangle; raises
+        ``RuntimeError`` as :func:`gamut.fold.gpu.traceback_gpu` does."""
+        tiles = np.ascontiguousarray(tiles, dtype=np.int32)
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        n = int(codes.shape[0])
+        nb = (n + tiles.shape[1]) // tiles.shape[1]
+        partner = np.full(max(n, 1), -1, np.int32)
+        stack = np.empty(2 * n + 2, np.int32)
+        status = self.lib.host_traceback(tiles.ctypes.data, codes.ctypes.data, n, nb, min_loop, threads,
+                                         stack.ctypes.data, partner.ctypes.data)
+        if status:
+            raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
+        return partner[:n].astype(np.int64)
+
+    def batch_fold(self, codes: np.ndarray, min_loop: int) -> tuple[int, str]:
+        """One block of the batch kernel (``nussinov_batch``): ``(score, dot-bracket)``."""
+        codes = np.ascontiguousarray(codes, dtype=np.uint8)
+        out = np.zeros(max(codes.size, 1), np.uint8)
+        score = self.lib.host_batch_fold(codes.ctypes.data, codes.size, min_loop, out.ctypes.data)
+        return score, out[:codes.size].tobytes().decode()

@@ -105,3 +105,58 @@ def test_gpu_long_sequence_score_matches_its_structure(n):
     assert result.pairs == corner
     assert result.structure.count("(") == result.pairs
     check_structure(seq, result.structure, result.pairs, 1)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 65, 1000, 5000, 20000])
+@pytest.mark.parametrize("min_loop", [1, 3])
+def test_device_traceback_equals_cpu_traceback(n, min_loop):
+    """The structure traced on the GPU is the CPU traceback's on the same triangle (same ties)."""
+    from gamut.fold.gpu import fill_gpu, traceback_gpu
+    from gamut.fold.traceback import traceback_tiled
+
+    codes = _codes(n, n + min_loop, letters=5 if n < 5000 else 4)
+    tiles = fill_gpu(codes, min_loop)
+    assert np.array_equal(traceback_gpu(tiles, codes, min_loop), traceback_tiled(tiles.get(), codes, min_loop))
+
+
+def test_device_traceback_reports_an_inconsistent_triangle():
+    from gamut.fold.gpu import fill_gpu, traceback_gpu
+
+    codes = _codes(3000, 2, letters=4)
+    tiles = fill_gpu(codes, 1)
+    tiles[-1, 0, 3000 % 64] += 1
+    with pytest.raises(RuntimeError, match="inconsistent"):
+        traceback_gpu(tiles, codes, 1)
+
+
+@pytest.mark.parametrize("min_loop", [0, 1, 3, 5])
+def test_gpu_batch_equals_cpu_on_human_hairpins(min_loop):
+    from test_fold_batch import human_hairpins
+
+    records = human_hairpins()
+    gpu = gamut.fold(records, min_loop, device="cuda")
+    cpu = gamut.fold(records, min_loop, device="cpu")
+    assert {r.engine for r in gpu} == {"gpu-batch"} and {r.engine for r in cpu} == {"cpu-batch"}
+    assert [(r.pairs, r.structure) for r in gpu] == [(r.pairs, r.structure) for r in cpu]
+
+
+@settings(max_examples=30, deadline=None)
+@given(seqs=st.lists(st.text(alphabet="ACGUN", max_size=420), max_size=40), min_loop=st.integers(0, 5))
+def test_gpu_batch_random_lists(seqs, min_loop):
+    gpu = gamut.fold(seqs, min_loop, device="cuda")
+    cpu = gamut.fold(seqs, min_loop, device="cpu")
+    assert [(r.pairs, r.structure) for r in gpu] == [(r.pairs, r.structure) for r in cpu]
+    for r in gpu:
+        assert r.engine == ("gpu-batch" if len(r.sequence) <= 400 else "gpu")
+
+
+def test_gpu_batch_longest_sequences_use_large_shared_memory():
+    from gamut.fold.gpu import BATCH_MAX_LENGTH, fold_batch_gpu
+    from gamut.fold.batch import fold_batch_cpu, layout
+
+    rng = np.random.default_rng(8)
+    codes = [rng.integers(0, 5, n).astype(np.uint8) for n in [BATCH_MAX_LENGTH] * 300 + [0, 1, 2, 250]]
+    flat = layout(codes)
+    got, want = fold_batch_gpu(*flat, 1), fold_batch_cpu(*flat, 1)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)

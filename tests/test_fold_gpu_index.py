@@ -5,14 +5,12 @@ and 2^32 bytes (n ~ 46,000) any 32-bit product of sizes or offsets goes wrong. T
 ``nussinov.cu`` are built for the host with g++ (``nussinov_host_harness.cu``) and compared with
 exact Python integers at n = 65k..4M (a 32-bit product anywhere in them fails here);
 the host side (``score_of``, ``triangle_bytes``, ``max_length``) is checked the same way; and the
-fold API's consistency checks are run on a CPU-filled triangle standing in for the GPU's.
+fold API's GPU path is run on a CPU-filled triangle standing in for the GPU's, traced by the host
+build of the device traceback, so its consistency checks are exercised too.
 """
 from __future__ import annotations
 
-import ctypes
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,22 +21,16 @@ from gamut.errors import DeviceError
 from gamut.fold.gpu import MAX_LENGTH, TILE, max_length, score_of, triangle_bytes
 from gamut.fold.tiled import fill_tiled, tile_count, tile_index
 
-KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
+from fold_helpers import FoldHarness
+
 LENGTHS = [65_535, 100_000, 150_000, 200_000, 264_000, MAX_LENGTH]
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     if shutil.which("g++") is None:
-        pytest.skip("g++ not available to build the host version of the fold index helpers")
-    lib = str(tmp_path_factory.mktemp("fold_host") / "nussinov_host.so")
-    subprocess.run(["g++", "-x", "c++", "-std=c++17", "-O2", "-shared", "-fPIC", "-o", lib,
-                    str(KERNELS / "nussinov_host_harness.cu")], check=True, capture_output=True)
-    h = ctypes.CDLL(lib)
-    for name in ("host_tile_index", "host_tile_offset"):
-        getattr(h, name).restype = ctypes.c_longlong
-        getattr(h, name).argtypes = [ctypes.c_int] * 3
-    return h
+        pytest.skip("g++ not available to build the host version of the fold kernels")
+    return FoldHarness(tmp_path_factory.mktemp("fold_host")).lib
 
 
 def exact_index(I: int, J: int, nb: int) -> int:
@@ -138,14 +130,29 @@ class HostTriangle:
         return self.tiles
 
 
-def fake_gpu(monkeypatch, edit=None):
-    def fill(codes, min_loop, **_):
-        tiles = fill_tiled(codes, min_loop, TILE, dtype=np.int32)
-        if edit is not None:
-            edit(tiles, codes.shape[0])
-        return HostTriangle(tiles)
+@pytest.fixture(scope="module")
+def host_harness(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available to build the host version of the fold kernels")
+    return FoldHarness(tmp_path_factory.mktemp("fold_host_tb"))
 
-    monkeypatch.setattr(fold_gpu, "fill_gpu", fill)
+
+@pytest.fixture
+def fake_gpu(monkeypatch, host_harness):
+    """``fake_gpu(edit=None)``: the GPU path with a CPU fill (edited) and the host-built device traceback."""
+
+    def install(edit=None):
+        def fill(codes, min_loop, **_):
+            tiles = fill_tiled(codes, min_loop, TILE, dtype=np.int32)
+            if edit is not None:
+                edit(tiles, codes.shape[0])
+            return HostTriangle(tiles)
+
+        monkeypatch.setattr(fold_gpu, "fill_gpu", fill)
+        monkeypatch.setattr(fold_gpu, "traceback_gpu",
+                            lambda tiles, codes, min_loop: host_harness.traceback(tiles.tiles, codes, min_loop))
+
+    return install
 
 
 def codes_of(n: int, seed: int = 1) -> np.ndarray:
@@ -157,10 +164,10 @@ def corner(tiles: np.ndarray, n: int) -> tuple[int, int, int]:
     return int(tile_index(0, n // TILE, nb)), 0, n % TILE
 
 
-def test_gpu_path_returns_a_consistent_result(monkeypatch):
+def test_gpu_path_returns_a_consistent_result(fake_gpu):
     from fold_helpers import check_structure
 
-    fake_gpu(monkeypatch)
+    fake_gpu()
     codes = codes_of(700)
     pairs, partner, _ = api._fold_gpu(codes, 1, True, 0)
     structure = api.dot_bracket(partner)
@@ -169,32 +176,32 @@ def test_gpu_path_returns_a_consistent_result(monkeypatch):
 
 
 @pytest.mark.parametrize("traceback", [True, False])
-def test_gpu_path_rejects_an_all_zero_triangle(monkeypatch, traceback):
+def test_gpu_path_rejects_an_all_zero_triangle(fake_gpu, traceback):
     """The reported symptom (0 pairs, all dots) is self-consistent; the lower bound catches it."""
-    fake_gpu(monkeypatch, lambda tiles, n: tiles.fill(0))
+    fake_gpu(lambda tiles, n: tiles.fill(0))
     with pytest.raises(DeviceError, match="fill scores 0 pairs but a valid structure with"):
         api._fold_gpu(codes_of(700), 1, traceback, 0)
 
 
-def test_gpu_path_rejects_a_corner_that_disagrees_with_the_traceback(monkeypatch):
+def test_gpu_path_rejects_a_corner_that_disagrees_with_the_traceback(fake_gpu):
     def bump(tiles, n):
         tiles[corner(tiles, n)] += 1
 
-    fake_gpu(monkeypatch, bump)
+    fake_gpu(bump)
     with pytest.raises(DeviceError, match="inconsistent"):
         api._fold_gpu(codes_of(700), 1, True, 0)
 
 
-def test_gpu_path_rejects_an_impossible_score(monkeypatch):
+def test_gpu_path_rejects_an_impossible_score(fake_gpu):
     def huge(tiles, n):
         tiles[corner(tiles, n)] = n
 
-    fake_gpu(monkeypatch, huge)
+    fake_gpu(huge)
     with pytest.raises(DeviceError, match="at most 350 are possible"):
         api._fold_gpu(codes_of(700), 1, False, 0)
 
 
-def test_gpu_path_rejects_a_triangle_zeroed_but_for_the_corner_tile(monkeypatch):
+def test_gpu_path_rejects_a_triangle_zeroed_but_for_the_corner_tile(fake_gpu):
     """Lost tiles under a correct corner: the traceback finds no move, or fewer pairs."""
     def zero_rest(tiles, n):
         index = corner(tiles, n)[0]
@@ -202,7 +209,7 @@ def test_gpu_path_rejects_a_triangle_zeroed_but_for_the_corner_tile(monkeypatch)
         tiles[:] = 0
         tiles[index] = keep
 
-    fake_gpu(monkeypatch, zero_rest)
+    fake_gpu(zero_rest)
     with pytest.raises(DeviceError, match="inconsistent"):
         api._fold_gpu(codes_of(700), 1, True, 0)
 

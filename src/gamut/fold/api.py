@@ -1,10 +1,11 @@
 """``gamut.fold(sequence, min_loop=..., device=...)``: Nussinov maximum base pairing with traceback."""
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Union
 
 import numpy as np
 
@@ -18,6 +19,11 @@ DEFAULT_MIN_LOOP = 1
 CPU_ENGINES = ("blocked", "multicore", "cpu2", "cpu1")
 ENGINES = ("auto", *CPU_ENGINES, "gpu")
 CPU_TILE = 64
+#: Engines reported for sequences folded by the batch engines (one block / one core per sequence).
+BATCH_ENGINES = {"gpu": "gpu-batch", "blocked": "cpu-batch"}
+BATCH_CHUNK = 4096  # sequences per batch in fold_many and the CLI
+
+Records = Iterable[Union[str, tuple[str, str]]]
 
 
 @dataclass
@@ -102,7 +108,7 @@ def _check_host_memory(nbytes: int, what: str) -> None:
 
 
 def fold(
-    sequence: str,
+    sequence: str | Records,
     min_loop: int = DEFAULT_MIN_LOOP,
     device: str = "auto",
     *,
@@ -110,7 +116,7 @@ def fold(
     traceback: bool = True,
     corner: int = 0,
     name: str = "sequence",
-) -> FoldResult:
+) -> FoldResult | list[FoldResult]:
     """Fold one RNA ``sequence`` by maximising base pairs (AU, GC, GU) with Nussinov's recurrence.
 
     ``min_loop`` is the least number of unpaired bases a pair encloses (the papers' variant is 1;
@@ -119,12 +125,19 @@ def fold(
     ``gpu``, ``blocked`` (tiled, multicore; the CPU default), ``multicore`` (OMP2), ``cpu2`` or
     ``cpu1``. ``traceback=False`` skips the structure; ``corner=k`` keeps the top-right ``k x k``
     block of the score matrix in ``result.corner``. T is read as U; IUPAC codes such as N never pair.
+
+    A list (or other iterable) of sequences or ``(name, sequence)`` pairs returns a list of
+    results in the same order: sequences up to :data:`gamut.fold.batch.BATCH_MAX_LENGTH` nt are
+    folded together by a batch engine (``gpu-batch``: one GPU block per sequence in one launch;
+    ``cpu-batch``: one core per sequence), longer ones one by one.
     """
     min_loop = _check_min_loop(min_loop)
-    if not isinstance(sequence, str):
-        raise UsageError(f"sequence must be a string, got {type(sequence).__name__}")
     if isinstance(corner, bool) or not isinstance(corner, (int, np.integer)) or corner < 0:
         raise UsageError(f"corner must be a non-negative integer, got {corner!r}")
+    if not isinstance(sequence, str):
+        if isinstance(sequence, (bytes, bytearray)) or not hasattr(sequence, "__iter__"):
+            raise UsageError(f"sequence must be a string or an iterable of them, got {type(sequence).__name__}")
+        return _fold_list(sequence, min_loop, device, engine, traceback, corner)
     codes = encode(sequence, where=name)
     n = int(codes.shape[0])
     engine = choose_engine(engine, device)
@@ -146,14 +159,72 @@ def fold(
 
 
 def fold_many(
-    records: Iterable[tuple[str, str]],
+    records: Records,
     min_loop: int = DEFAULT_MIN_LOOP,
     device: str = "auto",
     **options,
 ) -> Iterator[FoldResult]:
-    """Fold ``(name, sequence)`` pairs one after the other (see :func:`fold` for the options)."""
-    for name, sequence in records:
-        yield fold(sequence, min_loop, device, name=name, **options)
+    """Fold ``(name, sequence)`` pairs (or sequences) in batches of :data:`BATCH_CHUNK`, yielding
+    results in order (see :func:`fold` for the options)."""
+    items = iter(records)
+    while chunk := list(itertools.islice(items, BATCH_CHUNK)):
+        yield from fold(chunk, min_loop, device, **options)
+
+
+def _named(items: Records) -> list[tuple[str, str]]:
+    records = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            records.append((f"sequence_{index + 1}", item))
+        elif isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item):
+            records.append(item)
+        else:
+            raise UsageError(f"item {index + 1}: expected a sequence or a (name, sequence) pair, got {item!r}")
+    return records
+
+
+def _fold_list(items: Records, min_loop: int, device: str, engine: str, traceback: bool, corner: int
+               ) -> list[FoldResult]:
+    """Fold many sequences: the short ones with a batch engine, the rest one by one."""
+    from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, encode_many, fold_batch_cpu, starts_of
+
+    records = _named(items)
+    engine = choose_engine(engine, device)
+    flat, starts, lengths = encode_many(records)
+    batched = BATCH_ENGINES.get(engine) if not corner else None
+    short = np.flatnonzero(lengths <= BATCH_MAX_LENGTH) if batched else np.zeros(0, np.int64)
+    results: list[FoldResult | None] = [None] * len(records)
+    if short.size:
+        start = time.perf_counter()
+        if short.size < lengths.size:  # lay the short ones out on their own
+            keep = np.repeat(np.isin(np.arange(lengths.size), short), lengths)
+            flat, lengths = flat[keep], lengths[short]
+            starts = starts_of(lengths)
+        if engine == "gpu":
+            from gamut.fold.gpu import fold_batch_gpu
+
+            scores, structures = fold_batch_gpu(flat, starts, lengths, min_loop)
+        else:
+            scores, structures = fold_batch_cpu(flat, starts, lengths, min_loop, traceback)
+        bad = check_batch(scores, structures if traceback else None, flat, starts, lengths, min_loop)
+        if bad is not None:
+            error = DeviceError if engine == "gpu" else RuntimeError
+            raise error(f"folding {records[short[bad]][0]} with the {batched} engine gave an inconsistent result "
+                        f"(score {int(scores[bad])}; nothing is returned; please report this)")
+        seconds = (time.perf_counter() - start) / short.size
+        text = structures.tobytes().decode("ascii")
+        for pos, x in enumerate(short.tolist()):
+            name, sequence = records[x]
+            begin = int(starts[pos])
+            results[x] = FoldResult(sequence=sequence, pairs=int(scores[pos]), min_loop=min_loop, engine=batched,
+                                    structure=text[begin:begin + len(sequence)] if traceback else None,
+                                    name=name, seconds=seconds)
+    for x, result in enumerate(results):
+        if result is None:
+            name, sequence = records[x]
+            results[x] = fold(sequence, min_loop, device, engine=engine, traceback=traceback, corner=corner,
+                              name=name)
+    return results  # type: ignore[return-value]
 
 
 def _corner_dense(M: np.ndarray, k: int) -> np.ndarray:
@@ -198,24 +269,22 @@ def _fold_cpu(codes: np.ndarray, min_loop: int, engine: str, traceback: bool, co
 
 
 def _fold_gpu(codes: np.ndarray, min_loop: int, traceback: bool, corner: int):
-    from gamut.fold.gpu import fill_gpu, score_of
+    """Fill on the GPU, trace the structure there too: only the partner table and the corner come back."""
+    from gamut.fold import gpu
 
     n = int(codes.shape[0])
-    tiles = fill_gpu(codes, min_loop)
-    pairs = score_of(tiles, n)
-    if not traceback and not corner:
-        _check_pairs(pairs, None, codes, min_loop, "the GPU engine", DeviceError)
-        return pairs, None, None
-    host = _to_host(tiles)
-    del tiles
+    tiles = gpu.fill_gpu(codes, min_loop)
+    pairs = gpu.score_of(tiles, n)
     partner = None
     if traceback:
         try:
-            partner = traceback_tiled(host, codes, min_loop)
+            partner = gpu.traceback_gpu(tiles, codes, min_loop)
         except RuntimeError as exc:
             raise DeviceError(f"the GPU engine's score triangle for {n:,} nt is inconsistent ({exc})") from exc
+    block = gpu.corner_of(tiles, n, min(corner, n)) if corner else None
+    del tiles
     _check_pairs(pairs, partner, codes, min_loop, "the GPU engine", DeviceError)
-    return pairs, partner, _corner_tiled(host, n, min(corner, n)) if corner else None
+    return pairs, partner, block
 
 
 def _check_pairs(pairs: int, partner: np.ndarray | None, codes: np.ndarray, min_loop: int, engine: str,
@@ -235,9 +304,3 @@ def _check_pairs(pairs: int, partner: np.ndarray | None, codes: np.ndarray, min_
         f"folding {n:,} nt with {engine} gave an inconsistent result: the fill scores {pairs:,} pairs but "
         f"{detail} (nothing is returned; please report this, and use the CPU engine meanwhile)"
     )
-
-
-def _to_host(tiles) -> np.ndarray:
-    """Copy the tiled triangle to host memory (checked against what the host has free)."""
-    _check_host_memory(int(tiles.nbytes), "copying the score triangle to the host for traceback")
-    return tiles.get()

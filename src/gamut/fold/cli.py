@@ -8,7 +8,7 @@ import re
 import sys
 
 from gamut.errors import InputError, UsageError
-from gamut.fold.api import DEFAULT_MIN_LOOP, ENGINES, FoldResult, fold
+from gamut.fold.api import DEFAULT_MIN_LOOP, ENGINES, FoldResult, fold, fold_many
 from gamut.io import atomic_output, read_fasta
 from gamut.progress import progress_bar
 
@@ -85,6 +85,16 @@ def format_result(result: FoldResult, fmt: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fold_records(records: list[tuple[str, str]], args: argparse.Namespace):
+    """Results in input order: one record alone, several in batches (short ones on a batch engine)."""
+    options = dict(engine=args.engine, traceback=not args.no_structure, corner=args.corner)
+    if len(records) == 1:
+        name, sequence = records[0]
+        yield fold(sequence, args.min_loop, args.device, name=name, **options)
+    else:
+        yield from fold_many(records, args.min_loop, args.device, **options)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.corner < 0:
         raise UsageError("--corner must be >= 0")
@@ -98,20 +108,18 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "tsv":
             out.write("name\tlength\tpairs\tmin_loop\tengine\tstructure\n")
         with progress_bar("folding records", len(records), show) as advance:
-            for name, sequence in records:
-                try:
-                    result = fold(sequence, args.min_loop, args.device, engine=args.engine,
-                                  traceback=not args.no_structure, corner=args.corner, name=name)
-                except InputError as exc:
-                    if len(records) == 1 and name == "sequence":
-                        raise
-                    raise InputError(f"{args.input}: record {exc}") from None
-                out.write(format_result(result, args.format))
-                if args.plot:
-                    from gamut.fold.plot import arc_diagram
+            try:
+                for result in _fold_records(records, args):
+                    out.write(format_result(result, args.format))
+                    if args.plot:
+                        from gamut.fold.plot import arc_diagram
 
-                    arc_diagram(result, _plot_path(args.plot, name, len(records) > 1))
-                advance(1)
+                        arc_diagram(result, _plot_path(args.plot, result.name, len(records) > 1))
+                    advance(1)
+            except InputError as exc:
+                if len(records) == 1 and records[0][0] == "sequence":
+                    raise
+                raise InputError(f"{args.input}: record {exc}") from None
     return 0
 
 

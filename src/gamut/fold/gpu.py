@@ -3,6 +3,8 @@
 Kernels live in ``gamut/cuda/kernels/nussinov.cu`` (compiled at run time by CuPy). The tiled
 triangle is the same as :mod:`gamut.fold.tiled` builds on the CPU, in int32: ``(nb (nb+1) / 2)``
 tiles of ``64 x 64`` with ``nb = ceil((n + 1) / 64)``, about ``2 n^2`` bytes (20 GB for n = 100,000).
+``traceback_gpu`` traces the structure on the device (only the partner table comes back) and
+``fold_batch_gpu`` folds many short sequences in one launch (one block per sequence).
 CuPy is imported only when this engine runs.
 """
 from __future__ import annotations
@@ -16,6 +18,10 @@ from gamut.fold.tiled import tile_count
 
 TILE = 64
 KERNELS = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish")
+TRACEBACK_THREADS = 256  # TB_THREADS in nussinov.cu
+BATCH_THREADS = 256  # BATCH_THREADS in nussinov.cu
+#: Longest sequence the batch kernel folds (its matrix of bytes lives in shared memory).
+BATCH_MAX_LENGTH = 400
 #: Longest sequence the kernels' launch shape allows: the split-K grid has up to ``nb - 2`` rows
 #: (CUDA's gridDim.y limit is 65,535). Memory runs out long before (about 35 TB here).
 MAX_LENGTH = TILE * 65_535 - 1
@@ -38,10 +44,14 @@ def max_length(free_bytes: int) -> int:
     return min(max(nb * TILE - 1, 0), MAX_LENGTH)
 
 
-def _kernels(device_id: int):
+def _module(device_id: int):
     from gamut.cuda import load_module
 
-    module = load_module("nussinov.cu", options=(f"-DTILE={TILE}",), device_id=device_id)
+    return load_module("nussinov.cu", options=(f"-DTILE={TILE}",), device_id=device_id)
+
+
+def _kernels(device_id: int):
+    module = _module(device_id)
     return tuple(module.get_function(name) for name in KERNELS)
 
 
@@ -118,3 +128,86 @@ def score_of(tiles, n: int) -> int:
     last = n // TILE
     index = last * nb - last * (last - 1) // 2
     return int(tiles[index, 0, n % TILE])
+
+
+def traceback_gpu(tiles, codes: np.ndarray, min_loop: int) -> np.ndarray:
+    """Partner table (``-1`` = unpaired) of the structure :func:`gamut.fold.traceback.traceback_tiled`
+    picks, traced on the GPU from the device triangle ``tiles``; only the table is copied back.
+
+    Raises ``RuntimeError`` when the triangle is inconsistent (no optimal move at some interval).
+    """
+    import cupy
+
+    n = int(codes.shape[0])
+    nb = (n + TILE) // TILE
+    with tiles.device:
+        kernel = _module(tiles.device.id).get_function("nussinov_traceback")
+        seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))
+        partner = cupy.full(max(n, 1), -1, dtype=cupy.int32)
+        stack = cupy.empty(2 * n + 2, dtype=cupy.int32)
+        status = cupy.zeros(1, dtype=cupy.int32)
+        i32 = np.int32
+        kernel((1,), (TRACEBACK_THREADS,), (tiles, seq, i32(n), i32(nb), i32(min_loop), stack, partner, status))
+        if int(status.get()[0]):
+            raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
+        return partner[:n].get().astype(np.int64)
+
+
+def corner_of(tiles, n: int, k: int) -> np.ndarray:
+    """The top-right ``k x k`` block ``C(a, n - k + b)`` of a (device or host) tiled triangle,
+    copying only the few tiles it lies in."""
+    nb = (n + TILE) // TILE
+    block = np.zeros((k, k), dtype=np.int64)
+    fetched: dict[tuple[int, int], np.ndarray] = {}
+    for a in range(k):
+        for b in range(k):
+            i, e = a, n - k + b + 1  # C(a, n - k + b) = D(a, n - k + b + 1)
+            if e <= i:
+                continue
+            key = (i // TILE, e // TILE)
+            if key not in fetched:
+                d = key[1] - key[0]
+                tile = tiles[d * nb - d * (d - 1) // 2 + key[0]]
+                fetched[key] = tile.get() if hasattr(tile, "get") else np.asarray(tile)
+            block[a, b] = fetched[key][i % TILE, e % TILE]
+    return block
+
+
+def batch_shared_bytes(n: int) -> int:
+    """Dynamic shared memory of one ``nussinov_batch`` block for sequences up to ``n`` nt."""
+    return ((n * n + n + 1) & ~1) + 4 * (n + 2)
+
+
+def fold_batch_gpu(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, min_loop: int, *,
+                   device_id: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Fold many short sequences (each at most :data:`BATCH_MAX_LENGTH` nt) in one launch.
+
+    The sequences lie end to end in ``flat`` (codes) from ``starts`` (see
+    :func:`gamut.fold.batch.layout`). Returns ``(scores, structures)``: the pair counts and the
+    dot-bracket bytes laid out like ``flat``. A score of ``-1`` means the kernel found its matrix
+    inconsistent (never expected).
+    """
+    import cupy
+
+    lengths = np.asarray(lengths, dtype=np.int32)
+    total = int(flat.shape[0])
+    if not lengths.size:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    if int(lengths.max()) > BATCH_MAX_LENGTH:
+        raise ValueError(f"the batch kernel folds sequences of at most {BATCH_MAX_LENGTH} nt")
+    order = np.argsort(-lengths, kind="stable")  # longest first: the grid ends with short blocks
+    device = cupy.cuda.Device(device_id if device_id is not None else cupy.cuda.runtime.getDevice())
+    with device:
+        kernel = _module(device.id).get_function("nussinov_batch")
+        shared = batch_shared_bytes(int(lengths.max()))
+        if shared > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared
+        scores = cupy.empty(lengths.size, dtype=cupy.int32)
+        out = cupy.empty(max(total, 1), dtype=cupy.uint8)
+        codes = cupy.asarray(flat if total else np.zeros(1, np.uint8))
+        kernel((lengths.size,), (BATCH_THREADS,),
+               (codes, cupy.asarray(np.asarray(starts, np.int64)[order]), cupy.asarray(lengths[order]),
+                np.int32(min_loop), scores, out), shared_mem=shared)
+        result = np.empty(lengths.size, dtype=np.int64)
+        result[order] = scores.get()
+        return result, out.get()[:total]

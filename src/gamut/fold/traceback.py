@@ -3,7 +3,9 @@
 Works on both storages: the dense matrix of the CPU1/CPU2/multicore engines (``M[i, j] = C(i, j)``)
 and the tiled half-open triangle of the blocked CPU and GPU engines (``C(i, j) = D(i, j + 1)``).
 At each interval it prefers, in order: ``s[j]`` unpaired, ``s[i]`` unpaired, ``(i, j)`` paired,
-then the leftmost split ``k`` with ``C(i, k) + C(k+1, j) = C(i, j)``.
+then the leftmost split ``k`` with ``C(i, k) + C(k+1, j) = C(i, j)``. The GPU engine runs the
+same rules on the device (``nussinov_traceback`` and ``nussinov_batch`` in ``nussinov.cu``), so
+every engine returns the same structure.
 """
 from __future__ import annotations
 
@@ -57,11 +59,16 @@ def _traceback(kind, dense, tiles, nb, codes, min_loop):
                 i += 1
                 j -= 1
                 continue
+            # The leftmost split k: C(i, k) + C(k+1, j) moves by at most 1 per step of k, so a
+            # candidate short of v by `deficit` rules out the next deficit - 1 as well.
             found = -1
-            for k in range(i + 1, j - 1):
-                if _c(kind, dense, tiles, nb, i, k) + _c(kind, dense, tiles, nb, k + 1, j) == v:
+            k = i + 1
+            while k < j - 1:
+                deficit = v - _c(kind, dense, tiles, nb, i, k) - _c(kind, dense, tiles, nb, k + 1, j)
+                if deficit == 0:
                     found = k
                     break
+                k += max(deficit, 1)
             if found < 0:  # cannot happen for a correctly filled matrix
                 partner[0] = -2
                 return partner

@@ -17,6 +17,7 @@
 #define NUSS_DEV __device__ __forceinline__
 #else
 #define NUSS_DEV inline
+inline int max(int a, int b) { return a > b ? a : b; }
 #endif
 
 #ifndef TILE
@@ -197,5 +198,305 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
         __syncthreads();
     }
     for (int r = 0; r < TILE; ++r) C[r * TILE + t] = S[r][t];
+}
+#endif  // NUSSINOV_HOST_TEST
+
+// ---------------------------------------------------------------------------------------------
+// Traceback on the device: one block follows gamut/fold/traceback.py on the tiled triangle, so
+// only the partner table leaves the GPU. C(i, j) = D(i, j + 1) for the closed interval [i, j].
+// At each interval it takes, in order: s[j] unpaired, s[i] unpaired, (i, j) paired, else the
+// leftmost split k with C(i, k) + C(k + 1, j) = C(i, j), pushing [k + 1, j] on a stack in global
+// memory. Thread 0 walks the steps inside a TB_WIN x TB_WIN window of the triangle that the whole
+// block loads at once; at a split all threads test TB_PER_THREAD candidates k each per round.
+// The sum C(i, k) + C(k + 1, j) changes by at most 1 per step of k, so a candidate that misses by
+// `deficit` rules out the next deficit - 1 candidates too: a round that finds no split resumes at
+// max(k + deficit) (the same leftmost k as a linear search). The block alternates a parallel
+// phase (tb_load or tb_search) and a serial one (tb_control, thread 0) with __syncthreads in
+// between; the host harness runs the same functions block-serially.
+// ---------------------------------------------------------------------------------------------
+#define TB_THREADS 256
+#define TB_WIN 32
+#define TB_PER_THREAD 2
+#define TB_NONE 0x7fffffff
+
+enum { TB_LOAD = 0, TB_SPLIT = 1, TB_DONE = 2, TB_FAILED = 3 };
+
+struct TracebackState {
+    int cmd;               // what the block does next (TB_*)
+    int i, j;              // current closed interval [i, j]
+    int i0, e0;            // window origin: W[a][b] = D(i0 + a, e0 - b)
+    int top;               // stack entries in use (two ints per interval)
+    int v, base;           // split search: C(i, j) and the first candidate k of this round
+    int found, next;       // split search: leftmost split found, first candidate not ruled out
+    int W[TB_WIN][TB_WIN + 1];
+};
+
+NUSS_DEV void shared_min(int* p, int v) {
+#ifdef NUSSINOV_HOST_TEST
+    if (v < *p) *p = v;
+#else
+    atomicMin(p, v);
+#endif
+}
+
+NUSS_DEV void shared_max(int* p, int v) {
+#ifdef NUSSINOV_HOST_TEST
+    if (v > *p) *p = v;
+#else
+    atomicMax(p, v);
+#endif
+}
+
+// D(i, e) from the tiled triangle; 0 when e <= i (an empty or reversed interval)
+template <typename T>
+NUSS_DEV int tb_value(const T* tiles, int nb, int i, int e) {
+    if (e <= i) return 0;
+    return (int)tiles[tile_index(i / TILE, e / TILE, nb) * (TILE * TILE) + (i % TILE) * TILE + e % TILE];
+}
+
+// Parallel phase of thread t: load the window (rows i0.., columns e0 downwards: coalesced rows)
+template <typename T>
+NUSS_DEV void tb_load(TracebackState& S, const T* tiles, int nb, int t, int threads) {
+    for (int x = t; x < TB_WIN * TB_WIN; x += threads) {
+        const int a = x / TB_WIN, b = x % TB_WIN;
+        S.W[a][b] = tb_value(tiles, nb, S.i0 + a, S.e0 - b);
+    }
+}
+
+// Parallel phase of thread t: test candidates k = base + t + r * threads of the split search
+template <typename T>
+NUSS_DEV void tb_search(TracebackState& S, const T* tiles, int nb, int t, int threads) {
+    for (int r = 0; r < TB_PER_THREAD; ++r) {
+        const int k = S.base + r * threads + t;
+        if (k >= S.j - 1) break;
+        const int deficit = S.v - tb_value(tiles, nb, S.i, k + 1) - tb_value(tiles, nb, k + 1, S.j + 1);
+        if (deficit == 0) shared_min(&S.found, k);
+        else shared_max(&S.next, k + max(deficit, 1));
+    }
+}
+
+NUSS_DEV void tb_start(TracebackState& S, int n) {
+    S.i = 0;
+    S.j = n > 1 ? n - 1 : 0;
+    S.top = 0;
+    S.i0 = S.e0 = -TB_WIN;  // no window loaded yet
+}
+
+// Serial phase (thread 0): finish a split search round, then walk until the next parallel phase
+NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_loop, int* stack, int* partner,
+                         int threads) {
+    if (S.cmd == TB_SPLIT) {
+        if (S.found == TB_NONE) {
+            const int next = max(S.next, S.base + TB_PER_THREAD * threads);
+            if (next >= S.j - 1) {  // no split: cannot happen for a correctly filled triangle
+                S.cmd = TB_FAILED;
+                return;
+            }
+            S.base = next;
+            return;  // another round
+        }
+        stack[S.top] = S.found + 1;
+        stack[S.top + 1] = S.j;
+        S.top += 2;
+        S.j = S.found;
+    }
+    for (;;) {
+        if (S.i >= S.j) {  // interval done: take the next one
+            if (S.top == 0) {
+                S.cmd = TB_DONE;
+                return;
+            }
+            S.top -= 2;
+            S.i = stack[S.top];
+            S.j = stack[S.top + 1];
+            continue;
+        }
+        const int a = S.i - S.i0, b = S.e0 - (S.j + 1);
+        if (a < 0 || b < 0 || a + 1 >= TB_WIN || b + 1 >= TB_WIN) {  // C(i..i+1, j-1..j) not in the window
+            S.i0 = S.i;
+            S.e0 = S.j + 1;
+            S.cmd = TB_LOAD;
+            return;
+        }
+        const int v = S.W[a][b];                            // C(i, j)
+        if (v == 0) {
+            S.i = S.j;
+        } else if (S.W[a][b + 1] == v) {                    // C(i, j - 1): s[j] unpaired
+            --S.j;
+        } else if (S.W[a + 1][b] == v) {                    // C(i + 1, j): s[i] unpaired
+            ++S.i;
+        } else if (S.j - S.i - 1 >= min_loop && ((BOND_MASK >> (5 * seq[S.i] + seq[S.j])) & 1u)
+                   && S.W[a + 1][b + 1] + 1 == v) {         // C(i + 1, j - 1) + 1: (i, j) paired
+            partner[S.i] = S.j;
+            partner[S.j] = S.i;
+            ++S.i;
+            --S.j;
+        } else {
+            S.v = v;
+            S.base = S.i + 1;
+            S.found = TB_NONE;
+            S.next = 0;
+            S.cmd = TB_SPLIT;
+            return;
+        }
+    }
+}
+
+#ifndef NUSSINOV_HOST_TEST
+// One block of TB_THREADS; partner (n ints) starts at -1; stack holds 2 n + 2 ints;
+// *status = 0 when done, 1 when the triangle is inconsistent (no optimal move found)
+template <typename T>
+__device__ void traceback_block(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop,
+                                int* stack, int* partner, int* status) {
+    __shared__ TracebackState S;
+    const int t = threadIdx.x;
+    if (t == 0) {
+        tb_start(S, n);
+        S.cmd = TB_LOAD;
+        tb_control(S, seq, min_loop, stack, partner, TB_THREADS);
+    }
+    for (;;) {
+        __syncthreads();
+        const int cmd = S.cmd;
+        if (cmd >= TB_DONE) break;
+        if (cmd == TB_LOAD) tb_load(S, tiles, nb, t, TB_THREADS);
+        else tb_search(S, tiles, nb, t, TB_THREADS);
+        __syncthreads();
+        if (t == 0) tb_control(S, seq, min_loop, stack, partner, TB_THREADS);
+    }
+    if (t == 0) *status = S.cmd == TB_DONE ? 0 : 1;
+}
+
+extern "C" __global__ void __launch_bounds__(TB_THREADS)
+nussinov_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int* stack,
+                   int* partner, int* status) {
+    traceback_block(tiles, seq, n, nb, min_loop, stack, partner, status);
+}
+#endif  // NUSSINOV_HOST_TEST
+
+// ---------------------------------------------------------------------------------------------
+// Batch folding: one block per short sequence (n <= BATCH_MAX_LENGTH, so scores fit a byte), the
+// whole matrix in dynamic shared memory as CPU2 keeps it: M[i][j] = C(i, j) for i < j and its
+// copy M[j][i], so both operands of the split loop are read along rows. The block fills it by
+// diagonals (one thread per cell), then warp 0 runs the traceback of gamut/fold/traceback.py, all
+// its lanes taking the same steps and testing 32 split candidates at once (ballot: the lowest
+// set lane is the leftmost split). The structure is written as dot-bracket bytes.
+// Shared memory: n * n bytes of matrix, n bytes of sequence, 2 (n + 2) shorts of stack.
+// ---------------------------------------------------------------------------------------------
+#define BATCH_THREADS 256
+#define BATCH_MAX_LENGTH 400
+
+NUSS_DEV int batch_c(const unsigned char* M, int n, int i, int j) {  // C(i, j); 0 when j <= i
+    return j > i ? M[i * n + j] : 0;
+}
+
+// cell (row, row + d) of diagonal d >= 1: reads only diagonals below d
+NUSS_DEV void batch_cell(unsigned char* M, const unsigned char* s, int n, int min_loop, int row, int d) {
+    const int col = row + d;
+    int best = 0;
+    if (d > min_loop && ((BOND_MASK >> (5 * s[row] + s[col])) & 1u)) best = (d >= 2 ? M[(row + 1) * n + col - 1] : 0) + 1;
+    const unsigned char* a = M + row * n;       // a[k] = C(row, k)
+    const unsigned char* b = M + col * n + 1;   // b[k] = M[col][k + 1] = C(k + 1, col)
+    for (int k = row; k < col; ++k) best = max(best, a[k] + b[k]);
+    M[row * n + col] = (unsigned char)best;
+    M[col * n + row] = (unsigned char)best;
+}
+
+NUSS_DEV bool batch_split_at(const unsigned char* M, int n, int i, int j, int v, int k) {
+    return k < j - 1 && batch_c(M, n, i, k) + batch_c(M, n, k + 1, j) == v;
+}
+
+// bit l: candidate base + l is a split (the host build tests the 32 lanes in turn)
+NUSS_DEV unsigned batch_split_mask(const unsigned char* M, int n, int i, int j, int v, int base, int lane) {
+#ifdef NUSSINOV_HOST_TEST
+    unsigned mask = 0;
+    for (int l = 0; l < 32; ++l) mask |= (unsigned)batch_split_at(M, n, i, j, v, base + l) << l;
+    (void)lane;
+    return mask;
+#else
+    return __ballot_sync(0xffffffffu, batch_split_at(M, n, i, j, v, base + lane));
+#endif
+}
+
+NUSS_DEV void batch_syncwarp() {
+#ifndef NUSSINOV_HOST_TEST
+    __syncwarp();
+#endif
+}
+
+NUSS_DEV int batch_first_lane(unsigned mask) {
+#ifdef NUSSINOV_HOST_TEST
+    return __builtin_ctz(mask);
+#else
+    return __ffs(mask) - 1;
+#endif
+}
+
+// Traceback by one warp (every lane takes the same steps); out[0..n) holds '.' already.
+// Returns 0, or 1 when no optimal move exists (an inconsistent matrix).
+NUSS_DEV int batch_traceback(const unsigned char* M, const unsigned char* s, int n, int min_loop, short* stack,
+                             unsigned char* out, int lane) {
+    int top = 0;
+    if (n > 1) {
+        if (lane == 0) { stack[0] = 0; stack[1] = (short)(n - 1); }
+        top = 2;
+    }
+    batch_syncwarp();
+    while (top) {
+        top -= 2;
+        int i = stack[top], j = stack[top + 1];
+        while (i < j) {
+            const int v = batch_c(M, n, i, j);
+            if (v == 0) break;
+            if (batch_c(M, n, i, j - 1) == v) { --j; continue; }
+            if (batch_c(M, n, i + 1, j) == v) { ++i; continue; }
+            if (j - i - 1 >= min_loop && ((BOND_MASK >> (5 * s[i] + s[j])) & 1u) && batch_c(M, n, i + 1, j - 1) + 1 == v) {
+                if (lane == 0) { out[i] = '('; out[j] = ')'; }
+                ++i;
+                --j;
+                continue;
+            }
+            int found = -1;
+            for (int base = i + 1; base < j - 1; base += 32) {
+                const unsigned mask = batch_split_mask(M, n, i, j, v, base, lane);
+                if (mask) { found = base + batch_first_lane(mask); break; }
+            }
+            if (found < 0) return 1;
+            batch_syncwarp();
+            if (lane == 0) { stack[top] = (short)(found + 1); stack[top + 1] = (short)j; }
+            batch_syncwarp();
+            top += 2;
+            j = found;
+        }
+    }
+    return 0;
+}
+
+#ifndef NUSSINOV_HOST_TEST
+// Block b folds the sequence at codes[start[b] .. start[b] + length[b]) and writes its structure
+// to out at the same offsets and its score to scores[b] (-1: inconsistent, never expected).
+extern "C" __global__ void __launch_bounds__(BATCH_THREADS)
+nussinov_batch(const unsigned char* codes, const long long* start, const int* length, int min_loop, int* scores,
+               unsigned char* out) {
+    extern __shared__ unsigned char smem[];
+    const int n = length[blockIdx.x], t = threadIdx.x;
+    const long long first = start[blockIdx.x];
+    unsigned char* M = smem;
+    unsigned char* s = smem + n * n;
+    short* stack = reinterpret_cast<short*>(smem + ((n * n + n + 1) & ~1));
+    for (int x = t; x < n * n; x += BATCH_THREADS) M[x] = 0;
+    for (int x = t; x < n; x += BATCH_THREADS) {
+        s[x] = codes[first + x];
+        out[first + x] = '.';
+    }
+    __syncthreads();
+    for (int d = 1; d < n; ++d) {
+        for (int row = t; row < n - d; row += BATCH_THREADS) batch_cell(M, s, n, min_loop, row, d);
+        __syncthreads();
+    }
+    if (t < 32) {
+        const int failed = batch_traceback(M, s, n, min_loop, stack, out + first, t);
+        if (t == 0) scores[blockIdx.x] = failed ? -1 : batch_c(M, n, 0, n - 1);
+    }
 }
 #endif  // NUSSINOV_HOST_TEST

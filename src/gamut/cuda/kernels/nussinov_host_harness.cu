@@ -18,3 +18,41 @@ extern "C" long long host_tile_offset(int I, int J, int nb) {
 extern "C" int host_closes(const unsigned char* seq, int n, int min_loop, int i, int j) {
     return closes(seq, n, min_loop, i, j) ? 1 : 0;
 }
+
+// The device traceback (traceback_block) run block-serially: each parallel phase for threads
+// 0 .. threads-1 in turn, then the serial phase, as the kernel alternates them between barriers.
+template <typename T>
+static int traceback_serial(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
+                            int* stack, int* partner) {
+    static TracebackState S;  // about 4 KB, like the kernel's shared memory
+    tb_start(S, n);
+    S.cmd = TB_LOAD;
+    tb_control(S, seq, min_loop, stack, partner, threads);
+    while (S.cmd < TB_DONE) {
+        for (int t = 0; t < threads; ++t) {
+            if (S.cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
+            else tb_search(S, tiles, nb, t, threads);
+        }
+        tb_control(S, seq, min_loop, stack, partner, threads);
+    }
+    return S.cmd == TB_DONE ? 0 : 1;
+}
+
+extern "C" int host_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
+                              int* stack, int* partner) {
+    return traceback_serial(tiles, seq, n, nb, min_loop, threads, stack, partner);
+}
+
+// The batch kernel (nussinov_batch) for one sequence: the fill by diagonals, then the traceback
+// of warp 0 (every lane takes the same steps; lane 0 writes). out[0..n) gets the dot-bracket.
+extern "C" int host_batch_fold(const unsigned char* codes, int n, int min_loop, unsigned char* out) {
+    static unsigned char M[BATCH_MAX_LENGTH * BATCH_MAX_LENGTH];
+    static short stack[2 * (BATCH_MAX_LENGTH + 2)];
+    if (n > BATCH_MAX_LENGTH) return -2;
+    for (int x = 0; x < n * n; ++x) M[x] = 0;
+    for (int x = 0; x < n; ++x) out[x] = '.';
+    for (int d = 1; d < n; ++d)
+        for (int row = 0; row < n - d; ++row) batch_cell(M, codes, n, min_loop, row, d);
+    if (batch_traceback(M, codes, n, min_loop, stack, out, 0)) return -1;
+    return batch_c(M, n, 0, n - 1);
+}
