@@ -1,8 +1,9 @@
-"""What an alignment engine returns for a (query, reference) pair, and the engine interface.
+"""What an alignment engine returns for a chunk of (query, reference) pairs, and the engine interface.
 
-Every engine (CPU, GPU, distributed) implements :class:`AlignmentEngine`: given encoded queries,
-references and a list of pairs, it returns, per pair, the candidates that survive diagonal
-suppression (spec §6), in processing order, with their tracebacks (spec §7.1). Everything after
+Every engine (CPU, GPU, distributed) implements :class:`AlignmentEngine`: given the query and
+reference sets and a chunk of pairs, it returns, for every pair, the candidates that survive
+diagonal suppression (spec §6), in processing order, with their tracebacks (spec §7.1), as one
+:class:`ChunkAlignments` (columns; :class:`PairAlignments` is one pair's view, for tests). Everything after
 that (reference-overlap rule, flanks, strict, energies, text) is engine-independent
 (:mod:`gamut.scan.hits`).
 """
@@ -96,22 +97,6 @@ class ChunkAlignments:
         ops = np.concatenate([p.ops for p in parts]) if parts else np.zeros(0, np.uint8)
         return cls(sv_start, sv_stop, *fields, op_start, op_end, ops)
 
-    @classmethod
-    def from_pairs(cls, results: "Sequence[PairAlignments]") -> "ChunkAlignments":
-        """Columns from per-pair results (the per-pair oracle engines of the tests)."""
-        n = len(results)
-        sizes = np.array([len(r) for r in results], np.int64)
-        sv_stop = np.cumsum(sizes)
-        sv_start = sv_stop - sizes
-        if not n or not sizes.sum():
-            return cls.empty(n)
-        fields = [np.concatenate([np.asarray(getattr(r, f), np.int64) for r in results])
-                  for f in ("score", "i_end", "j_end", "i_start", "j_start")]
-        op_counts = np.concatenate([np.diff(np.asarray(r.op_offsets, np.int64)) for r in results])
-        op_end = np.cumsum(op_counts)
-        ops = np.concatenate([np.asarray(r.ops, np.uint8) for r in results])
-        return cls(sv_start, sv_stop, *fields, op_end - op_counts, op_end, ops)
-
 
 @dataclass
 class PairAlignments:
@@ -133,11 +118,6 @@ class PairAlignments:
 
     def columns(self, k: int) -> np.ndarray:
         return self.ops[self.op_offsets[k] : self.op_offsets[k + 1]]
-
-    def as_batch(self) -> tuple[tuple, int, int]:
-        """``(arrays, start, stop)``: survivor arrays (score, i_end, j_end, i_start, j_start,
-        op_offsets, ops) holding this pair's survivors as rows ``start:stop``."""
-        return (self.score, self.i_end, self.j_end, self.i_start, self.j_start, self.op_offsets, self.ops), 0, len(self)
 
     @classmethod
     def empty(cls) -> "PairAlignments":
