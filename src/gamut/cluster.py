@@ -127,7 +127,8 @@ def _local(n: int | None, device: str, gpus, analysis: str) -> Connection:
     workers = {name: {"cls": Nanny, "options": {**opts, "memory_limit": memory, "host": "127.0.0.1",
                                                      "silence_logs": logging.ERROR, "dashboard": False}}
                for name, opts in specs.items()}
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "port": 0, "dashboard": False}}
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "port": 0, "dashboard": False,
+                                                  "dashboard_address": "127.0.0.1:0"}}
     cluster = SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR, name="gamut")
     client = Client(cluster)
     conn = Connection(client, f"local cluster of {len(specs)} workers", [cluster.close, client.close])
@@ -168,7 +169,7 @@ def run_in_order(
     from distributed import as_completed
 
     client = conn.client
-    shared_future = client.scatter(shared, broadcast=True, hash=False)
+    [shared_future] = client.scatter([shared], broadcast=True, hash=False)
     limit = max(1, window or 4 * conn.n_workers)
     todo = iter(tasks)
     inflight: dict[str, tuple[int, Any]] = {}

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import signal
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -490,10 +491,15 @@ def _test_die_after(computed: int) -> None:
 
 
 def _test_kill_worker(index: int) -> None:
-    """``GAMUT_TEST_KILL_WORKER=FILE``: the process computing the partition whose number is in
-    FILE SIGKILLs itself, once (FILE is renamed to FILE.fired first)."""
+    """``GAMUT_TEST_KILL_WORKER=FILE``: the Dask worker process computing the partition whose
+    number is in FILE SIGKILLs itself, once (FILE is renamed to FILE.fired first)."""
     path = os.environ.get("GAMUT_TEST_KILL_WORKER")
-    if not path:
+    distributed = sys.modules.get("distributed")
+    if not path or distributed is None:
+        return
+    try:
+        distributed.get_worker()
+    except ValueError:  # not in a worker
         return
     with contextlib.suppress(OSError, ValueError):
         if int(Path(path).read_text()) == index:
