@@ -333,3 +333,24 @@ def test_partitions_cover_the_pairs_in_order():
     assert np.array_equal(whole, np.concatenate(list(si.chunks(10**12, 10**9))))
     assert all(p.prev_query == (-1 if p.start == 0 else int(whole[p.start - 1, 0])) for p in parts)
     assert sum(p.cells for p in parts) == si.total_cells()
+
+
+def test_parquet_row_groups_follow_the_single_process_chunks(tmp_path, monkeypatch):
+    """Partitions (20 pairs) cut across the single-process chunks (13 pairs): the Parquet file
+    still has one row group per chunk with hits, byte for byte."""
+    import pyarrow.parquet as pq
+
+    import gamut.scan.distributed as dist
+    import gamut.scan.runner as runner
+
+    monkeypatch.setattr(runner, "DEFAULT_CHUNK_PAIRS", 13)
+    monkeypatch.setattr(dist, "DEFAULT_CHUNK_PAIRS", 13)
+    case = CASES / "odd_inputs"
+    outputs = []
+    for extra in ([], ["--run-dir", str(tmp_path / "run"), "--partition-pairs", "20"]):
+        out = tmp_path / f"hits{len(outputs)}.parquet"
+        assert main(["scan", str(case / "query.fa"), str(case / "reference.fa"), "--format", "parquet", "-o",
+                     str(out), "--device", "cpu", "--score-threshold", "120", *extra]) == 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert pq.ParquetFile(tmp_path / "hits0.parquet").num_row_groups > 3

@@ -140,11 +140,11 @@ def _local(n: int | None, device: str, gpus, analysis: str) -> Connection:
     return conn
 
 
-def default_threads(cluster: Any, threads: int | None) -> int | None:
-    """Engine threads per worker: ``threads``, or for ``local:N`` the cores shared among N workers."""
-    if threads is not None or not isinstance(cluster, str) or not cluster.startswith("local:"):
+def default_threads(conn: Connection, cluster: Any, threads: int | None) -> int | None:
+    """Engine threads per worker: ``threads``, or for a local cluster the cores shared among its workers."""
+    if threads is not None or not isinstance(cluster, str) or not cluster.startswith("local"):
         return threads
-    return max(1, (os.cpu_count() or 1) // parse_local(cluster))
+    return max(1, (os.cpu_count() or 1) // conn.n_workers)
 
 
 def run_in_order(

@@ -423,7 +423,7 @@ def scan_partitioned(
         from gamut.cluster import connect, default_threads
 
         conn = connect(cluster, device=device, gpus=gpus, analysis="scan")
-        threads = default_threads(cluster, threads)
+        threads = default_threads(conn, cluster, threads)
         if isinstance(cluster, str) and cluster.startswith("local") and resolve_device(device, "scan") == "cuda":
             gpus = None  # each local worker sees its one GPU as device 0
     job = PartitionJob(scan_input, fmt, quiet, keyval, device, threads, gpus)
@@ -460,7 +460,7 @@ def scan_frame(scan_input: ScanInput, *, cluster: Any, device: str, threads: int
     parts = plan_partitions(scan_input, cells, partition_pairs or PARTITION_PAIRS)
     frames: list = []
     with connect(cluster, device=device, gpus=gpus, analysis="scan") as conn:
-        job = PartitionJob(scan_input, "frame", device=device, threads=default_threads(cluster, threads), gpus=gpus)
+        job = PartitionJob(scan_input, "frame", device=device, threads=default_threads(conn, cluster, threads), gpus=gpus)
         execute(job, parts, lambda part, frame: frames.append(frame), conn=conn, retries=retries)
     frames = [f for f in frames if len(f)]
     if not frames:

@@ -172,7 +172,7 @@ def _splice_on_cluster(cases: list[SpliceCase], settings: dict, cluster: Any, ba
     starts = range(0, len(cases), batch_size)
     out: list[list[SpliceResult] | None] = [None] * len(starts)
     with connect(cluster, device=settings["device"], analysis="splice") as conn:
-        settings = {**settings, "threads": default_threads(cluster, settings["threads"])}
+        settings = {**settings, "threads": default_threads(conn, cluster, settings["threads"])}
         tasks = ((k, (cases[lo:lo + batch_size],)) for k, lo in enumerate(starts))
         for k, results in run_in_order(conn, _splice_batch, settings, tasks, retries=retries,
                                        key_prefix=f"gamut-splice-{uuid.uuid4().hex}"):
