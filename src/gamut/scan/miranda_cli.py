@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
     threads = opts.get("--threads")
 
     def count(name: str) -> int | None:
-        return atoi(opts[name]) if name in opts else None
+        return int(strtod(opts[name])) if name in opts else None  # 2e9 as well as 2000000000
 
     return scan_files(
         opts["query"],
