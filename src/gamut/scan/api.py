@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, TYPE_CHECKING, Mapping, Sequence, Union
+from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from gamut.errors import InputError, UsageError
 from gamut.io.atomic import atomic_output
@@ -73,6 +73,8 @@ def scan(
     device: str = "auto",
     threads: int | None = None,
     gpus: str | Sequence[int] | None = None,
+    cluster: Any = None,
+    partition_cells: int | None = None,
     **params,
 ) -> pd.DataFrame:
     """Scan miRNAs against references with miRanda 3.3a's model; return the reported hits.
@@ -81,12 +83,21 @@ def scan(
     ``scale=4.0``, ``gap_open=-9``, ``gap_extend=-4``, ``strict=False``, ``noenergy=False``,
     ``trim=0``, ``energy_model="miranda"``, ``restrict=None``). The table has one row per
     reported hit with every field miRanda prints (:data:`HIT_COLUMNS`), in miRanda's order.
+
+    ``cluster`` (``"local:N"``, a scheduler address such as ``"tcp://host:8786"``, or a
+    ``distributed.Client``) spreads the scan over Dask workers in partitions of about
+    ``partition_cells`` cells; the table is the same.
     """
     try:
         settings = ScanParams(**params)
     except TypeError as exc:
         raise UsageError(str(exc)) from None
     scan_input = ScanInput(as_records(queries, "query"), as_records(references, "reference"), settings)
+    if cluster is not None:
+        from gamut.scan.distributed import scan_frame
+
+        return scan_frame(scan_input, cluster=cluster, device=device, threads=threads, gpus=gpus,
+                          partition_cells=partition_cells)
     engine = make_engine(device, threads, gpus)
     return hit_frame(list(run_scan(scan_input, engine, threads=threads)), scan_input)
 
@@ -105,21 +116,44 @@ def scan_files(
     threads: int | None = None,
     gpus: str | Sequence[int] | None = None,
     progress: bool | None = None,
+    cluster: Any = None,
+    run_dir: str | os.PathLike | None = None,
+    partition_cells: int | None = None,
+    partition_pairs: int | None = None,
+    retries: int = 2,
 ) -> int:
-    """Scan two FASTA files and write the results (atomically when ``output`` is a path)."""
+    """Scan two FASTA files and write the results (atomically when ``output`` is a path).
+
+    With ``cluster`` (see :func:`scan`) and/or ``run_dir`` (finished partitions kept there; a
+    rerun computes only the rest) the scan runs in partitions (:mod:`gamut.scan.distributed`);
+    the output is the same bytes.
+    """
     if fmt not in OUTPUT_FORMATS:
         raise UsageError(f"unknown output format '{fmt}' (choose from {', '.join(OUTPUT_FORMATS)})")
+    if fmt == "parquet" and output in (None, "-"):
+        raise UsageError("--format parquet needs an output file (-o hits.parquet)")
+    if cluster is not None:
+        from gamut.cluster import require_dask
+
+        require_dask()
     queries = read_miranda_fasta(query_path)
     references = read_miranda_fasta(reference_path)
     scan_input = ScanInput(queries, references, params)
+    if cluster is not None or run_dir is not None:
+        from gamut.scan.distributed import scan_partitioned
+
+        if progress is None:
+            progress = sys.stderr.isatty() and scan_input.total_cells() > 300_000_000
+        return scan_partitioned(query_path, reference_path, scan_input, output=output, fmt=fmt, quiet=quiet,
+                                keyval=keyval, banner=banner, device=device, threads=threads, gpus=gpus,
+                                progress=bool(progress), cluster=cluster, run_dir=run_dir,
+                                partition_cells=partition_cells, partition_pairs=partition_pairs, retries=retries)
     engine = make_engine(device, threads, gpus)
     total = scan_input.total_cells()
     if progress is None:
         progress = sys.stderr.isatty() and total > 300_000_000
     bar = progress_bar(f"scan [{engine.name}] cells", total, bool(progress))
     if fmt == "parquet":
-        if output in (None, "-"):
-            raise UsageError("--format parquet needs an output file (-o hits.parquet)")
         return _write_parquet(scan_input, engine, output, threads, bar)
     with atomic_output(output) as out, bar as tracker:
         writer = _writer(out, scan_input, fmt, quiet, keyval)

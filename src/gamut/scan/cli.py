@@ -42,7 +42,33 @@ def register(subparsers) -> None:
     r.add_argument("--gpus", default=None, help="GPUs to use: e.g. 0,1 or 'all' (default: the first)")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on for long runs in a terminal)")
+    add_cluster_options(p)
     p.set_defaults(func=run)
+
+
+def count(text: str) -> int:
+    """A positive count, also written like 2e9."""
+    try:
+        value = int(float(text)) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got '{text}'")
+    return value
+
+
+def add_cluster_options(p: argparse.ArgumentParser) -> None:
+    """--cluster, --run-dir and the partition sizes (shared by the scan's commands)."""
+    c = p.add_argument_group("cluster and resumable runs")
+    c.add_argument("--cluster", metavar="ADDR", default=None,
+                   help="run on Dask: local:N (N local worker processes; with --device cuda one per GPU) "
+                   "or tcp://HOST:PORT of a running scheduler (needs pip install 'gamut[dask]')")
+    c.add_argument("--run-dir", metavar="DIR", default=None,
+                   help="keep finished partitions in DIR; the same command with the same DIR resumes")
+    c.add_argument("--partition-cells", type=count, default=None,
+                   help="cells (query x reference letters) per partition (default 2e9 on CPUs, 3.2e10 on GPUs)")
+    c.add_argument("--partition-pairs", type=count, default=None, help="at most this many pairs per partition (200,000)")
+    c.add_argument("--retries", type=int, default=2, help="retries of a failed partition on a cluster (default 2)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,4 +99,9 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         gpus=args.gpus,
         progress=args.progress,
+        cluster=args.cluster,
+        run_dir=args.run_dir,
+        partition_cells=args.partition_cells,
+        partition_pairs=args.partition_pairs,
+        retries=args.retries,
     )

@@ -2,7 +2,8 @@
 
 Numbers are parsed like C's ``atoi``/``strtod`` (``-sc 140.9`` means 140), so existing
 pipelines keep their meaning. gamut extensions: ``--device``, ``--threads``, ``--gpus``,
-``--energy-model``.
+``--energy-model``, and for cluster and resumable runs ``--cluster``, ``--run-dir``,
+``--partition-cells``, ``--partition-pairs``, ``--retries``.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ _INT = re.compile(r"\s*([+-]?\d+)")
 _FLOAT = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
 
 VALUE_OPTIONS = ("-sc", "-en", "-scale", "-go", "-ge", "-out", "-trim", "-restrict",
-                 "--device", "--threads", "--gpus", "--energy-model")
+                 "--device", "--threads", "--gpus", "--energy-model", "--cluster", "--run-dir",
+                 "--partition-cells", "--partition-pairs", "--retries")
 FLAG_OPTIONS = ("-strict", "-noenergy", "-quiet", "-keyval", "-debug")
 
 
@@ -50,7 +52,8 @@ USAGE = (
     "  file2  FASTA file with the reference (target) sequences\n"
     "Options: -sc S -en E -scale Z -strict -go X -ge Y -noenergy -quiet -keyval -out FILE\n"
     "         -trim T -restrict FILE -debug   (gamut: --device auto|cpu|cuda --threads N\n"
-    "         --gpus LIST --energy-model miranda|vienna2004); see 'gamut miranda --help'\n"
+    "         --gpus LIST --energy-model miranda|vienna2004 --cluster local:N|tcp://HOST:PORT\n"
+    "         --run-dir DIR --partition-cells N); see 'gamut miranda --help'\n"
 )
 
 HELP = USAGE + """
@@ -67,6 +70,10 @@ HELP = USAGE + """
   --device D     auto (GPU if present), cpu or cuda
   --threads N    CPU threads (default: all cores); --gpus LIST: e.g. 0,1 or all
   --energy-model miranda (exact miRanda 3.3a energies, default) or vienna2004 (ViennaRNA defaults)
+  --cluster C    run on Dask: local:N (N worker processes; with --device cuda one per GPU) or the
+                 address of a running scheduler, tcp://HOST:PORT (pip install 'gamut[dask]')
+  --run-dir DIR  keep finished partitions in DIR; rerunning the same command resumes
+  --partition-cells N, --partition-pairs N: partition sizes; --retries N: retries of a failed partition
 """
 
 
@@ -116,6 +123,10 @@ def main(argv: list[str]) -> int:
         restrict=read_restrict(opts["-restrict"]) if "-restrict" in opts else None,
     )
     threads = opts.get("--threads")
+
+    def count(name: str) -> int | None:
+        return int(strtod(opts[name])) if name in opts else None  # 2e9 as well as 2000000000
+
     return scan_files(
         opts["query"],
         opts["reference"],
@@ -127,4 +138,9 @@ def main(argv: list[str]) -> int:
         device=opts.get("--device", "auto"),
         threads=int(threads) if threads else None,
         gpus=opts.get("--gpus"),
+        cluster=opts.get("--cluster"),
+        run_dir=opts.get("--run-dir"),
+        partition_cells=count("--partition-cells"),
+        partition_pairs=count("--partition-pairs"),
+        retries=count("--retries") if "--retries" in opts else 2,
     )

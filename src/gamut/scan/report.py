@@ -244,9 +244,13 @@ class TableWriter:
             self.out.write("\t".join(HIT_COLUMNS) + "\n")
 
     def chunk(self, result: "ChunkResult") -> None:
+        self.out.write(self.render(result).decode("latin-1"))
+
+    def render(self, result: "ChunkResult") -> bytes:
+        """The chunk's rows as bytes (latin-1)."""
         c = _Chunk(result, self.input)
         if c.rows.size == 0:
-            return
+            return b""
         b = TextBuilder()
         json_mode = self.fmt == "jsonl"
         qid = pick(b, self.columns.get("qjson" if json_mode else "qid"), c.q)
@@ -279,7 +283,7 @@ class TableWriter:
                 pieces += ([] if k == 0 else ["\t"]) + [value]
             pieces.append("\n")
         b.records(c.pair, 0, c.rows, pieces)
-        self.out.write(b.render().decode("latin-1"))
+        return b.render()
 
     def finish(self) -> None:
         pass

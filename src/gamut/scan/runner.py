@@ -86,6 +86,23 @@ class ScanInput:
             return int(ql.sum()) * int(rl.sum())
         return int((ql[restricted[:, 0]] * rl[restricted[:, 1]]).sum())
 
+    def pair_range(self, start: int, stop: int) -> np.ndarray:
+        """Pairs ``start..stop-1`` of the output order as an int64 array (n, 2)."""
+        restricted = self.restricted_pairs
+        if restricted is not None:
+            return restricted[start:stop]
+        index = np.arange(start, stop, dtype=np.int64)
+        q_of = index // max(len(self.references), 1)
+        return np.stack((q_of, index - q_of * len(self.references)), axis=1)
+
+    def pair_cells(self, pairs: np.ndarray) -> np.ndarray:
+        """Cells (query x reference letters) of each pair of ``pairs``."""
+        return self.query_set.lengths()[pairs[:, 0]] * self.reference_set.lengths()[pairs[:, 1]]
+
+    def cut(self, pairs: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+        """Split consecutive ``pairs`` into chunks as :meth:`chunks` bounds them."""
+        return _cut(pairs, self.pair_cells(pairs), chunk_cells, chunk_pairs)
+
     def chunks(self, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
         """Consecutive runs of pairs (int64 arrays (n, 2)) of about ``chunk_cells`` cells and at
         most ``chunk_pairs`` pairs, in output order."""
@@ -168,6 +185,8 @@ def run_scan(
     chunk_cells: int | None = None,
     chunk_pairs: int | None = None,
     progress: Callable[[int], None] | None = None,
+    pairs: np.ndarray | None = None,
+    counter0: int = 0,
 ) -> Iterator[ChunkResult]:
     """Yield a :class:`ChunkResult` per chunk of pairs, in miRanda's output order.
 
@@ -175,6 +194,8 @@ def run_scan(
     ``chunk_cells`` cells (default: the engine's ``preferred_chunk_cells``, else 64 M) and at
     most ``chunk_pairs`` pairs (default: the engine's ``preferred_chunk_pairs``, else 50,000).
     The engine aligns chunk k+1 on a worker thread while chunk k is post-processed.
+    ``pairs`` (consecutive pairs of the output order, e.g. one partition of a cluster run)
+    scans those pairs only; their first pair's running counter is ``counter0 + 1``.
     """
     params = scan_input.params
     if chunk_cells is None:
@@ -189,10 +210,13 @@ def run_scan(
     def align(pairs: np.ndarray):
         return pairs, engine.align(queries, references, pairs, params)
 
-    counter = 0
+    counter = counter0
     with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as pool:
         pending: deque = deque()
-        chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
+        if pairs is None:
+            chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
+        else:
+            chunks = scan_input.cut(np.asarray(pairs, np.int64).reshape(-1, 2), int(chunk_cells), int(chunk_pairs))
         exhausted = False
         while True:
             while not exhausted and len(pending) < 2:  # keep the engine one chunk ahead

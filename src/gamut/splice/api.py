@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable, Sequence, Union
+from typing import Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
@@ -124,18 +125,31 @@ def splice_many(
     threads: int | None = None,
     batch_size: int = 256,
     progress: Callable[[int], None] | None = None,
+    cluster: Any = None,
+    retries: int = 2,
 ) -> list[SpliceResult]:
     """Batch mode: ``cases`` are ``(base, exons, target[, name])`` tuples or :class:`SpliceCase`.
 
     Cases run ``batch_size`` at a time (one GPU launch, or one case per CPU thread); ``progress``
-    is called with the number of cases finished after each batch.
+    is called with the number of cases finished after each batch. With ``cluster`` (``"local:N"``,
+    ``"tcp://HOST:PORT"`` or a ``distributed.Client``) the batches run on Dask workers (each one
+    as here, on its CPU or GPU); results come back in the order of ``cases``.
     """
     params = ScoreParams(match, mismatch, gap, matrix)
-    chosen = choose_engine(device, engine)
+    if cluster is not None:
+        from gamut.cluster import require_dask
+
+        require_dask()
+    else:
+        chosen = choose_engine(device, engine)
     prepared = [
         c if isinstance(c, SpliceCase) else make_case(c[0], c[1], c[2], params, name=c[3] if len(c) > 3 else f"case{i}")
         for i, c in enumerate(cases)
     ]
+    if cluster is not None:
+        settings = {"match": match, "mismatch": mismatch, "gap": gap, "matrix": matrix, "device": device,
+                    "engine": engine, "threads": threads, "batch_size": batch_size}
+        return _splice_on_cluster(prepared, settings, cluster, batch_size, progress, retries)
     results: list[SpliceResult] = []
     for lo in range(0, len(prepared), batch_size):
         chunk = prepared[lo:lo + batch_size]
@@ -143,3 +157,26 @@ def splice_many(
         if progress is not None:
             progress(len(chunk))
     return results
+
+
+def _splice_batch(settings: dict, cases: list[SpliceCase]) -> list[SpliceResult]:
+    """One partition of a cluster run: :func:`splice_many` on a worker."""
+    return splice_many(cases, **settings)
+
+
+def _splice_on_cluster(cases: list[SpliceCase], settings: dict, cluster: Any, batch_size: int,
+                       progress: Callable[[int], None] | None, retries: int) -> list[SpliceResult]:
+    """Partitions of ``batch_size`` cases on the cluster, gathered in order."""
+    from gamut.cluster import connect, default_threads, run_in_order
+
+    starts = range(0, len(cases), batch_size)
+    out: list[list[SpliceResult] | None] = [None] * len(starts)
+    with connect(cluster, device=settings["device"], analysis="splice") as conn:
+        settings = {**settings, "threads": default_threads(conn, cluster, settings["threads"])}
+        tasks = ((k, (cases[lo:lo + batch_size],)) for k, lo in enumerate(starts))
+        for k, results in run_in_order(conn, _splice_batch, settings, tasks, retries=retries,
+                                       key_prefix=f"gamut-splice-{uuid.uuid4().hex}"):
+            out[k] = results
+            if progress is not None:
+                progress(len(results))
+    return [r for part in out for r in part]  # type: ignore[union-attr]

@@ -30,6 +30,8 @@ def register(subparsers) -> None:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--engine", choices=("reference", "fast", "gpu"), help="force an engine (testing)")
     parser.add_argument("--threads", type=int, help="CPU threads for batch mode (default: all)")
+    parser.add_argument("--cluster", metavar="ADDR",
+                        help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut[dask]')")
     parser.add_argument("-o", "--output", default="-", help="text report (default: standard output)")
     parser.add_argument("--gff3", help="write the chosen chains as GFF3")
     parser.add_argument("--table", help="write the chosen exons as a TSV table")
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     with progress_bar("spliced alignment", len(cases), len(cases) > 1 and sys.stderr.isatty()) as advance:
         results = splice_many(cases, match=args.match, mismatch=args.mismatch, gap=args.gap,
                               device=args.device, engine=args.engine, threads=args.threads,
-                              batch_size=64, progress=advance)
+                              batch_size=64, progress=advance, cluster=args.cluster)
     with atomic_output(args.output) as handle:
         for fc, result in zip(file_cases, results):
             handle.write(format_report(fc.base_name, result, alignment=not args.no_alignment))
