@@ -96,6 +96,8 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path) -> t
         cmd += ["--threads", str(args.threads)]
     if args.gpus:
         cmd += ["--gpus", args.gpus]
+    if args.cluster:
+        cmd += ["--cluster", args.cluster]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -155,6 +157,7 @@ def main() -> int:
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
     ap.add_argument("--threads", type=int, default=0, help="--threads for the CLI (0: all cores)")
     ap.add_argument("--gpus", default="", help="--gpus for the CLI, e.g. 0,1 (default: the first GPU)")
+    ap.add_argument("--cluster", default="", help="--cluster for the CLI, e.g. local:2 (one worker process per GPU)")
     ap.add_argument("--cases", default="clip,sars,t2", help="comma-separated: clip, sars, t2")
     ap.add_argument("--modes", default="default,noenergy", help="default (energies) and/or noenergy")
     ap.add_argument("--mirnas", type=int, default=1921, help="human miRNAs to use (clip, sars)")
@@ -208,13 +211,16 @@ def main() -> int:
 
 def write(rows: list[dict], args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"scan_e2e_{args.kind}{'_gpus' + args.gpus.replace(',', '-') if args.gpus else ''}"
+    suffix = ("_gpus" + args.gpus.replace(",", "-") if args.gpus else "") + \
+        ("_cluster-" + args.cluster.replace(":", "") if args.cluster else "")
+    stem = args.out / f"scan_e2e_{args.kind}{suffix}"
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = "python " + " ".join(sys.argv)
     info = machine(args)
     stem.with_suffix(".json").write_text(json.dumps({"machine": info, "date": date, "command": command,
                                                      "device": args.device, "rows": rows}, indent=1))
-    lines = [f"# Whole-process scan ({args.kind}, --device {args.device}{', --gpus ' + args.gpus if args.gpus else ''})", "",
+    lines = [f"# Whole-process scan ({args.kind}, --device {args.device}{', --gpus ' + args.gpus if args.gpus else ''}"
+             f"{', --cluster ' + args.cluster if args.cluster else ''})", "",
              f"- machine: {info}", f"- date: {date}", f"- command: `{command}`",
              "- wall: the whole `gamut miranda` process (start-up, reading, alignment, hits, energies, writing), "
              "after one untimed warm-up process (Numba's and CuPy's on-disk caches filled, as for any run after "
