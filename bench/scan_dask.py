@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import os
 import platform
@@ -33,30 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from scan_e2e import read_fasta, write_fasta  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-
-
-def read_fasta(path: Path) -> list[tuple[str, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    records, name, seq = [], None, []
-    with opener(path, "rt") as handle:
-        for line in handle:
-            line = line.rstrip()
-            if line.startswith(">"):
-                if name is not None:
-                    records.append((name, "".join(seq)))
-                name, seq = line[1:].split()[0], []
-            elif line:
-                seq.append(line)
-    if name is not None:
-        records.append((name, "".join(seq)))
-    return records
-
-
-def write_fasta(path: Path, records: list[tuple[str, str]]) -> Path:
-    path.write_text("".join(f">{n}\n{s}\n" for n, s in records))
-    return path
 
 
 def workload(args, tmp: Path) -> tuple[Path, Path, str]:

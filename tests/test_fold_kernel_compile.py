@@ -32,17 +32,24 @@ def _nvrtc():
     pytest.skip("NVRTC not installed (pip install nvidia-cuda-nvrtc-cu12 to run this check)")
 
 
-def test_kernel_compiles_for_hopper_without_spills():
+def nvrtc_compile(source: bytes, name: str, options: list[str], expressions: tuple[str, ...] = ()) -> tuple[int, str]:
+    """Compile CUDA ``source`` for sm_90 with NVRTC alone: (return code, compiler log)."""
     lib = _nvrtc()
     prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), KERNEL.read_bytes(), b"nussinov.cu", 0, None, None) == 0
-    options = [b"-std=c++17", b"--gpu-architecture=sm_90", b"-DTILE=64", b"--ptxas-options=-v"]
-    rc = lib.nvrtcCompileProgram(prog, len(options), (ctypes.c_char_p * len(options))(*options))
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, name.encode(), 0, None, None) == 0
+    for expression in expressions:
+        assert lib.nvrtcAddNameExpression(prog, expression.encode()) == 0
+    flags = [b"-std=c++17", b"--gpu-architecture=sm_90", *(o.encode() for o in options)]
+    rc = lib.nvrtcCompileProgram(prog, len(flags), (ctypes.c_char_p * len(flags))(*flags))
     size = ctypes.c_size_t()
     lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
     log = ctypes.create_string_buffer(size.value)
     lib.nvrtcGetProgramLog(prog, log)
-    text = log.value.decode()
+    return rc, log.value.decode()
+
+
+def test_kernel_compiles_for_hopper_without_spills():
+    rc, text = nvrtc_compile(KERNEL.read_bytes(), "nussinov.cu", ["-DTILE=64", "--ptxas-options=-v"])
     assert rc == 0, text
     names = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish", "nussinov_traceback", "nussinov_batch")
     for name in names:

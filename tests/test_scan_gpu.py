@@ -283,29 +283,16 @@ def test_reference_longer_than_the_kernels_index_is_a_clear_error(host_lib):
 
 def test_kernels_compile_for_hopper():
     """``scan_dp.cu`` (largest bucket) and ``splice.cu`` compile for sm_90 with NVRTC alone."""
-    import ctypes
-
     from gamut.splice.gpu import STREAM_OPTIONS
-    from test_fold_kernel_compile import _nvrtc
+    from test_fold_kernel_compile import nvrtc_compile
 
-    lib = _nvrtc()
     kernels = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
     for name, options, expressions in (
         ("scan_dp.cu", [], ["scan_pass1<64>", "scan_repair<64>", "scan_trace<64>", "scan_suppress"]),
         ("splice.cu", ["-DCOLS=8", *STREAM_OPTIONS], []),
     ):
-        prog = ctypes.c_void_p()
-        assert lib.nvrtcCreateProgram(ctypes.byref(prog), (kernels / name).read_bytes(), name.encode(), 0, None,
-                                      None) == 0
-        for expression in expressions:
-            assert lib.nvrtcAddNameExpression(prog, expression.encode()) == 0
-        flags = [b"-std=c++17", b"--gpu-architecture=sm_90", *(o.encode() for o in options)]
-        rc = lib.nvrtcCompileProgram(prog, len(flags), (ctypes.c_char_p * len(flags))(*flags))
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, log)
-        assert rc == 0, (name, log.value.decode())
+        rc, log = nvrtc_compile((kernels / name).read_bytes(), name, options, tuple(expressions))
+        assert rc == 0, (name, log)
 
 
 # ------------------------------------------------------------------------------------------
