@@ -1,0 +1,578 @@
+"""The SIMD CPU alignment engine: miRanda's DP (spec §5-7.1) over lanes of independent pairs.
+
+Same results as :mod:`gamut.scan.cpu` (survivors, order, scores, coordinates, ops), computed in
+three steps per *block* of up to :data:`LANES` pairs that share one reference:
+
+1. **Score-only pass.** Lane ``l`` holds pair ``l``'s query; all lanes read the same reference
+   letter, so a column's scores are one contiguous load per row from the block's profile table.
+   Queries are bottom-aligned in ``LM`` rows (the longest query of the block): the rows above a
+   shorter query are zero rows (score 0, gap costs 0), which stay exactly 0 like DP row 0. Per
+   cell the pass keeps ``D = max(A, B, C)`` of the previous column and ``B`` of the current one;
+   the innermost loop runs over the lanes with unsigned, constant-stride indices into one state
+   array, so LLVM vectorises it (16-bit lanes when the score bounds allow, else 32 or 64 bits).
+   A column whose largest ``max(A, C)`` reaches the threshold in some lane is recomputed for
+   that lane with the exact scalar rules, which emit its candidates (rare). Every ``CKPT``
+   columns the exact state is copied (a checkpoint).
+2. **Diagonal suppression** per pair (:func:`gamut.scan.cpu.order_and_suppress`).
+3. **Traceback of survivors only**: the full three-state DP with trace bytes is recomputed in a
+   window that starts at a checkpoint before the survivor's end; a traceback that needs columns
+   before the window is redone from an earlier checkpoint (column 0 at worst), so results never
+   depend on the window size.
+
+:class:`SimdEngine` sorts pairs into blocks (pairs of one reference, queries of similar length),
+orders blocks so that consecutive ones share their queries (the profile table is then reused),
+and runs contiguous runs of blocks on a thread pool, one compiled call per run.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+import numpy as np
+from numba import njit
+from numba.extending import overload
+
+from gamut.scan.alignments import OP_MATCH, OP_QGAP, OP_RGAP, ChunkAlignments
+from gamut.scan.cpu import order_and_suppress
+from gamut.scan.params import ScanParams, query_tables, row_scheme
+
+#: Pairs aligned side by side (one SIMD lane each). With 16-bit lanes a row of a block is two
+#: 256-bit vectors; the block's state and profile stay in the L1 cache for miRNA-sized queries.
+LANES = 32
+#: Columns between checkpoints of the exact DP state (traceback windows start at one).
+CKPT = 64
+#: Columns, beyond the query length, that a traceback window reaches back at first.
+TRACE_MARGIN = 16
+
+# State fields per row (st[row, field, lane]): D = max(A, B, C) and B, double-buffered
+# (column j reads one buffer and writes the other); A and C of the current column (read by the
+# next row); G = running max of max(A, C) down the current column.
+_D0, _D1, _B0, _B1, _A, _C, _G = range(7)
+_NF = 7
+# Profile table fields per row (tab[row, field, lane]): score against reference classes 0..4,
+# gap open, gap extend, and NK = -1 in seed rows (C is forced to -1 there), else 0.
+_GO, _GE, _NK = 5, 6, 7
+_NT = 8
+
+_U = np.uint64
+
+
+def _as_dtype_of(x, arr):
+    """``x`` converted (wrapping) to ``arr``'s element type (compiled code only)."""
+    return arr.dtype.type(x)
+
+
+@overload(_as_dtype_of, inline="always")
+def _as_dtype_of_impl(x, arr):
+    dt = arr.dtype
+
+    def impl(x, arr):
+        return dt(x)
+
+    return impl
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _column(st, tab, LM, c, din, bin_, dout, bout):
+    """One reference column (class ``c``) for all rows and lanes: the vectorised inner loop.
+
+    Reads D of the previous column (field ``din``) and B of this column (``bin_``); writes this
+    column's D (``dout``), the next column's B (``bout``), A, C and the running max G. The
+    casts keep every operation in the lane type (the bounds are checked by the caller), and the
+    unsigned indices with constant strides let LLVM prove the lanes independent.
+    """
+    w = _U(LANES)
+    nf = _U(_NF) * w
+    zero = _as_dtype_of(0, st)
+    for a in range(1, LM + 1):
+        s0 = _U(a) * nf
+        p0 = s0 - nf
+        t0 = _U(a) * _U(_NT) * w
+        pc = t0 + _U(c) * w
+        for l0 in range(LANES):
+            l = _U(l0)
+            go = tab[t0 + _U(_GO) * w + l]
+            ge = tab[t0 + _U(_GE) * w + l]
+            A = _as_dtype_of(st[p0 + _U(din) * w + l] + tab[pc + l], st)
+            A = A if A > zero else zero
+            x1 = _as_dtype_of(st[p0 + _U(_A) * w + l] + go, st)
+            x2 = _as_dtype_of(st[p0 + _U(_C) * w + l] + ge, st)
+            C = x1 if x1 > x2 else x2
+            C = _as_dtype_of(C | tab[t0 + _U(_NK) * w + l], st)
+            B = st[s0 + _U(bin_) * w + l]
+            m = A if A > B else B
+            st[s0 + _U(dout) * w + l] = m if m > C else C
+            y1 = _as_dtype_of(A + go, st)
+            y2 = _as_dtype_of(B + ge, st)
+            st[s0 + _U(bout) * w + l] = y1 if y1 > y2 else y2
+            st[s0 + _U(_A) * w + l] = A
+            st[s0 + _U(_C) * w + l] = C
+            g = st[p0 + _U(_G) * w + l]
+            mac = A if A > C else C
+            st[s0 + _U(_G) * w + l] = g if g > mac else mac
+
+
+@njit(cache=True, nogil=True)
+def _grow(arr, size):
+    out = np.empty(max(2 * arr.shape[0], size), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _build_tab(tab, LM, lane_query, qlen, qrow, qprof, qgo, qge, qseed):
+    """Fill the block's profile table: lane l holds query ``lane_query[l]`` (-1: empty lane)."""
+    tab[:] = 0
+    for l in range(LANES):
+        q = lane_query[l]
+        if q < 0:
+            continue
+        L = qlen[q]
+        P = LM - L
+        for i in range(1, L + 1):
+            base = ((P + i) * _NT) * LANES + l
+            src = qrow[q] + i
+            for c in range(5):
+                tab[base + c * LANES] = qprof[src, c]
+            tab[base + _GO * LANES] = qgo[src]
+            tab[base + _GE * LANES] = qge[src]
+            tab[base + _NK * LANES] = -1 if qseed[src] else 0
+
+
+@njit(cache=True, nogil=True)
+def _emit(st, tab, LM, l, P, c, din, bin_, j, threshold, cand, n):
+    """Candidates of lane ``l`` in column ``j`` (exact scalar rules, spec §5.4-5), appended to
+    ``cand`` (rows: lane, score, i, j); returns (cand, n)."""
+    aup = 0
+    cup = 0
+    for a in range(P + 1, LM + 1):
+        s0 = (a * _NF) * LANES + l
+        p0 = s0 - _NF * LANES
+        t0 = (a * _NT) * LANES + l
+        go = np.int64(tab[t0 + _GO * LANES])
+        ge = np.int64(tab[t0 + _GE * LANES])
+        A = max(np.int64(st[p0 + din * LANES]) + np.int64(tab[t0 + c * LANES]), 0)
+        if tab[t0 + _NK * LANES] != 0:
+            C = np.int64(-1)
+        else:
+            C = max(aup + go, cup + ge)
+        B = np.int64(st[s0 + bin_ * LANES])
+        aup = A
+        cup = C
+        if A >= B and A >= C:
+            best, tb = A, 1
+        elif B >= C:
+            best, tb = B, 2
+        else:
+            best, tb = C, 3
+        if best <= 0:
+            best, tb = 0, 0
+        if best >= threshold and tb != 2:
+            if n >= cand.shape[0]:
+                bigger = np.empty((2 * cand.shape[0], 4), np.int64)
+                bigger[:n] = cand[:n]
+                cand = bigger
+            cand[n, 0] = l
+            cand[n, 1] = best
+            cand[n, 2] = a - P
+            cand[n, 3] = j
+            n += 1
+    return cand, n
+
+
+@njit(cache=True, nogil=True)
+def _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, cand):
+    """Score-only DP of one block over the whole reference. Fills the checkpoints ``ck``
+    (``ck[k]`` = (D of column k*CKPT - 1, B of column k*CKPT) for k >= 1) and returns the
+    candidates (rows: lane, score, i, j) and their count."""
+    R = ref.shape[0]
+    row = _NF * LANES
+    st[:] = 0
+    for a in range(1, LM + 1):  # B of column 1: max(A(i, 0) + open, B(i, 0) + extend)
+        t0 = (a * _NT) * LANES
+        for l in range(LANES):
+            st[a * row + _B0 * LANES + l] = max(tab[t0 + _GO * LANES + l], tab[t0 + _GE * LANES + l])
+    gtop = LM * row + _G * LANES
+    n = 0
+    for j in range(1, R + 1):
+        c = ref[j - 1]
+        if j & 1:
+            din, bin_ = _D0, _B0
+            _column(st, tab, LM, c, _D0, _B0, _D1, _B1)
+        else:
+            din, bin_ = _D1, _B1
+            _column(st, tab, LM, c, _D1, _B1, _D0, _B0)
+        hit = False
+        for l0 in range(LANES):
+            hit |= st[_U(gtop) + _U(l0)] >= lane_threshold
+        if hit:
+            for l in range(LANES):
+                if st[gtop + l] >= lane_threshold:
+                    cand, n = _emit(st, tab, LM, l, lane_pad[l], c, din, bin_, j, threshold, cand, n)
+        if j % CKPT == 0:
+            k = j // CKPT
+            for a in range(LM + 1):
+                for l in range(LANES):
+                    ck[k, 0, a, l] = st[a * row + din * LANES + l]
+                    ck[k, 1, a, l] = st[a * row + bin_ * LANES + l]
+    return cand, n
+
+
+@njit(cache=True, nogil=True)
+def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, ops):
+    """Traceback of the candidate (i_end, j_end) in the window of columns c..j_end.
+
+    ``dprev[i]`` = D(i, c-1) and ``bcol[i]`` = B(i, c) (exact; ignored when c = 0, where the
+    column is all zero). Columns c+1..j_end get trace bytes (the layout of
+    :mod:`gamut.scan.cpu`). Returns (i0, j0, n_ops) with the ops, in reverse, in ``ops``; n_ops
+    = -1 when the traceback needs column c > 0 (the caller retries from an earlier checkpoint).
+    """
+    width = j_end - c + 1
+    pa = np.zeros(L + 1, np.int64)
+    pb = np.zeros(L + 1, np.int64)
+    pcc = np.zeros(L + 1, np.int64)
+    if c > 0:
+        rc = ref[c - 1]
+        for i in range(1, L + 1):
+            A = max(dprev[i - 1] + np.int64(prof[i, rc]), 0)
+            if seed[i]:
+                C = np.int64(-1)
+            else:
+                C = max(pa[i - 1] + go[i], pcc[i - 1] + ge[i])
+            pa[i] = A
+            pb[i] = bcol[i]
+            pcc[i] = C
+    ca = np.zeros(L + 1, np.int64)
+    cb = np.zeros(L + 1, np.int64)
+    cc = np.zeros(L + 1, np.int64)
+    for jj in range(1, width):
+        j = c + jj
+        rc = ref[j - 1]
+        for i in range(1, L + 1):
+            dA, dB, dC = pa[i - 1], pb[i - 1], pcc[i - 1]
+            if dA >= dB and dA >= dC:
+                m, tA = dA, 1
+            elif dB >= dC:
+                m, tA = dB, 2
+            else:
+                m, tA = dC, 3
+            A = m + np.int64(prof[i, rc])
+            if A <= 0:
+                A, tA = 0, 0
+            o = pa[i] + go[i]
+            e = pb[i] + ge[i]
+            extB = e > o
+            B = e if extB else o
+            if seed[i]:
+                C, extC = np.int64(-1), False
+            else:
+                o = ca[i - 1] + go[i]
+                e = cc[i - 1] + ge[i]
+                extC = e > o
+                C = e if extC else o
+            if A >= B and A >= C:
+                best, tb = A, 1
+            elif B >= C:
+                best, tb = B, 2
+            else:
+                best, tb = C, 3
+            if best <= 0:
+                tb = 0
+            trace[i * width + jj] = tA | (4 if extB else 0) | (8 if extC else 0) | (tb << 4)
+            ca[i] = A
+            cb[i] = B
+            cc[i] = C
+        pa, ca = ca, pa
+        pb, cb = cb, pb
+        pcc, cc = cc, pcc
+    i = i_end
+    j = j_end
+    state = (trace[i * width + (j - c)] >> 4) & 3
+    n = 0
+    while i > 0 and j > 0:
+        if state == 0:
+            break
+        if j == c:
+            return i, j, -1
+        t = trace[i * width + (j - c)]
+        if (t >> 4) & 3 == 0:
+            break
+        if state == 1:
+            ops[n] = OP_MATCH
+            state = t & 3
+            i -= 1
+            j -= 1
+        elif state == 2:
+            ops[n] = OP_QGAP
+            state = 2 if t & 4 else 1
+            j -= 1
+        else:
+            ops[n] = OP_RGAP
+            state = 3 if t & 8 else 1
+            i -= 1
+        n += 1
+    return i, j, n
+
+
+@njit(cache=True, nogil=True)
+def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_codes, ref_off,
+                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold):
+    """Align a run of blocks; one compiled call (no Python per pair).
+
+    ``block_lanes[b, l]``: the pair in lane l of block b (index into ``pair_query``; -1 empty);
+    ``block_new[b]``: the block's queries differ from the previous block's (rebuild the table).
+    Per-query tables ``qprof`` (rows of all queries, row 0 of each included), ``qgo``, ``qge``,
+    ``qseed`` start at ``qrow[q]``; ``qprof``'s dtype is the lane type.
+    Returns per pair (``sv_start``, ``sv_stop``, indexed like ``pair_query``; only this run's
+    pairs are set) and the survivor columns (score, i_end, j_end, i_start, j_start, op_start,
+    op_end, ops).
+    """
+    n_pairs = pair_query.shape[0]
+    nb = block_ref.shape[0]
+    dt = qprof.dtype
+    max_lm = 1
+    max_r = 1
+    for b in range(nb):
+        max_lm = max(max_lm, block_lm[b])
+        r = block_ref[b]
+        max_r = max(max_r, ref_off[r + 1] - ref_off[r])
+    st = np.zeros((max_lm + 1) * _NF * LANES, dt)
+    tab = np.zeros((max_lm + 1) * _NT * LANES, dt)
+    ck = np.zeros((max_r // CKPT + 1, 2, max_lm + 1, LANES), dt)
+    cand = np.empty((256, 4), np.int64)
+    lane_pad = np.zeros(LANES, np.int64)
+    sv_start = np.zeros(n_pairs, np.int64)
+    sv_stop = np.zeros(n_pairs, np.int64)
+    cap = 64
+    out = np.empty((cap, 7), np.int64)  # score, i_end, j_end, i_start, j_start, op_start, op_end
+    ops = np.empty(1024, np.uint8)
+    n_out = 0
+    n_ops = 0
+    trace = np.empty(1 << 16, np.uint8)
+    buf = np.empty(256, np.uint8)
+    dprev = np.zeros(max_lm + 1, np.int64)
+    bcol = np.zeros(max_lm + 1, np.int64)
+    lane_query = np.full(LANES, -1, np.int64)
+    for b in range(nb):
+        LM = block_lm[b]
+        r = block_ref[b]
+        ref = ref_codes[ref_off[r] : ref_off[r + 1]]
+        R = ref.shape[0]
+        for l in range(LANES):
+            p = block_lanes[b, l]
+            lane_query[l] = pair_query[p] if p >= 0 else -1
+            lane_pad[l] = LM - qlen[lane_query[l]] if p >= 0 else LM
+        if block_new[b]:
+            _build_tab(tab, LM, lane_query, qlen, qrow, qprof, qgo, qge, qseed)
+        cand, n = _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, cand)
+        # Candidates grouped by lane (stable: column-major order inside a lane).
+        counts = np.zeros(LANES + 1, np.int64)
+        for k in range(n):
+            counts[cand[k, 0] + 1] += 1
+        for l in range(LANES):
+            counts[l + 1] += counts[l]
+        pos = counts[:LANES].copy()
+        by_lane = np.empty(n, np.int64)
+        for k in range(n):
+            l = cand[k, 0]
+            by_lane[pos[l]] = k
+            pos[l] += 1
+        for l in range(LANES):
+            p = block_lanes[b, l]
+            if p < 0:
+                continue
+            q = lane_query[l]
+            L = qlen[q]
+            P = lane_pad[l]
+            m = counts[l + 1] - counts[l]
+            cs = np.empty(m, np.int32)
+            ci = np.empty(m, np.int32)
+            cj = np.empty(m, np.int32)
+            for k in range(m):
+                row = by_lane[counts[l] + k]
+                cs[k] = cand[row, 1]
+                ci[k] = cand[row, 2]
+                cj[k] = cand[row, 3]
+            keep = order_and_suppress(cs, ci, cj, L, R)
+            sv_start[p] = n_out
+            q0 = qrow[q]
+            prof = qprof[q0 : q0 + L + 1]
+            go = qgo[q0 : q0 + L + 1].astype(np.int64)
+            ge = qge[q0 : q0 + L + 1].astype(np.int64)
+            seed = qseed[q0 : q0 + L + 1]
+            for s in range(keep.shape[0]):
+                idx = keep[s]
+                i_end = np.int64(ci[idx])
+                j_end = np.int64(cj[idx])
+                k = max(j_end - i_end - TRACE_MARGIN, 0) // CKPT
+                while True:
+                    c = k * CKPT
+                    if c > 0:
+                        for i in range(L + 1):
+                            dprev[i] = ck[k, 0, P + i, l]
+                            bcol[i] = ck[k, 1, P + i, l]
+                    need = (L + 1) * (j_end - c + 1)
+                    if need > trace.shape[0]:
+                        trace = np.empty(2 * need, np.uint8)
+                    if L + j_end + 2 > buf.shape[0]:
+                        buf = np.empty(2 * (L + j_end + 2), np.uint8)
+                    i0, j0, nop = _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, buf)
+                    if nop >= 0:
+                        break
+                    k = max(0, j_end - 2 * (j_end - c)) // CKPT  # twice as wide, down to column 0
+                if n_out >= out.shape[0]:
+                    bigger = np.empty((2 * out.shape[0], 7), np.int64)
+                    bigger[:n_out] = out[:n_out]
+                    out = bigger
+                if n_ops + nop > ops.shape[0]:
+                    ops = _grow(ops, n_ops + nop)
+                for x in range(nop):
+                    ops[n_ops + x] = buf[nop - 1 - x]
+                out[n_out, 0] = cs[idx]
+                out[n_out, 1] = i_end
+                out[n_out, 2] = j_end
+                out[n_out, 3] = i0
+                out[n_out, 4] = j0
+                out[n_out, 5] = n_ops
+                out[n_out, 6] = n_ops + nop
+                n_ops += nop
+                n_out += 1
+            sv_stop[p] = n_out
+    return sv_start, sv_stop, out[:n_out].copy(), ops[:n_ops].copy()
+
+
+def lane_dtype(tables: Sequence) -> type:
+    """The narrowest lane type in which every value of the score-only pass is exact.
+
+    Cells hold D in [0, top] and A, B, C in [low, top] (top: sum of the rows' best positive
+    scores, low: the most negative gap cost or -1, see :func:`gamut.scan.cpu.dp_tables`); the
+    pass also forms D + score and C + extend, so it needs top + max score and 2 * low in range.
+    """
+    top = 0
+    high = 0
+    low = -1
+    for t in tables:
+        prof = np.asarray(t.profile, np.int64)
+        top = max(top, int(np.maximum(prof, 0).max(axis=0).sum()))
+        high = max(high, int(prof.max()))
+        low = min(low, int(t.gap_open.min()), int(t.gap_extend.min()), int(prof.min()))
+    for dtype in (np.int16, np.int32):
+        limit = np.iinfo(dtype).max - 2
+        if top + high < limit and 2 * low > -limit:
+            return dtype
+    return np.int64
+
+
+class SimdEngine:
+    """Multicore SIMD CPU engine (see the module docstring). ``threads``: None = all cores."""
+
+    name = "cpu"
+    #: Larger chunks give the blocking more queries per reference to fill its lanes.
+    preferred_chunk_cells = 1 << 30
+    preferred_chunk_pairs = 200_000
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = max(1, threads or os.cpu_count() or 1)
+
+    def align(self, queries, references, pairs: np.ndarray, params: ScanParams) -> ChunkAlignments:
+        pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+        n = pairs.shape[0]
+        if n == 0:
+            return ChunkAlignments.empty(0)
+        q_off = np.asarray(queries.offsets, np.int64)
+        r_off = np.asarray(references.offsets, np.int64)
+        ref_codes = np.ascontiguousarray(references.codes).view(np.uint8)
+
+        # Per-query tables (one per distinct query of the chunk), rows concatenated.
+        uq, pair_query = np.unique(pairs[:, 0], return_inverse=True)
+        schemes: dict[int, object] = {}
+        tables = []
+        for q in uq:
+            codes = queries.codes[q_off[q] : q_off[q + 1]]
+            L = codes.shape[0]
+            if L not in schemes:
+                schemes[L] = row_scheme(L, params)
+            tables.append(query_tables(codes, params, schemes[L]))
+        dtype = lane_dtype(tables)
+        qlen = np.array([t.qrev.shape[0] for t in tables], np.int64)
+        qrow = np.zeros(len(tables) + 1, np.int64)
+        np.cumsum(qlen + 1, out=qrow[1:])
+        qprof = np.ascontiguousarray(np.concatenate([t.profile.T for t in tables]), dtype=dtype)
+        qgo = np.concatenate([t.gap_open for t in tables]).astype(dtype)
+        qge = np.concatenate([t.gap_extend for t in tables]).astype(dtype)
+        qseed = np.concatenate([t.seed_row for t in tables]).astype(np.uint8)
+        threshold = int(params.score_threshold)
+        top = int(np.iinfo(dtype).max) - 2
+        lane_threshold = dtype(min(max(threshold, 0), top))
+
+        blocks = make_blocks(pairs[:, 1], qlen[pair_query], pair_query)
+        block_ref, block_lanes, block_lm, block_new = blocks
+        cost = block_lm * (r_off[block_ref + 1] - r_off[block_ref] + 1)
+        runs = split_runs(cost, self.threads)
+        args = (pair_query, ref_codes, r_off, qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold)
+
+        def run(span: tuple[int, int]):
+            a, b = span
+            new = block_new[a:b].copy()
+            new[0] = True
+            return align_blocks(block_ref[a:b], block_lanes[a:b], block_lm[a:b], new, *args)
+
+        if self.threads == 1 or len(runs) == 1:
+            results = [run(s) for s in runs]
+        else:
+            with ThreadPoolExecutor(self.threads) as pool:
+                results = list(pool.map(run, runs))
+        parts = []
+        index = []
+        for (a, b), (sv_start, sv_stop, out, ops) in zip(runs, results):
+            mine = block_lanes[a:b].ravel()
+            mine = mine[mine >= 0]
+            parts.append(ChunkAlignments(sv_start[mine], sv_stop[mine], out[:, 0], out[:, 1], out[:, 2],
+                                         out[:, 3], out[:, 4], out[:, 5], out[:, 6], ops))
+            index.append(mine)
+        return ChunkAlignments.concat(parts, index, n)
+
+
+def make_blocks(pair_ref: np.ndarray, pair_len: np.ndarray, pair_query: np.ndarray):
+    """Pack pairs into blocks of :data:`LANES` pairs of one reference, queries sorted by length.
+
+    Returns (block_ref, block_lanes (n_blocks, LANES), block_lm, block_new); blocks are ordered
+    so that blocks with the same queries (a cross product) follow each other, and
+    ``block_new[b]`` says whether block b's queries differ from block b-1's.
+    """
+    n = pair_ref.shape[0]
+    order = np.lexsort((pair_query, pair_len, pair_ref))
+    ref_sorted = pair_ref[order]
+    first = np.ones(n, bool)
+    first[1:] = ref_sorted[1:] != ref_sorted[:-1]
+    group_start = np.flatnonzero(first)
+    rank = np.arange(n) - np.repeat(group_start, np.diff(np.append(group_start, n)))
+    blocks_per_group = (np.diff(np.append(group_start, n)) + LANES - 1) // LANES
+    group_block0 = np.zeros(group_start.shape[0], np.int64)
+    np.cumsum(blocks_per_group[:-1], out=group_block0[1:])
+    group_of = np.cumsum(first) - 1
+    block = group_block0[group_of] + rank // LANES
+    n_blocks = int(blocks_per_group.sum())
+    lanes = np.full((n_blocks, LANES), -1, np.int64)
+    lanes[block, rank % LANES] = order
+    block_ref = np.zeros(n_blocks, np.int64)
+    block_ref[block] = ref_sorted
+    qids = np.where(lanes >= 0, pair_query[np.maximum(lanes, 0)], -1)
+    _, key = np.unique(qids, axis=0, return_inverse=True)
+    key = key.reshape(-1)
+    by = np.lexsort((block_ref, key))
+    lanes, block_ref, key, qids = lanes[by], block_ref[by], key[by], qids[by]
+    block_new = np.ones(n_blocks, bool)
+    block_new[1:] = key[1:] != key[:-1]
+    lm = np.where(lanes >= 0, pair_len[np.maximum(lanes, 0)], 0).max(axis=1)
+    return block_ref, lanes, lm.astype(np.int64), block_new
+
+
+def split_runs(cost: np.ndarray, threads: int) -> list[tuple[int, int]]:
+    """Contiguous runs of blocks of about equal cost: 4 per thread (1 when single-threaded)."""
+    nb = cost.shape[0]
+    parts = 1 if threads == 1 else min(nb, 4 * threads)
+    edges = np.searchsorted(np.cumsum(cost), np.linspace(0, cost.sum(), parts + 1)[1:-1], side="right")
+    bounds = [0, *sorted(set(int(e) for e in edges if 0 < e < nb)), nb]
+    return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
