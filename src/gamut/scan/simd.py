@@ -386,7 +386,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
             L = qlen[q]
             P = lane_pad[l]
             m = counts[l + 1] - counts[l]
-            cs = np.empty(m, np.int32)
+            cs = np.empty(m, np.int64)
             ci = np.empty(m, np.int32)
             cj = np.empty(m, np.int32)
             for k in range(m):
