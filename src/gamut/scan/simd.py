@@ -386,6 +386,10 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
             L = qlen[q]
             P = lane_pad[l]
             m = counts[l + 1] - counts[l]
+            sv_start[p] = n_out
+            sv_stop[p] = n_out
+            if m == 0:
+                continue
             cs = np.empty(m, np.int64)
             ci = np.empty(m, np.int32)
             cj = np.empty(m, np.int32)
@@ -485,7 +489,7 @@ class SimdEngine:
         ref_codes = np.ascontiguousarray(references.codes).view(np.uint8)
 
         # Per-query tables (one per distinct query of the chunk), rows concatenated.
-        uq, pair_query = np.unique(pairs[:, 0], return_inverse=True)
+        uq, pair_query = dense_ids(pairs[:, 0])
         schemes: dict[int, object] = {}
         tables = []
         for q in uq:
@@ -534,6 +538,46 @@ class SimdEngine:
         return ChunkAlignments.concat(parts, index, n)
 
 
+@njit(cache=True, nogil=True)
+def _pack(pair_ref, pair_rank, n_refs, n_ranks):
+    """Pairs ordered by (reference, query rank) with two stable counting sorts; then cut into
+    blocks of LANES pairs of one reference. Returns (block_ref, block_lanes)."""
+    n = pair_ref.shape[0]
+    count = np.zeros(max(n_refs, n_ranks) + 1, np.int64)
+    by_rank = np.empty(n, np.int64)
+    for k in range(n):
+        count[pair_rank[k] + 1] += 1
+    for x in range(n_ranks):
+        count[x + 1] += count[x]
+    for k in range(n):
+        by_rank[count[pair_rank[k]]] = k
+        count[pair_rank[k]] += 1
+    count[:] = 0
+    for k in range(n):
+        count[pair_ref[k] + 1] += 1
+    for x in range(n_refs):
+        count[x + 1] += count[x]
+    start = count[: n_refs + 1].copy()
+    order = np.empty(n, np.int64)
+    for k in range(n):
+        p = by_rank[k]
+        order[count[pair_ref[p]]] = p
+        count[pair_ref[p]] += 1
+    n_blocks = 0
+    for r in range(n_refs):
+        n_blocks += (start[r + 1] - start[r] + LANES - 1) // LANES
+    block_ref = np.empty(n_blocks, np.int64)
+    lanes = np.full((n_blocks, LANES), -1, np.int64)
+    b = 0
+    for r in range(n_refs):
+        for k in range(start[r], start[r + 1]):
+            if (k - start[r]) % LANES == 0:
+                block_ref[b] = r
+                b += 1
+            lanes[b - 1, (k - start[r]) % LANES] = order[k]
+    return block_ref, lanes
+
+
 def make_blocks(pair_ref: np.ndarray, pair_len: np.ndarray, pair_query: np.ndarray):
     """Pack pairs into blocks of :data:`LANES` pairs of one reference, queries sorted by length.
 
@@ -541,32 +585,34 @@ def make_blocks(pair_ref: np.ndarray, pair_len: np.ndarray, pair_query: np.ndarr
     so that blocks with the same queries (a cross product) follow each other, and
     ``block_new[b]`` says whether block b's queries differ from block b-1's.
     """
-    n = pair_ref.shape[0]
-    order = np.lexsort((pair_query, pair_len, pair_ref))
-    ref_sorted = pair_ref[order]
-    first = np.ones(n, bool)
-    first[1:] = ref_sorted[1:] != ref_sorted[:-1]
-    group_start = np.flatnonzero(first)
-    rank = np.arange(n) - np.repeat(group_start, np.diff(np.append(group_start, n)))
-    blocks_per_group = (np.diff(np.append(group_start, n)) + LANES - 1) // LANES
-    group_block0 = np.zeros(group_start.shape[0], np.int64)
-    np.cumsum(blocks_per_group[:-1], out=group_block0[1:])
-    group_of = np.cumsum(first) - 1
-    block = group_block0[group_of] + rank // LANES
-    n_blocks = int(blocks_per_group.sum())
-    lanes = np.full((n_blocks, LANES), -1, np.int64)
-    lanes[block, rank % LANES] = order
-    block_ref = np.zeros(n_blocks, np.int64)
-    block_ref[block] = ref_sorted
+    n_queries = int(pair_query.max()) + 1
+    qlen = np.zeros(n_queries, np.int64)
+    qlen[pair_query] = pair_len
+    rank = np.empty(n_queries, np.int64)
+    rank[np.lexsort((np.arange(n_queries), qlen))] = np.arange(n_queries)
+    block_ref, lanes = _pack(pair_ref, rank[pair_query], int(pair_ref.max()) + 1, n_queries)
     qids = np.where(lanes >= 0, pair_query[np.maximum(lanes, 0)], -1)
-    _, key = np.unique(qids, axis=0, return_inverse=True)
-    key = key.reshape(-1)
+    # Blocks with equal queries next to each other: sort by a hash of their query ids (a
+    # collision only costs a table rebuild: block_new compares the ids themselves).
+    weights = np.random.default_rng(0).integers(1, 1 << 62, LANES, dtype=np.int64)
+    with np.errstate(over="ignore"):
+        key = (qids * weights).sum(axis=1)
     by = np.lexsort((block_ref, key))
-    lanes, block_ref, key, qids = lanes[by], block_ref[by], key[by], qids[by]
-    block_new = np.ones(n_blocks, bool)
-    block_new[1:] = key[1:] != key[:-1]
+    lanes, block_ref, qids = lanes[by], block_ref[by], qids[by]
+    block_new = np.ones(block_ref.shape[0], bool)
+    block_new[1:] = (qids[1:] != qids[:-1]).any(axis=1)
     lm = np.where(lanes >= 0, pair_len[np.maximum(lanes, 0)], 0).max(axis=1)
     return block_ref, lanes, lm.astype(np.int64), block_new
+
+
+def dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for non-negative ids, in O(n + max id)."""
+    present = np.zeros(int(ids.max()) + 1, bool)
+    present[ids] = True
+    unique = np.flatnonzero(present)
+    lookup = np.empty(present.shape[0], np.int64)
+    lookup[unique] = np.arange(unique.shape[0])
+    return unique, lookup[ids]
 
 
 def split_runs(cost: np.ndarray, threads: int) -> list[tuple[int, int]]:
