@@ -50,6 +50,24 @@ def as_tuples(found: ChunkAlignments, p: int):
     ]
 
 
+def lane_type(queries: list[str], params: ScanParams) -> type:
+    arrays = simd.QueryArrays.build(sequence_set(queries), params)
+    return arrays.lane_dtype(np.ones(len(queries), bool))
+
+
+def test_query_arrays_equal_query_tables():
+    queries = ["UGAGGUAGUAGGUUGUAUAGUU", "A", "ACG", "NNXXRY", "ACGUACGUA", "CUGACGUNACGAUCGAUCGUAGCUAGCUAGCGAUCG"]
+    params = ScanParams(scale=3.3, gap_open=-7, gap_extend=-2)
+    arrays = simd.QueryArrays.build(sequence_set(queries), params)
+    for q, text in enumerate(queries):
+        t = query_tables(encode(text), params)
+        rows = slice(arrays.qrow[q], arrays.qrow[q + 1])
+        assert np.array_equal(arrays.prof[rows], t.profile.T)
+        assert np.array_equal(arrays.go[rows], t.gap_open)
+        assert np.array_equal(arrays.ge[rows], t.gap_extend)
+        assert np.array_equal(arrays.seed[rows], t.seed_row)
+
+
 def assert_same(got: ChunkAlignments, expected: ChunkAlignments) -> None:
     assert got.n_pairs == expected.n_pairs
     for p in range(got.n_pairs):
@@ -128,8 +146,7 @@ def test_long_queries_and_references(prob, params):
 def test_int32_lanes(prob, scale, go):
     queries, refs, pairs = prob
     params = ScanParams(score_threshold=20_000, scale=scale, gap_open=go, gap_extend=-4)
-    big = query_tables(encode("UGAGGUAGUAGGUUGUAUAGUU"), params)
-    assert simd.lane_dtype([big]) == np.int32
+    assert lane_type(["UGAGGUAGUAGGUUGUAUAGUU"], params) == np.int32
     queries = [*queries, "UGAGGUAGUAGGUUGUAUAGUU"]  # every block of the chunk runs in int32 lanes
     assert_same(simd_align(queries, refs, pairs, params), scalar_align(queries, refs, pairs, params))
 
@@ -139,7 +156,7 @@ def test_int64_lanes_against_reference():
     query = "UGAGGUAGUAGGUUGUAUAGUU"
     ref = "GGAAC" + "".join(COMP[c] for c in reversed(query)) + "CCUAGAACUAUACAACCUACUACCUCAGG"
     params = ScanParams(score_threshold=2_000_000_000, scale=3.0e8, gap_open=0, gap_extend=-1)
-    assert simd.lane_dtype([query_tables(encode(query), params)]) == np.int64
+    assert lane_type([query], params) == np.int64
     got = simd_align([query], [ref], [(0, 0)], params)
     assert got.survivor_count() > 0
     assert as_tuples(got, 0) == reference_alignments(query, ref, 2_000_000_000, 3.0e8, 0, -1)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -35,7 +35,7 @@ from numba.extending import overload
 
 from gamut.scan.alignments import OP_MATCH, OP_QGAP, OP_RGAP, ChunkAlignments
 from gamut.scan.cpu import order_and_suppress
-from gamut.scan.params import ScanParams, query_tables, row_scheme
+from gamut.scan.params import ScanParams, row_scheme
 
 #: Pairs aligned side by side (one SIMD lane each). With 16-bit lanes a row of a block is two
 #: 256-bit vectors; the block's state and profile stay in the L1 cache for miRNA-sized queries.
@@ -446,26 +446,80 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
     return sv_start, sv_stop, out[:n_out].copy(), ops[:n_ops].copy()
 
 
-def lane_dtype(tables: Sequence) -> type:
-    """The narrowest lane type in which every value of the score-only pass is exact.
+@dataclass
+class QueryArrays:
+    """Every query's DP rows (spec §4), concatenated: query q's rows 0..L are ``qrow[q]:qrow[q+1]``.
 
-    Cells hold D in [0, top] and A, B, C in [low, top] (top: sum of the rows' best positive
-    scores, low: the most negative gap cost or -1, see :func:`gamut.scan.cpu.dp_tables`); the
-    pass also forms D + score and C + extend, so it needs top + max score and 2 * low in range.
+    ``prof[row, c]``: score against reference class c (the transposed
+    :attr:`~gamut.scan.params.QueryTables.profile`); ``go``, ``ge``, ``seed`` per row; and per
+    query the bounds that choose the lane type (:meth:`lane_dtype`).
     """
-    top = 0
-    high = 0
-    low = -1
-    for t in tables:
-        prof = np.asarray(t.profile, np.int64)
-        top = max(top, int(np.maximum(prof, 0).max(axis=0).sum()))
-        high = max(high, int(prof.max()))
-        low = min(low, int(t.gap_open.min()), int(t.gap_extend.min()), int(prof.min()))
-    for dtype in (np.int16, np.int32):
-        limit = np.iinfo(dtype).max - 2
-        if top + high < limit and 2 * low > -limit:
-            return dtype
-    return np.int64
+
+    qlen: np.ndarray
+    qrow: np.ndarray
+    prof: np.ndarray  # int64 (rows, 5)
+    go: np.ndarray
+    ge: np.ndarray
+    seed: np.ndarray  # uint8
+    top: np.ndarray  # sum of the rows' best positive scores
+    high: np.ndarray  # largest score
+    low: np.ndarray  # smallest score or gap cost, at most -1
+    cast: dict = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, queries, params: ScanParams) -> "QueryArrays":
+        """Tables of all queries of a :class:`~gamut.scan.hits.SequenceSet`, one
+        :func:`~gamut.scan.params.row_scheme` per distinct length (same values as
+        :func:`~gamut.scan.params.query_tables`)."""
+        offsets = np.asarray(queries.offsets, np.int64)
+        qlen = np.diff(offsets)
+        qrow = np.zeros(qlen.shape[0] + 1, np.int64)
+        np.cumsum(qlen + 1, out=qrow[1:])
+        rows = int(qrow[-1])
+        prof = np.zeros((rows, 5), np.int64)
+        go = np.zeros(rows, np.int64)
+        ge = np.zeros(rows, np.int64)
+        seed = np.zeros(rows, np.uint8)
+        codes = np.asarray(queries.codes, np.int64)
+        for L in np.unique(qlen):
+            L = int(L)
+            scheme = row_scheme(L, params)
+            members = np.flatnonzero(qlen == L)
+            # reversed query: row i (1..L) holds letter L - i of the query
+            letters = codes[offsets[members][:, None] + (L - np.arange(1, L + 1))[None, :]]
+            at = qrow[members][:, None] + np.arange(1, L + 1)[None, :]
+            prof[at] = scheme.scores[np.arange(1, L + 1)[None, :], letters]
+            go[qrow[members][:, None] + np.arange(L + 1)] = scheme.gap_open
+            ge[qrow[members][:, None] + np.arange(L + 1)] = scheme.gap_extend
+            seed[qrow[members][:, None] + np.arange(L + 1)] = scheme.seed_row
+        starts = qrow[:-1]
+        top = np.add.reduceat(np.maximum(prof.max(axis=1), 0), starts) if rows else np.zeros(0, np.int64)
+        high = np.maximum.reduceat(prof.max(axis=1), starts) if rows else np.zeros(0, np.int64)
+        lows = np.minimum(np.minimum(prof.min(axis=1), go), ge)
+        low = np.minimum(np.minimum.reduceat(lows, starts), -1) if rows else np.zeros(0, np.int64)
+        return cls(qlen, qrow, prof, go, ge, seed, top, high, low)
+
+    def lane_dtype(self, used: np.ndarray) -> type:
+        """The narrowest lane type in which the score-only pass is exact for queries ``used``.
+
+        Cells hold D in [0, top] and A, B, C in [low, top] (top: sum of the rows' best positive
+        scores, low: the most negative gap cost or -1, see :func:`gamut.scan.cpu.dp_tables`);
+        the pass also forms D + score and C + extend: top + high and 2 * low must fit.
+        """
+        top = int(self.top[used].max())
+        high = int(self.high[used].max())
+        low = int(self.low[used].min())
+        for dtype in (np.int16, np.int32):
+            limit = np.iinfo(dtype).max - 2
+            if top + high < limit and 2 * low > -limit:
+                return dtype
+        return np.int64
+
+    def tables(self, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(prof, go, ge) in the lane type (cached)."""
+        if dtype not in self.cast:
+            self.cast[dtype] = (self.prof.astype(dtype), self.go.astype(dtype), self.ge.astype(dtype))
+        return self.cast[dtype]
 
 
 class SimdEngine:
@@ -478,43 +532,36 @@ class SimdEngine:
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = max(1, threads or os.cpu_count() or 1)
+        self._queries: tuple = (None, None, None)  # (query set, params, QueryArrays) of the last call
+
+    def query_arrays(self, queries, params: ScanParams) -> QueryArrays:
+        """:class:`QueryArrays` of ``queries``, reused while the same set and parameters come back."""
+        last, last_params, arrays = self._queries
+        if last is not queries or last_params != params:
+            arrays = QueryArrays.build(queries, params)
+            self._queries = (queries, params, arrays)
+        return arrays
 
     def align(self, queries, references, pairs: np.ndarray, params: ScanParams) -> ChunkAlignments:
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         n = pairs.shape[0]
         if n == 0:
             return ChunkAlignments.empty(0)
-        q_off = np.asarray(queries.offsets, np.int64)
+        qa = self.query_arrays(queries, params)
         r_off = np.asarray(references.offsets, np.int64)
         ref_codes = np.ascontiguousarray(references.codes).view(np.uint8)
-
-        # Per-query tables (one per distinct query of the chunk), rows concatenated.
-        uq, pair_query = dense_ids(pairs[:, 0])
-        schemes: dict[int, object] = {}
-        tables = []
-        for q in uq:
-            codes = queries.codes[q_off[q] : q_off[q + 1]]
-            L = codes.shape[0]
-            if L not in schemes:
-                schemes[L] = row_scheme(L, params)
-            tables.append(query_tables(codes, params, schemes[L]))
-        dtype = lane_dtype(tables)
-        qlen = np.array([t.qrev.shape[0] for t in tables], np.int64)
-        qrow = np.zeros(len(tables) + 1, np.int64)
-        np.cumsum(qlen + 1, out=qrow[1:])
-        qprof = np.ascontiguousarray(np.concatenate([t.profile.T for t in tables]), dtype=dtype)
-        qgo = np.concatenate([t.gap_open for t in tables]).astype(dtype)
-        qge = np.concatenate([t.gap_extend for t in tables]).astype(dtype)
-        qseed = np.concatenate([t.seed_row for t in tables]).astype(np.uint8)
+        pair_query = pairs[:, 0]
+        used = np.zeros(qa.qlen.shape[0], bool)
+        used[pair_query] = True
+        dtype = qa.lane_dtype(used)
+        qprof, qgo, qge = qa.tables(dtype)
         threshold = int(params.score_threshold)
-        top = int(np.iinfo(dtype).max) - 2
-        lane_threshold = dtype(min(max(threshold, 0), top))
+        lane_threshold = dtype(min(max(threshold, 0), int(np.iinfo(dtype).max) - 2))
 
-        blocks = make_blocks(pairs[:, 1], qlen[pair_query], pair_query)
-        block_ref, block_lanes, block_lm, block_new = blocks
+        block_ref, block_lanes, block_lm, block_new = make_blocks(pairs[:, 1], qa.qlen, pair_query)
         cost = block_lm * (r_off[block_ref + 1] - r_off[block_ref] + 1)
         runs = split_runs(cost, self.threads)
-        args = (pair_query, ref_codes, r_off, qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold)
+        args = (pair_query, ref_codes, r_off, qa.qlen, qa.qrow, qprof, qgo, qge, qa.seed, threshold, lane_threshold)
 
         def run(span: tuple[int, int]):
             a, b = span
@@ -527,21 +574,32 @@ class SimdEngine:
         else:
             with ThreadPoolExecutor(self.threads) as pool:
                 results = list(pool.map(run, runs))
-        parts = []
-        index = []
-        for (a, b), (sv_start, sv_stop, out, ops) in zip(runs, results):
-            mine = block_lanes[a:b].ravel()
-            mine = mine[mine >= 0]
-            parts.append(ChunkAlignments(sv_start[mine], sv_stop[mine], out[:, 0], out[:, 1], out[:, 2],
-                                         out[:, 3], out[:, 4], out[:, 5], out[:, 6], ops))
-            index.append(mine)
-        return ChunkAlignments.concat(parts, index, n)
+        return merge_runs(results, n)
+
+
+def merge_runs(results: list, n_pairs: int) -> ChunkAlignments:
+    """One :class:`ChunkAlignments` from the runs' outputs (each run owns the pairs it set)."""
+    sv_start = np.zeros(n_pairs, np.int64)
+    sv_stop = np.zeros(n_pairs, np.int64)
+    rows = 0
+    n_ops = 0
+    for run_start, run_stop, out, _ in results:
+        owned = run_stop > run_start  # pairs without survivors stay (0, 0)
+        sv_start[owned] = run_start[owned] + rows
+        sv_stop[owned] = run_stop[owned] + rows
+        rows += out.shape[0]
+    cols = np.concatenate([r[2] for r in results]) if results else np.zeros((0, 7), np.int64)
+    shift = np.repeat(np.cumsum([0] + [r[3].shape[0] for r in results])[:-1], [r[2].shape[0] for r in results])
+    ops = np.concatenate([r[3] for r in results]) if results else np.zeros(0, np.uint8)
+    return ChunkAlignments(sv_start, sv_stop, cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4],
+                           cols[:, 5] + shift, cols[:, 6] + shift, ops)
 
 
 @njit(cache=True, nogil=True)
-def _pack(pair_ref, pair_rank, n_refs, n_ranks):
-    """Pairs ordered by (reference, query rank) with two stable counting sorts; then cut into
-    blocks of LANES pairs of one reference. Returns (block_ref, block_lanes)."""
+def _pack(pair_ref, pair_rank, pair_query, qlen, n_refs, n_ranks):
+    """Pairs ordered by (reference, query rank) with two stable counting sorts, cut into blocks
+    of LANES pairs of one reference. Returns (block_ref, block_lanes, block_lm, key): key is a
+    hash of the block's queries (equal queries, equal keys)."""
     n = pair_ref.shape[0]
     count = np.zeros(max(n_refs, n_ranks) + 1, np.int64)
     by_rank = np.empty(n, np.int64)
@@ -575,44 +633,50 @@ def _pack(pair_ref, pair_rank, n_refs, n_ranks):
                 block_ref[b] = r
                 b += 1
             lanes[b - 1, (k - start[r]) % LANES] = order[k]
-    return block_ref, lanes
+    lm = np.zeros(n_blocks, np.int64)
+    key = np.zeros(n_blocks, np.uint64)
+    for b in range(n_blocks):
+        h = np.uint64(1469598103934665603)
+        for l in range(LANES):
+            p = lanes[b, l]
+            q = pair_query[p] if p >= 0 else -1
+            if p >= 0:
+                lm[b] = max(lm[b], qlen[q])
+            h = (h ^ np.uint64(q + 1)) * np.uint64(1099511628211)
+        key[b] = h
+    return block_ref, lanes, lm, key
 
 
-def make_blocks(pair_ref: np.ndarray, pair_len: np.ndarray, pair_query: np.ndarray):
+def make_blocks(pair_ref: np.ndarray, qlen: np.ndarray, pair_query: np.ndarray):
     """Pack pairs into blocks of :data:`LANES` pairs of one reference, queries sorted by length.
 
     Returns (block_ref, block_lanes (n_blocks, LANES), block_lm, block_new); blocks are ordered
     so that blocks with the same queries (a cross product) follow each other, and
     ``block_new[b]`` says whether block b's queries differ from block b-1's.
     """
-    n_queries = int(pair_query.max()) + 1
-    qlen = np.zeros(n_queries, np.int64)
-    qlen[pair_query] = pair_len
+    n_queries = qlen.shape[0]
     rank = np.empty(n_queries, np.int64)
     rank[np.lexsort((np.arange(n_queries), qlen))] = np.arange(n_queries)
-    block_ref, lanes = _pack(pair_ref, rank[pair_query], int(pair_ref.max()) + 1, n_queries)
-    qids = np.where(lanes >= 0, pair_query[np.maximum(lanes, 0)], -1)
-    # Blocks with equal queries next to each other: sort by a hash of their query ids (a
-    # collision only costs a table rebuild: block_new compares the ids themselves).
-    weights = np.random.default_rng(0).integers(1, 1 << 62, LANES, dtype=np.int64)
-    with np.errstate(over="ignore"):
-        key = (qids * weights).sum(axis=1)
+    block_ref, lanes, lm, key = _pack(pair_ref, rank[pair_query], pair_query, qlen, int(pair_ref.max()) + 1, n_queries)
     by = np.lexsort((block_ref, key))
-    lanes, block_ref, qids = lanes[by], block_ref[by], qids[by]
-    block_new = np.ones(block_ref.shape[0], bool)
-    block_new[1:] = (qids[1:] != qids[:-1]).any(axis=1)
-    lm = np.where(lanes >= 0, pair_len[np.maximum(lanes, 0)], 0).max(axis=1)
-    return block_ref, lanes, lm.astype(np.int64), block_new
+    lanes, block_ref, lm = lanes[by], block_ref[by], lm[by]
+    return block_ref, lanes, lm, _new_queries(lanes, pair_query)
 
 
-def dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)`` for non-negative ids, in O(n + max id)."""
-    present = np.zeros(int(ids.max()) + 1, bool)
-    present[ids] = True
-    unique = np.flatnonzero(present)
-    lookup = np.empty(present.shape[0], np.int64)
-    lookup[unique] = np.arange(unique.shape[0])
-    return unique, lookup[ids]
+@njit(cache=True, nogil=True)
+def _new_queries(lanes, pair_query):
+    """Whether each block's lane queries differ from the previous block's."""
+    nb = lanes.shape[0]
+    new = np.ones(nb, np.bool_)
+    for b in range(1, nb):
+        same = True
+        for l in range(LANES):
+            p, o = lanes[b, l], lanes[b - 1, l]
+            qp = pair_query[p] if p >= 0 else -1
+            qo = pair_query[o] if o >= 0 else -1
+            same &= qp == qo
+        new[b] = not same
+    return new
 
 
 def split_runs(cost: np.ndarray, threads: int) -> list[tuple[int, int]]:
