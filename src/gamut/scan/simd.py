@@ -447,6 +447,14 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
 
 
 @dataclass
+class _Codes:
+    """Class codes of concatenated sequences (what the engine reads of a SequenceSet)."""
+
+    codes: np.ndarray
+    offsets: np.ndarray
+
+
+@dataclass
 class QueryArrays:
     """Every query's DP rows (spec §4), concatenated: query q's rows 0..L are ``qrow[q]:qrow[q+1]``.
 
@@ -534,6 +542,21 @@ class SimdEngine:
         self.threads = max(1, threads or os.cpu_count() or 1)
         self._queries: tuple = (None, None, None)  # (query set, params, QueryArrays) of the last call
 
+    def _as_set(self, seqs, slot: str):
+        """``seqs`` itself when it has ``codes`` and ``offsets``, else its concatenation (cached
+        while the same list comes back)."""
+        if hasattr(seqs, "offsets"):
+            return seqs
+        last = getattr(self, slot, None)
+        if last is not None and last[0] is seqs:
+            return last[1]
+        codes = [np.asarray(s.codes, np.int8) for s in seqs]
+        offsets = np.zeros(len(codes) + 1, np.int64)
+        np.cumsum([c.shape[0] for c in codes], out=offsets[1:])
+        flat = _Codes(np.concatenate(codes) if codes else np.zeros(0, np.int8), offsets)
+        setattr(self, slot, (seqs, flat))
+        return flat
+
     def query_arrays(self, queries, params: ScanParams) -> QueryArrays:
         """:class:`QueryArrays` of ``queries``, reused while the same set and parameters come back."""
         last, last_params, arrays = self._queries
@@ -543,6 +566,13 @@ class SimdEngine:
         return arrays
 
     def align(self, queries, references, pairs: np.ndarray, params: ScanParams) -> ChunkAlignments:
+        """Survivors of every pair (see :class:`~gamut.scan.alignments.AlignmentEngine`).
+
+        ``queries`` and ``references`` are :class:`~gamut.scan.hits.SequenceSet` objects (or lists of
+        :class:`~gamut.scan.alignments.EncodedSeq`, converted).
+        """
+        queries = self._as_set(queries, "_qset")
+        references = self._as_set(references, "_rset")
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         n = pairs.shape[0]
         if n == 0:
