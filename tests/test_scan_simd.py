@@ -31,8 +31,10 @@ def sequence_set(seqs: list[str]) -> SequenceSet:
     return SequenceSet.build([f"s{k}" for k in range(len(seqs))], [s.encode() for s in seqs], [encode(s) for s in seqs])
 
 
-def simd_align(queries: list[str], refs: list[str], pairs, params: ScanParams, threads: int = 1) -> ChunkAlignments:
-    return SimdEngine(threads).align(sequence_set(queries), sequence_set(refs), np.asarray(pairs, np.int64), params)
+def simd_align(queries: list[str], refs: list[str], pairs, params: ScanParams, threads: int = 1,
+               checkpoint_bytes: int = 32 << 20) -> ChunkAlignments:
+    engine = SimdEngine(threads, checkpoint_bytes=checkpoint_bytes)
+    return engine.align(sequence_set(queries), sequence_set(refs), np.asarray(pairs, np.int64), params)
 
 
 def scalar_align(queries: list[str], refs: list[str], pairs, params: ScanParams) -> ChunkAlignments:
@@ -199,6 +201,8 @@ def test_long_gaps_leave_the_first_traceback_window(gaps):
     spans = expected.j_end - expected.j_start
     assert spans.max() > simd.CKPT + simd.TRACE_MARGIN + 22
     assert_same(simd_align(queries, refs, pairs, params), expected)
+    # Sparse checkpoints (every 1024 columns or more): windows reach much further back.
+    assert_same(simd_align(queries, refs, pairs, params, checkpoint_bytes=30_000), expected)
 
 
 @pytest.mark.parametrize("threshold", [0, -3, 1])

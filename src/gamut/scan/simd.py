@@ -40,7 +40,8 @@ from gamut.scan.params import ScanParams, row_scheme
 #: Pairs aligned side by side (one SIMD lane each). With 16-bit lanes a row of a block is two
 #: 256-bit vectors; the block's state and profile stay in the L1 cache for miRNA-sized queries.
 LANES = 32
-#: Columns between checkpoints of the exact DP state (traceback windows start at one).
+#: Columns between checkpoints of the exact DP state (traceback windows start at one); doubled
+#: while the checkpoints of a reference would take more than the engine's ``checkpoint_bytes``.
 CKPT = 64
 #: Columns, beyond the query length, that a traceback window reaches back at first.
 TRACE_MARGIN = 16
@@ -182,9 +183,9 @@ def _emit(st, tab, LM, l, P, c, din, bin_, j, threshold, cand, n):
 
 
 @njit(cache=True, nogil=True)
-def _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, cand):
+def _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, ckpt, cand):
     """Score-only DP of one block over the whole reference. Fills the checkpoints ``ck``
-    (``ck[k]`` = (D of column k*CKPT - 1, B of column k*CKPT) for k >= 1) and returns the
+    (``ck[k]`` = (D of column k*ckpt - 1, B of column k*ckpt) for k >= 1) and returns the
     candidates (rows: lane, score, i, j) and their count."""
     R = ref.shape[0]
     row = _NF * LANES
@@ -210,8 +211,8 @@ def _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, cand)
             for l in range(LANES):
                 if st[gtop + l] >= lane_threshold:
                     cand, n = _emit(st, tab, LM, l, lane_pad[l], c, din, bin_, j, threshold, cand, n)
-        if j % CKPT == 0:
-            k = j // CKPT
+        if j % ckpt == 0:
+            k = j // ckpt
             for a in range(LM + 1):
                 for l in range(LANES):
                     ck[k, 0, a, l] = st[a * row + din * LANES + l]
@@ -317,13 +318,14 @@ def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trac
 
 @njit(cache=True, nogil=True)
 def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_codes, ref_off,
-                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold):
+                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold, checkpoint_bytes):
     """Align a run of blocks; one compiled call (no Python per pair).
 
     ``block_lanes[b, l]``: the pair in lane l of block b (index into ``pair_query``; -1 empty);
     ``block_new[b]``: the block's queries differ from the previous block's (rebuild the table).
     Per-query tables ``qprof`` (rows of all queries, row 0 of each included), ``qgo``, ``qge``,
-    ``qseed`` start at ``qrow[q]``; ``qprof``'s dtype is the lane type.
+    ``qseed`` start at ``qrow[q]``; ``qprof``'s dtype is the lane type. Checkpoints take at most
+    about ``checkpoint_bytes`` (their interval grows from :data:`CKPT` as needed).
     Returns per pair (``sv_start``, ``sv_stop``, indexed like ``pair_query``; only this run's
     pairs are set) and the survivor columns (score, i_end, j_end, i_start, j_start, op_start,
     op_end, ops).
@@ -339,7 +341,11 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
         max_r = max(max_r, ref_off[r + 1] - ref_off[r])
     st = np.zeros((max_lm + 1) * _NF * LANES, dt)
     tab = np.zeros((max_lm + 1) * _NT * LANES, dt)
-    ck = np.zeros((max_r // CKPT + 1, 2, max_lm + 1, LANES), dt)
+    ckpt = CKPT
+    per_column = 2 * (max_lm + 1) * LANES * qprof.itemsize
+    while (max_r // ckpt + 1) * per_column > checkpoint_bytes and ckpt < max_r:
+        ckpt *= 2
+    ck = np.zeros((max_r // ckpt + 1, 2, max_lm + 1, LANES), dt)
     cand = np.empty((256, 4), np.int64)
     lane_pad = np.zeros(LANES, np.int64)
     sv_start = np.zeros(n_pairs, np.int64)
@@ -365,7 +371,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
             lane_pad[l] = LM - qlen[lane_query[l]] if p >= 0 else LM
         if block_new[b]:
             _build_tab(tab, LM, lane_query, qlen, qrow, qprof, qgo, qge, qseed)
-        cand, n = _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, cand)
+        cand, n = _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, ckpt, cand)
         # Candidates grouped by lane (stable: column-major order inside a lane).
         counts = np.zeros(LANES + 1, np.int64)
         for k in range(n):
@@ -409,9 +415,9 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
                 idx = keep[s]
                 i_end = np.int64(ci[idx])
                 j_end = np.int64(cj[idx])
-                k = max(j_end - i_end - TRACE_MARGIN, 0) // CKPT
+                k = max(j_end - i_end - TRACE_MARGIN, 0) // ckpt
                 while True:
-                    c = k * CKPT
+                    c = k * ckpt
                     if c > 0:
                         for i in range(L + 1):
                             dprev[i] = ck[k, 0, P + i, l]
@@ -424,7 +430,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
                     i0, j0, nop = _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, buf)
                     if nop >= 0:
                         break
-                    k = max(0, j_end - 2 * (j_end - c)) // CKPT  # twice as wide, down to column 0
+                    k = max(0, j_end - 2 * (j_end - c)) // ckpt  # twice as wide, down to column 0
                 if n_out >= out.shape[0]:
                     bigger = np.empty((2 * out.shape[0], 7), np.int64)
                     bigger[:n_out] = out[:n_out]
@@ -531,15 +537,17 @@ class QueryArrays:
 
 
 class SimdEngine:
-    """Multicore SIMD CPU engine (see the module docstring). ``threads``: None = all cores."""
+    """Multicore SIMD CPU engine (see the module docstring). ``threads``: None = all cores;
+    ``checkpoint_bytes``: checkpoint memory per thread (results never depend on it)."""
 
     name = "cpu"
     #: Larger chunks give the blocking more queries per reference to fill its lanes.
     preferred_chunk_cells = 1 << 30
     preferred_chunk_pairs = 200_000
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, checkpoint_bytes: int = 32 << 20) -> None:
         self.threads = max(1, threads or os.cpu_count() or 1)
+        self.checkpoint_bytes = checkpoint_bytes  # per thread
         self._queries: tuple = (None, None, None)  # (query set, params, QueryArrays) of the last call
 
     def _as_set(self, seqs, slot: str):
@@ -591,7 +599,8 @@ class SimdEngine:
         block_ref, block_lanes, block_lm, block_new = make_blocks(pairs[:, 1], qa.qlen, pair_query)
         cost = block_lm * (r_off[block_ref + 1] - r_off[block_ref] + 1)
         runs = split_runs(cost, self.threads)
-        args = (pair_query, ref_codes, r_off, qa.qlen, qa.qrow, qprof, qgo, qge, qa.seed, threshold, lane_threshold)
+        args = (pair_query, ref_codes, r_off, qa.qlen, qa.qrow, qprof, qgo, qge, qa.seed, threshold, lane_threshold,
+                self.checkpoint_bytes)
 
         def run(span: tuple[int, int]):
             a, b = span
