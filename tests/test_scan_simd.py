@@ -187,6 +187,11 @@ def test_more_pairs_than_lanes_mixed_lengths_and_threads():
     assert expected.survivor_count() > 100
     assert_same(simd_align(queries, refs, pairs, params), expected)
     assert_same(simd_align(queries, refs, pairs, params, threads=3), expected)
+    # Few pairs per reference (lanes share a query instead), and a chunk mixing both layouts.
+    few = [(q, r) for q in range(len(queries)) for r in range(len(refs)) if q % 7 == r] + [(3, 1), (3, 1)]
+    mixed = [(q, 0) for q in range(len(queries))] + few
+    for chosen in (few, mixed):
+        assert_same(simd_align(queries, refs, chosen, params), scalar_align(queries, refs, chosen, params))
 
 
 @pytest.mark.parametrize("gaps", [(0, 0), (-1, 0), (-4, 0)])

@@ -45,6 +45,11 @@ LANES = 32
 CKPT = 64
 #: Columns, beyond the query length, that a traceback window reaches back at first.
 TRACE_MARGIN = 16
+#: References with fewer pairs than this in a chunk are aligned in blocks of one query against
+#: different references (column tables of TILE columns, at most TILE_KINDS distinct rows).
+SHARED_MIN = LANES // 2
+TILE = 64
+TILE_KINDS = 12
 
 # State fields per row (st[row, field, lane]): D = max(A, B, C) and B, double-buffered
 # (column j reads one buffer and writes the other); A and C of the current column (read by the
@@ -75,8 +80,11 @@ def _as_dtype_of_impl(x, arr):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _column(st, tab, LM, c, din, bin_, dout, bout):
-    """One reference column (class ``c``) for all rows and lanes: the vectorised inner loop.
+def _column(st, tab, sc, roff, coff, LM, din, bin_, dout, bout):
+    """One reference column for all rows and lanes: the vectorised inner loop.
+
+    Row a's scores are ``sc[coff + roff[a] + lane]`` (the block's profile table, or the column
+    table when lanes hold different references).
 
     Reads D of the previous column (field ``din``) and B of this column (``bin_``); writes this
     column's D (``dout``), the next column's B (``bout``), A, C and the running max G. The
@@ -90,12 +98,12 @@ def _column(st, tab, LM, c, din, bin_, dout, bout):
         s0 = _U(a) * nf
         p0 = s0 - nf
         t0 = _U(a) * _U(_NT) * w
-        pc = t0 + _U(c) * w
+        pc = _U(coff) + _U(roff[a])
         for l0 in range(LANES):
             l = _U(l0)
             go = tab[t0 + _U(_GO) * w + l]
             ge = tab[t0 + _U(_GE) * w + l]
-            A = _as_dtype_of(st[p0 + _U(din) * w + l] + tab[pc + l], st)
+            A = _as_dtype_of(st[p0 + _U(din) * w + l] + sc[pc + l], st)
             A = A if A > zero else zero
             x1 = _as_dtype_of(st[p0 + _U(_A) * w + l] + go, st)
             x2 = _as_dtype_of(st[p0 + _U(_C) * w + l] + ge, st)
@@ -142,7 +150,7 @@ def _build_tab(tab, LM, lane_query, qlen, qrow, qprof, qgo, qge, qseed):
 
 
 @njit(cache=True, nogil=True)
-def _emit(st, tab, LM, l, P, c, din, bin_, j, threshold, cand, n):
+def _emit(st, tab, sc, roff, coff, LM, l, P, din, bin_, j, threshold, cand, n):
     """Candidates of lane ``l`` in column ``j`` (exact scalar rules, spec §5.4-5), appended to
     ``cand`` (rows: lane, score, i, j); returns (cand, n)."""
     aup = 0
@@ -153,7 +161,7 @@ def _emit(st, tab, LM, l, P, c, din, bin_, j, threshold, cand, n):
         t0 = (a * _NT) * LANES + l
         go = np.int64(tab[t0 + _GO * LANES])
         ge = np.int64(tab[t0 + _GE * LANES])
-        A = max(np.int64(st[p0 + din * LANES]) + np.int64(tab[t0 + c * LANES]), 0)
+        A = max(np.int64(st[p0 + din * LANES]) + np.int64(sc[coff + roff[a] + l]), 0)
         if tab[t0 + _NK * LANES] != 0:
             C = np.int64(-1)
         else:
@@ -183,11 +191,30 @@ def _emit(st, tab, LM, l, P, c, din, bin_, j, threshold, cand, n):
 
 
 @njit(cache=True, nogil=True)
-def _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, ckpt, cand):
-    """Score-only DP of one block over the whole reference. Fills the checkpoints ``ck``
+def _fill_tile(ctab, j0, width, nk, kind_prof, ref_codes, lane_start, lane_len):
+    """Column table for columns j0 .. j0+width-1 when lanes hold different references:
+    ``ctab[(jj * TILE_KINDS + k) * LANES + l]`` = score of row kind k against lane l's letter
+    (class 5, past the lane's end or in an empty lane: a score that keeps A at 0)."""
+    for l in range(LANES):
+        for jj in range(width):
+            j = j0 + jj
+            c = ref_codes[lane_start[l] + j - 1] if j <= lane_len[l] else 5
+            base = jj * TILE_KINDS * LANES + l
+            for k in range(nk):
+                ctab[base + k * LANES] = kind_prof[k, c]
+
+
+@njit(cache=True, nogil=True)
+def _score_pass(st, tab, LM, R, ref, shared_ref, ctab, roff, nk, kind_prof, ref_codes, lane_start, lane_len,
+                threshold, lane_threshold, lane_pad, ck, ckpt, cand):
+    """Score-only DP of one block over columns 1..R. Fills the checkpoints ``ck``
     (``ck[k]`` = (D of column k*ckpt - 1, B of column k*ckpt) for k >= 1) and returns the
-    candidates (rows: lane, score, i, j) and their count."""
-    R = ref.shape[0]
+    candidates (rows: lane, score, i, j) and their count.
+
+    ``shared_ref``: every lane reads ``ref`` (scores from ``tab``); otherwise each lane reads its
+    own reference (``ref_codes[lane_start[l]:][:lane_len[l]]``) and the scores come from column
+    tables filled :data:`TILE` columns at a time (``roff[a]`` = row a's kind * LANES).
+    """
     row = _NF * LANES
     st[:] = 0
     for a in range(1, LM + 1):  # B of column 1: max(A(i, 0) + open, B(i, 0) + extend)
@@ -196,21 +223,29 @@ def _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, ckpt,
             st[a * row + _B0 * LANES + l] = max(tab[t0 + _GO * LANES + l], tab[t0 + _GE * LANES + l])
     gtop = LM * row + _G * LANES
     n = 0
+    sc = tab
     for j in range(1, R + 1):
-        c = ref[j - 1]
+        if shared_ref:
+            coff = ref[j - 1] * LANES
+        else:
+            jt = (j - 1) % TILE
+            if jt == 0:
+                _fill_tile(ctab, j, min(TILE, R - j + 1), nk, kind_prof, ref_codes, lane_start, lane_len)
+                sc = ctab
+            coff = jt * TILE_KINDS * LANES
         if j & 1:
             din, bin_ = _D0, _B0
-            _column(st, tab, LM, c, _D0, _B0, _D1, _B1)
+            _column(st, tab, sc, roff, coff, LM, _D0, _B0, _D1, _B1)
         else:
             din, bin_ = _D1, _B1
-            _column(st, tab, LM, c, _D1, _B1, _D0, _B0)
+            _column(st, tab, sc, roff, coff, LM, _D1, _B1, _D0, _B0)
         hit = False
         for l0 in range(LANES):
             hit |= st[_U(gtop) + _U(l0)] >= lane_threshold
         if hit:
             for l in range(LANES):
-                if st[gtop + l] >= lane_threshold:
-                    cand, n = _emit(st, tab, LM, l, lane_pad[l], c, din, bin_, j, threshold, cand, n)
+                if st[gtop + l] >= lane_threshold and j <= lane_len[l]:
+                    cand, n = _emit(st, tab, sc, roff, coff, LM, l, lane_pad[l], din, bin_, j, threshold, cand, n)
         if j % ckpt == 0:
             k = j // ckpt
             for a in range(LM + 1):
@@ -317,12 +352,14 @@ def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trac
 
 
 @njit(cache=True, nogil=True)
-def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_codes, ref_off,
-                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold, checkpoint_bytes):
+def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_ref, ref_codes, ref_off,
+                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold, pad_score, checkpoint_bytes):
     """Align a run of blocks; one compiled call (no Python per pair).
 
-    ``block_lanes[b, l]``: the pair in lane l of block b (index into ``pair_query``; -1 empty);
-    ``block_new[b]``: the block's queries differ from the previous block's (rebuild the table).
+    ``block_lanes[b, l]``: the pair in lane l of block b (index into ``pair_query``/``pair_ref``;
+    -1 empty); ``block_ref[b]``: the reference all lanes share, or -1 when the lanes share the
+    query instead (each lane then reads its own reference, shorter ones padded with
+    ``pad_score``); ``block_new[b]``: the block's queries differ from the previous block's.
     Per-query tables ``qprof`` (rows of all queries, row 0 of each included), ``qgo``, ``qge``,
     ``qseed`` start at ``qrow[q]``; ``qprof``'s dtype is the lane type. Checkpoints take at most
     about ``checkpoint_bytes`` (their interval grows from :data:`CKPT` as needed).
@@ -337,8 +374,10 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
     max_r = 1
     for b in range(nb):
         max_lm = max(max_lm, block_lm[b])
-        r = block_ref[b]
-        max_r = max(max_r, ref_off[r + 1] - ref_off[r])
+        for l in range(LANES):
+            p = block_lanes[b, l]
+            if p >= 0:
+                max_r = max(max_r, ref_off[pair_ref[p] + 1] - ref_off[pair_ref[p]])
     st = np.zeros((max_lm + 1) * _NF * LANES, dt)
     tab = np.zeros((max_lm + 1) * _NT * LANES, dt)
     ckpt = CKPT
@@ -360,18 +399,52 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
     dprev = np.zeros(max_lm + 1, np.int64)
     bcol = np.zeros(max_lm + 1, np.int64)
     lane_query = np.full(LANES, -1, np.int64)
+    lane_start = np.zeros(LANES, np.int64)
+    lane_len = np.zeros(LANES, np.int64)
+    roff_shared = np.arange(max_lm + 1) * (_NT * LANES)
+    roff_kinds = np.zeros(max_lm + 1, np.int64)
+    kind_prof = np.zeros((TILE_KINDS, 6), dt)
+    ctab = np.zeros(TILE * TILE_KINDS * LANES, dt)
     for b in range(nb):
         LM = block_lm[b]
-        r = block_ref[b]
-        ref = ref_codes[ref_off[r] : ref_off[r + 1]]
-        R = ref.shape[0]
+        shared = block_ref[b] >= 0
+        R = 0
         for l in range(LANES):
             p = block_lanes[b, l]
             lane_query[l] = pair_query[p] if p >= 0 else -1
             lane_pad[l] = LM - qlen[lane_query[l]] if p >= 0 else LM
+            lane_start[l] = ref_off[pair_ref[p]] if p >= 0 else 0
+            lane_len[l] = ref_off[pair_ref[p] + 1] - lane_start[l] if p >= 0 else 0
+            R = max(R, lane_len[l])
+        if shared:
+            ref = ref_codes[ref_off[block_ref[b]] : ref_off[block_ref[b] + 1]]
+            lane_len[:] = R
+        else:
+            ref = ref_codes[:0]
         if block_new[b]:
             _build_tab(tab, LM, lane_query, qlen, qrow, qprof, qgo, qge, qseed)
-        cand, n = _score_pass(st, tab, LM, ref, threshold, lane_threshold, lane_pad, ck, ckpt, cand)
+        nk = 0
+        if not shared:  # one query: its distinct profile rows ("kinds")
+            q0 = qrow[lane_query[0]]
+            for a in range(1, LM + 1):
+                found = -1
+                for k in range(nk):
+                    same = True
+                    for c in range(5):
+                        same &= kind_prof[k, c] == qprof[q0 + a, c]
+                    if same:
+                        found = k
+                        break
+                if found < 0:
+                    found = nk
+                    for c in range(5):
+                        kind_prof[nk, c] = qprof[q0 + a, c]
+                    kind_prof[nk, 5] = pad_score
+                    nk += 1
+                roff_kinds[a] = found * LANES
+        roff = roff_shared if shared else roff_kinds
+        cand, n = _score_pass(st, tab, LM, R, ref, shared, ctab, roff, nk, kind_prof, ref_codes, lane_start,
+                              lane_len, threshold, lane_threshold, lane_pad, ck, ckpt, cand)
         # Candidates grouped by lane (stable: column-major order inside a lane).
         counts = np.zeros(LANES + 1, np.int64)
         for k in range(n):
@@ -391,6 +464,9 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, ref_co
             q = lane_query[l]
             L = qlen[q]
             P = lane_pad[l]
+            if not shared:
+                ref = ref_codes[lane_start[l] : lane_start[l] + lane_len[l]]
+            R = ref.shape[0]
             m = counts[l + 1] - counts[l]
             sv_start[p] = n_out
             sv_stop[p] = n_out
@@ -595,12 +671,15 @@ class SimdEngine:
         qprof, qgo, qge = qa.tables(dtype)
         threshold = int(params.score_threshold)
         lane_threshold = dtype(min(max(threshold, 0), int(np.iinfo(dtype).max) - 2))
+        pad_score = -int(qa.top[used].max()) - 1  # D + pad_score < 0: A stays 0 past a lane's end
 
-        block_ref, block_lanes, block_lm, block_new = make_blocks(pairs[:, 1], qa.qlen, pair_query)
-        cost = block_lm * (r_off[block_ref + 1] - r_off[block_ref] + 1)
-        runs = split_runs(cost, self.threads)
-        args = (pair_query, ref_codes, r_off, qa.qlen, qa.qrow, qprof, qgo, qge, qa.seed, threshold, lane_threshold,
-                self.checkpoint_bytes)
+        pair_ref = pairs[:, 1]
+        block_ref, block_lanes, block_lm, block_new = make_blocks(pair_ref, np.diff(r_off), qa.qlen, pair_query)
+        rlen = np.diff(r_off)[pair_ref]
+        block_r = np.where(block_lanes >= 0, rlen[np.maximum(block_lanes, 0)], 0).max(axis=1)
+        runs = split_runs(block_lm * (block_r + 1), self.threads)
+        args = (pair_query, pair_ref, ref_codes, r_off, qa.qlen, qa.qrow, qprof, qgo, qge, qa.seed, threshold,
+                lane_threshold, pad_score, self.checkpoint_bytes)
 
         def run(span: tuple[int, int]):
             a, b = span
@@ -636,9 +715,10 @@ def merge_runs(results: list, n_pairs: int) -> ChunkAlignments:
 
 @njit(cache=True, nogil=True)
 def _pack(pair_ref, pair_rank, pair_query, qlen, n_refs, n_ranks):
-    """Pairs ordered by (reference, query rank) with two stable counting sorts, cut into blocks
-    of LANES pairs of one reference. Returns (block_ref, block_lanes, block_lm, key): key is a
-    hash of the block's queries (equal queries, equal keys)."""
+    """Pairs ordered by (group, rank) with two stable counting sorts, cut into blocks of LANES
+    pairs of one group (``pair_ref``: the group, a reference or a query). Returns (block_group,
+    block_lanes (indices into the given pairs), block_lm, key): key is a hash of the block's
+    queries (equal queries, equal keys)."""
     n = pair_ref.shape[0]
     count = np.zeros(max(n_refs, n_ranks) + 1, np.int64)
     by_rank = np.empty(n, np.int64)
@@ -686,19 +766,42 @@ def _pack(pair_ref, pair_rank, pair_query, qlen, n_refs, n_ranks):
     return block_ref, lanes, lm, key
 
 
-def make_blocks(pair_ref: np.ndarray, qlen: np.ndarray, pair_query: np.ndarray):
-    """Pack pairs into blocks of :data:`LANES` pairs of one reference, queries sorted by length.
+def make_blocks(pair_ref: np.ndarray, ref_len: np.ndarray, qlen: np.ndarray, pair_query: np.ndarray):
+    """Pack pairs into blocks of :data:`LANES` pairs.
 
-    Returns (block_ref, block_lanes (n_blocks, LANES), block_lm, block_new); blocks are ordered
-    so that blocks with the same queries (a cross product) follow each other, and
-    ``block_new[b]`` says whether block b's queries differ from block b-1's.
+    Pairs of a reference with at least :data:`SHARED_MIN` pairs share that reference (queries
+    sorted by length); the others are grouped by query (references sorted by length).
+    Returns (block_ref (-1: lanes share the query), block_lanes (n_blocks, LANES), block_lm,
+    block_new); blocks are ordered so that blocks with the same queries (a cross product) follow
+    each other, and ``block_new[b]`` says whether block b's queries differ from block b-1's.
     """
     n_queries = qlen.shape[0]
-    rank = np.empty(n_queries, np.int64)
-    rank[np.lexsort((np.arange(n_queries), qlen))] = np.arange(n_queries)
-    block_ref, lanes, lm, key = _pack(pair_ref, rank[pair_query], pair_query, qlen, int(pair_ref.max()) + 1, n_queries)
-    by = np.lexsort((block_ref, key))
-    lanes, block_ref, lm = lanes[by], block_ref[by], lm[by]
+    n_refs = ref_len.shape[0]
+    per_ref = np.bincount(pair_ref, minlength=n_refs)
+    shared = per_ref[pair_ref] >= SHARED_MIN
+    parts = []
+    for mask, by_ref in ((shared, True), (~shared, False)):
+        index = np.flatnonzero(mask)
+        if index.shape[0] == 0:
+            continue
+        if by_ref:  # groups: references; lanes: queries by length
+            rank = np.empty(n_queries, np.int64)
+            rank[np.lexsort((np.arange(n_queries), qlen))] = np.arange(n_queries)
+            group, key_of = pair_ref[index], rank[pair_query[index]]
+            n_groups, n_keys = n_refs, n_queries
+        else:  # groups: queries; lanes: references by length
+            rank = np.empty(n_refs, np.int64)
+            rank[np.lexsort((np.arange(n_refs), ref_len))] = np.arange(n_refs)
+            group, key_of = pair_query[index], rank[pair_ref[index]]
+            n_groups, n_keys = n_queries, n_refs
+        block_group, lanes, lm, key = _pack(group, key_of, pair_query[index], qlen, n_groups, n_keys)
+        lanes = np.where(lanes >= 0, index[np.maximum(lanes, 0)], -1)
+        block_ref = block_group if by_ref else np.full(block_group.shape[0], -1, np.int64)
+        by = np.lexsort((block_ref, key))
+        parts.append((block_ref[by], lanes[by], lm[by]))
+    block_ref = np.concatenate([p[0] for p in parts])
+    lanes = np.concatenate([p[1] for p in parts])
+    lm = np.concatenate([p[2] for p in parts])
     return block_ref, lanes, lm, _new_queries(lanes, pair_query)
 
 
