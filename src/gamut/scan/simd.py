@@ -664,7 +664,7 @@ class SimdEngine:
         qa = self.query_arrays(queries, params)
         r_off = np.asarray(references.offsets, np.int64)
         ref_codes = np.ascontiguousarray(references.codes).view(np.uint8)
-        pair_query = pairs[:, 0]
+        pair_query = np.ascontiguousarray(pairs[:, 0])
         used = np.zeros(qa.qlen.shape[0], bool)
         used[pair_query] = True
         dtype = qa.lane_dtype(used)
@@ -673,7 +673,7 @@ class SimdEngine:
         lane_threshold = dtype(min(max(threshold, 0), int(np.iinfo(dtype).max) - 2))
         pad_score = -int(qa.top[used].max()) - 1  # D + pad_score < 0: A stays 0 past a lane's end
 
-        pair_ref = pairs[:, 1]
+        pair_ref = np.ascontiguousarray(pairs[:, 1])
         block_ref, block_lanes, block_lm, block_new = make_blocks(pair_ref, np.diff(r_off), qa.qlen, pair_query)
         rlen = np.diff(r_off)[pair_ref]
         block_r = np.where(block_lanes >= 0, rlen[np.maximum(block_lanes, 0)], 0).max(axis=1)
