@@ -1,11 +1,14 @@
 """The SIMD CPU alignment engine: miRanda's DP (spec §5-7.1) over lanes of independent pairs.
 
 Same results as :mod:`gamut.scan.cpu` (survivors, order, scores, coordinates, ops), computed in
-three steps per *block* of up to :data:`LANES` pairs that share one reference:
+three steps per *block* of up to :data:`LANES` pairs that share one reference (or, for
+references with few pairs in the chunk, one query):
 
 1. **Score-only pass.** Lane ``l`` holds pair ``l``'s query; all lanes read the same reference
    letter, so a column's scores are one contiguous load per row from the block's profile table.
-   Queries are bottom-aligned in ``LM`` rows (the longest query of the block): the rows above a
+   (When the lanes share a query instead, each lane reads its own reference, shorter ones
+   padded with a score that keeps A at 0, and the scores come from column tables of the
+   query's distinct rows, filled :data:`TILE` columns at a time.) Queries are bottom-aligned in ``LM`` rows (the longest query of the block): the rows above a
    shorter query are zero rows (score 0, gap costs 0), which stay exactly 0 like DP row 0. Per
    cell the pass keeps ``D = max(A, B, C)`` of the previous column and ``B`` of the current one;
    the innermost loop runs over the lanes with unsigned, constant-stride indices into one state
@@ -19,8 +22,8 @@ three steps per *block* of up to :data:`LANES` pairs that share one reference:
    before the window is redone from an earlier checkpoint (column 0 at worst), so results never
    depend on the window size.
 
-:class:`SimdEngine` sorts pairs into blocks (pairs of one reference, queries of similar length),
-orders blocks so that consecutive ones share their queries (the profile table is then reused),
+:class:`SimdEngine` sorts pairs into blocks (pairs of one reference, queries of similar length;
+or pairs of one query, references of similar length), orders blocks so that consecutive ones share their queries (the profile table is then reused),
 and runs contiguous runs of blocks on a thread pool, one compiled call per run.
 """
 from __future__ import annotations
@@ -49,6 +52,7 @@ TRACE_MARGIN = 16
 #: different references (column tables of TILE columns, at most TILE_KINDS distinct rows).
 SHARED_MIN = LANES // 2
 TILE = 64
+#: A query has at most 11 distinct profile rows (zero rows; normal and seed rows per class).
 TILE_KINDS = 12
 
 # State fields per row (st[row, field, lane]): D = max(A, B, C) and B, double-buffered
