@@ -357,7 +357,8 @@ def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trac
 
 @njit(cache=True, nogil=True)
 def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_ref, ref_codes, ref_off,
-                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold, pad_score, checkpoint_bytes):
+                 qlen, qrow, qprof, qgo, qge, qseed, threshold, lane_threshold, pad_score, checkpoint_bytes,
+                 sv_start, sv_stop):
     """Align a run of blocks; one compiled call (no Python per pair).
 
     ``block_lanes[b, l]``: the pair in lane l of block b (index into ``pair_query``/``pair_ref``;
@@ -367,11 +368,10 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
     Per-query tables ``qprof`` (rows of all queries, row 0 of each included), ``qgo``, ``qge``,
     ``qseed`` start at ``qrow[q]``; ``qprof``'s dtype is the lane type. Checkpoints take at most
     about ``checkpoint_bytes`` (their interval grows from :data:`CKPT` as needed).
-    Returns per pair (``sv_start``, ``sv_stop``, indexed like ``pair_query``; only this run's
-    pairs are set) and the survivor columns (score, i_end, j_end, i_start, j_start, op_start,
-    op_end, ops).
+    Sets ``sv_start``, ``sv_stop`` (indexed like ``pair_query``) of this run's pairs, as rows of
+    its own output, and returns the survivor columns (score, i_end, j_end, i_start, j_start,
+    op_start, op_end as one (n, 7) array) and the ops.
     """
-    n_pairs = pair_query.shape[0]
     nb = block_ref.shape[0]
     dt = qprof.dtype
     max_lm = 1
@@ -391,8 +391,6 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
     ck = np.zeros((max_r // ckpt + 1, 2, max_lm + 1, LANES), dt)
     cand = np.empty((256, 4), np.int64)
     lane_pad = np.zeros(LANES, np.int64)
-    sv_start = np.zeros(n_pairs, np.int64)
-    sv_stop = np.zeros(n_pairs, np.int64)
     cap = 64
     out = np.empty((cap, 7), np.int64)  # score, i_end, j_end, i_start, j_start, op_start, op_end
     ops = np.empty(1024, np.uint8)
@@ -529,7 +527,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
                 n_ops += nop
                 n_out += 1
             sv_stop[p] = n_out
-    return sv_start, sv_stop, out[:n_out].copy(), ops[:n_ops].copy()
+    return out[:n_out].copy(), ops[:n_ops].copy()
 
 
 @dataclass
@@ -685,36 +683,48 @@ class SimdEngine:
         args = (pair_query, pair_ref, ref_codes, r_off, qa.qlen, qa.qrow, qprof, qgo, qge, qa.seed, threshold,
                 lane_threshold, pad_score, self.checkpoint_bytes)
 
+        sv_start = np.zeros(n, np.int64)
+        sv_stop = np.zeros(n, np.int64)
+
         def run(span: tuple[int, int]):
             a, b = span
             new = block_new[a:b].copy()
             new[0] = True
-            return align_blocks(block_ref[a:b], block_lanes[a:b], block_lm[a:b], new, *args)
+            return align_blocks(block_ref[a:b], block_lanes[a:b], block_lm[a:b], new, *args, sv_start, sv_stop)
 
         if self.threads == 1 or len(runs) == 1:
             results = [run(s) for s in runs]
         else:
             with ThreadPoolExecutor(self.threads) as pool:
                 results = list(pool.map(run, runs))
-        return merge_runs(results, n)
+        return merge_runs(results, runs, block_lanes, sv_start, sv_stop)
 
 
-def merge_runs(results: list, n_pairs: int) -> ChunkAlignments:
-    """One :class:`ChunkAlignments` from the runs' outputs (each run owns the pairs it set)."""
-    sv_start = np.zeros(n_pairs, np.int64)
-    sv_stop = np.zeros(n_pairs, np.int64)
-    rows = 0
-    n_ops = 0
-    for run_start, run_stop, out, _ in results:
-        owned = run_stop > run_start  # pairs without survivors stay (0, 0)
-        sv_start[owned] = run_start[owned] + rows
-        sv_stop[owned] = run_stop[owned] + rows
-        rows += out.shape[0]
-    cols = np.concatenate([r[2] for r in results]) if results else np.zeros((0, 7), np.int64)
-    shift = np.repeat(np.cumsum([0] + [r[3].shape[0] for r in results])[:-1], [r[2].shape[0] for r in results])
-    ops = np.concatenate([r[3] for r in results]) if results else np.zeros(0, np.uint8)
+def merge_runs(results: list, runs: list, block_lanes: np.ndarray, sv_start: np.ndarray,
+               sv_stop: np.ndarray) -> ChunkAlignments:
+    """One :class:`ChunkAlignments` from the runs' outputs (``sv_*`` hold rows of each run's own
+    output until shifted here)."""
+    counts = [r[0].shape[0] for r in results]
+    row_base = np.cumsum([0] + counts)[:-1]
+    op_base = np.cumsum([0] + [r[1].shape[0] for r in results])[:-1]
+    bounds = np.array(runs, np.int64).reshape(-1, 2)
+    _shift_rows(sv_start, sv_stop, block_lanes, bounds, row_base)
+    cols = np.concatenate([r[0] for r in results])
+    shift = np.repeat(op_base, counts)
+    ops = np.concatenate([r[1] for r in results])
     return ChunkAlignments(sv_start, sv_stop, cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4],
                            cols[:, 5] + shift, cols[:, 6] + shift, ops)
+
+
+@njit(cache=True, nogil=True)
+def _shift_rows(sv_start, sv_stop, block_lanes, bounds, row_base):
+    for k in range(bounds.shape[0]):
+        for b in range(bounds[k, 0], bounds[k, 1]):
+            for l in range(LANES):
+                p = block_lanes[b, l]
+                if p >= 0:
+                    sv_start[p] += row_base[k]
+                    sv_stop[p] += row_base[k]
 
 
 @njit(cache=True, nogil=True)
