@@ -30,9 +30,9 @@ def make_engine(device: str = "auto", threads: int | None = None, gpus: str | Se
         from gamut.scan.gpu import GpuEngine
 
         return GpuEngine(parse_gpus(gpus), threads=threads)
-    from gamut.scan.cpu import CpuEngine
+    from gamut.scan.simd import SimdEngine
 
-    return CpuEngine(threads)
+    return SimdEngine(threads)
 
 
 def as_records(data: SequencesLike, what: str) -> list[SeqRecord]:

@@ -711,7 +711,7 @@ class _DeviceRun:
 class GpuEngine:
     """miRanda-exact alignment on CUDA GPUs ``gpu_ids`` (pairs split evenly by cells).
 
-    Returns exactly what :class:`gamut.scan.cpu.CpuEngine` returns. ``threads`` is used for the
+    Returns exactly what the CPU engines return. ``threads`` is used for the
     CPU engine that handles queries longer than :data:`MAX_GPU_QUERY` and rare fallbacks.
     """
 
@@ -719,7 +719,7 @@ class GpuEngine:
 
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:
-        from gamut.scan.cpu import CpuEngine
+        from gamut.scan.simd import SimdEngine
 
         self.tuning = tuning or GpuTuning()
         if backends is None:
@@ -728,7 +728,7 @@ class GpuEngine:
             backends = [CupyBackend(int(g)) for g in gpu_ids]
         self.backends = list(backends)
         self.gpu_ids = [b.device_id for b in self.backends]
-        self.cpu = CpuEngine(threads)
+        self.cpu = SimdEngine(threads)
         #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks).
         self.preferred_chunk_cells = 16_000_000_000 * len(self.backends)
         #: ... and this many pairs (Python work per call is small next to the GPU's).
