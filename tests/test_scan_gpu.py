@@ -338,3 +338,13 @@ def test_gpu_golden_noenergy(case, tmp_path, monkeypatch):
     expected = case / ("expected.txt" if "-noenergy" in args else "expected_noenergy.txt")
     got = results_after_settings(run_case(case, ["-noenergy", "--device", "cuda"], tmp_path, monkeypatch))
     assert got == expected.read_text(encoding="latin-1")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_gpu_golden_with_energies(case, tmp_path, monkeypatch):
+    """Default mode on the GPU: alignments and duplex energies on the device, byte for byte."""
+    from test_scan_golden import results_after_settings, run_case
+
+    got = results_after_settings(run_case(case, ["--device", "cuda"], tmp_path, monkeypatch))
+    assert got == (case / "expected.txt").read_text(encoding="latin-1")
