@@ -342,9 +342,12 @@ def test_parquet_row_groups_follow_the_single_process_chunks(tmp_path, monkeypat
 
     import gamut.scan.distributed as dist
     import gamut.scan.runner as runner
+    from gamut.scan.simd import SimdEngine
 
     monkeypatch.setattr(runner, "DEFAULT_CHUNK_PAIRS", 13)
     monkeypatch.setattr(dist, "DEFAULT_CHUNK_PAIRS", 13)
+    # The default CPU engine states its own chunk size; shrink it the same way.
+    monkeypatch.setattr(SimdEngine, "preferred_chunk_pairs", 13)
     case = CASES / "odd_inputs"
     outputs = []
     for extra in ([], ["--run-dir", str(tmp_path / "run"), "--partition-pairs", "20"]):
