@@ -183,6 +183,48 @@ def test_compiled_batch_equals_single_folds(golden):
                           batch[::-1])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text("ACGUacguXK", max_size=12), min_size=1, max_size=8), st.data())
+def test_distinct_strings_byte_for_byte(pool, data):
+    """Repeated strings (case matters) are found by their bytes: keep/inverse rebuild the input."""
+    from gamut.io.textcols import distinct_strings, take_strings
+
+    picks = data.draw(st.lists(st.sampled_from(pool), max_size=40))
+    raw = [p.encode() for p in picks]
+    letters = np.frombuffer(b"".join(raw), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in raw])]).astype(np.int64)
+    keep, inverse = distinct_strings(letters, offsets)
+    want = list(dict.fromkeys(raw))  # first copies, in input order
+    assert [raw[k] for k in keep] == want
+    assert [want[i] for i in inverse] == raw
+    sub, sub_off = take_strings(letters, offsets, keep)
+    assert [sub[a:b].tobytes() for a, b in zip(sub_off[:-1], sub_off[1:])] == want
+
+
+def test_distinct_strings_never_merges_on_a_hash_collision():
+    """Equal hashes with different bytes stay apart (every hash forced equal)."""
+    from gamut.io.textcols import _first_copies
+
+    raw = [b"ACGU", b"ACGA", b"ACGU", b"", b"acgu", b"ACGA", b""]
+    letters = np.frombuffer(b"".join(raw), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in raw])]).astype(np.int64)
+    hashes = np.zeros(len(raw), np.uint64)
+    first = _first_copies(letters, offsets, hashes, np.arange(len(raw)))
+    assert first.tolist() == [0, 1, 0, 3, 4, 1, 3]
+
+
+def test_repeated_fold_strings_get_their_own_energies(golden):
+    """Strings folded once per distinct string: every copy gets the energy it gets alone, and
+    strings that differ only in case (the tetraloop rule reads case) are not merged."""
+    rng = np.random.default_rng(9)
+    base = list(golden.sequence.sample(40, random_state=9))
+    base += [s.lower() for s in base[:10]] + ["", "GGGGAAAACCCC", "GGGGaaaaCCCC"]
+    seqs = [base[k] for k in rng.integers(0, len(base), 400)]
+    got = E.duplex_energies_dcal(seqs, engine="compiled", threads=2)
+    alone = {s: E.duplex_energies_dcal([s], engine="compiled")[0] for s in set(seqs)}
+    assert np.array_equal(got, np.array([alone[s] for s in seqs]))
+
+
 # ------------------------------------------------------------------------------------------------
 # API behaviour
 # ------------------------------------------------------------------------------------------------

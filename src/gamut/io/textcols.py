@@ -311,3 +311,77 @@ def gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[n
     n = int(np.asarray(starts).shape[0])
     return _gather(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(starts, np.int64),
                    np.ascontiguousarray(lengths, np.int64), np.arange(n, dtype=np.int64))
+
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True, nogil=True)
+def _string_hashes(data, offsets):
+    """A 64-bit FNV-1a hash of each packed string (length mixed in)."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, np.uint64)
+    for k in range(n):
+        h = _FNV_OFFSET
+        for i in range(offsets[k], offsets[k + 1]):
+            h = (h ^ np.uint64(data[i])) * _FNV_PRIME
+        out[k] = h ^ np.uint64(offsets[k + 1] - offsets[k])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _same_string(data, offsets, a, b):
+    la = offsets[a + 1] - offsets[a]
+    if la != offsets[b + 1] - offsets[b]:
+        return False
+    sa, sb = offsets[a], offsets[b]
+    for i in range(la):
+        if data[sa + i] != data[sb + i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _first_copies(data, offsets, hashes, order):
+    """For each string, the index of the first string with the same bytes. ``order`` sorts
+    ``hashes`` stably, so equal hashes come in index order; bytes are compared, so a hash
+    collision never merges different strings."""
+    n = order.shape[0]
+    first = np.arange(n)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and hashes[order[j]] == hashes[order[i]]:
+            j += 1
+        for a in range(i + 1, j):
+            ka = order[a]
+            for b in range(i, a):
+                kb = order[b]
+                if first[kb] == kb and _same_string(data, offsets, ka, kb):
+                    first[ka] = kb
+                    break
+        i = j
+    return first
+
+
+def distinct_strings(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct strings among packed strings (string k is ``data[offsets[k]:offsets[k+1]]``),
+    byte for byte: ``(keep, inverse)`` with ``keep`` the index of each distinct string's first
+    copy (ascending) and ``inverse[k]`` the position in ``keep`` of string k's first copy."""
+    data = np.ascontiguousarray(data, np.uint8)
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    hashes = _string_hashes(data, offsets)
+    first = _first_copies(data, offsets, hashes, np.argsort(hashes, kind="stable"))
+    keep = np.flatnonzero(first == np.arange(first.shape[0]))
+    slot = np.empty(first.shape[0], np.int64)
+    slot[keep] = np.arange(keep.shape[0])
+    return keep, slot[first]
+
+
+def take_strings(data: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Packed strings ``index`` of packed strings, as (data, offsets)."""
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    index = np.ascontiguousarray(index, np.int64)
+    buf, starts = _gather(np.ascontiguousarray(data, np.uint8), offsets[:-1], np.diff(offsets), index)
+    return buf, np.append(starts, np.int64(buf.shape[0]))

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from gamut.errors import InputError, UsageError
+from gamut.io.textcols import distinct_strings, take_strings
 from gamut.scan.energy_params import (
     INF,
     EnergyTables,
@@ -400,10 +401,6 @@ def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
     return tables, lc
 
 
-def _compiled_energies(seqs: list[str], threads: int) -> np.ndarray:
-    return _compiled_packed(*_pack(seqs), threads)
-
-
 def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
     import numba
 
@@ -544,15 +541,10 @@ def duplex_energies_dcal(sequences: Sequence[str], *, model: str = "miranda",
                          device: str = "auto") -> np.ndarray:
     """Minimum free energies in integer units of 0.01 kcal/mol (int64), in input order."""
     seqs = _as_strings(sequences)
-    nthreads = _threads(threads)
     chosen = _engine(model, engine)
-    if chosen == "compiled" and _on_gpu(device):
-        from gamut.scan.energy_gpu import gpu_energies
-
-        return gpu_energies(seqs)
     if chosen == "compiled":
-        return _compiled_energies(seqs, nthreads)
-    return _vienna_folds(seqs, model, nthreads)[0]
+        return packed_energies_dcal(*_pack(seqs), model=model, threads=threads, engine=chosen, device=device)
+    return _vienna_folds(seqs, model, _threads(threads))[0]
 
 
 def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str = "miranda",
@@ -562,6 +554,13 @@ def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str
     compiled paths (CPU and GPU)."""
     letters = np.ascontiguousarray(letters, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int64)
+    # Hits repeat (the same site in related genomes, repeated UTR elements): fold each distinct
+    # string once. The energy is a function of the string's bytes (case included), so this is exact.
+    keep, inverse = distinct_strings(letters, offsets)
+    if keep.shape[0] < offsets.shape[0] - 1:
+        unique_letters, unique_offsets = take_strings(letters, offsets, keep)
+        return packed_energies_dcal(unique_letters, unique_offsets, model=model, threads=threads,
+                                    engine=engine, device=device)[inverse]
     nthreads = _threads(threads)
     if _engine(model, engine) == "compiled":
         if _on_gpu(device):
