@@ -19,7 +19,7 @@ STATE_A, STATE_B, STATE_C = 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
-def _grow(arr, size):
+def grow_array(arr, size):
     out = np.empty(max(2 * arr.shape[0], size), dtype=arr.dtype)
     out[: arr.shape[0]] = arr
     return out
@@ -112,9 +112,9 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
             row_cands += np.int32((best >= threshold) & (tb != 2))
         if row_cands:  # rare: collect them, recomputing best from the row values
             if n + row_cands > cs.shape[0]:
-                cs = _grow(cs, n + row_cands)
-                ci = _grow(ci, n + row_cands)
-                cj = _grow(cj, n + row_cands)
+                cs = grow_array(cs, n + row_cands)
+                ci = grow_array(ci, n + row_cands)
+                cj = grow_array(cj, n + row_cands)
             for j in range(1, R + 1):
                 tb = (trow[j] >> 4) & 3
                 best = max(rowA[j], rowB[j], rowC[j], 0)
@@ -234,7 +234,7 @@ def trace_survivors(trace, cs, ci, cj, keep):
         j_start[k] = j0
         base = offsets[k]
         if base + n_ops > ops.shape[0]:
-            ops = _grow(ops, base + n_ops)
+            ops = grow_array(ops, base + n_ops)
         for x in range(n_ops):
             ops[base + x] = buf[n_ops - 1 - x]
         offsets[k + 1] = base + n_ops
@@ -303,15 +303,15 @@ def align_block(qrev_flat, q_off, prof_flat, go_flat, ge_flat, seed_flat, row_of
         k = s_score.shape[0]
         counts[p] = k
         if rows + k > score.shape[0]:
-            score = _grow(score, rows + k)
-            i_end = _grow(i_end, rows + k)
-            j_end = _grow(j_end, rows + k)
-            i_start = _grow(i_start, rows + k)
-            j_start = _grow(j_start, rows + k)
-            op_start = _grow(op_start, rows + k)
-            op_end = _grow(op_end, rows + k)
+            score = grow_array(score, rows + k)
+            i_end = grow_array(i_end, rows + k)
+            j_end = grow_array(j_end, rows + k)
+            i_start = grow_array(i_start, rows + k)
+            j_start = grow_array(j_start, rows + k)
+            op_start = grow_array(op_start, rows + k)
+            op_end = grow_array(op_end, rows + k)
         if n_ops + s_ops.shape[0] > ops.shape[0]:
-            ops = _grow(ops, n_ops + s_ops.shape[0])
+            ops = grow_array(ops, n_ops + s_ops.shape[0])
         for x in range(k):
             score[rows + x] = s_score[x]
             i_end[rows + x] = s_ie[x]

@@ -37,7 +37,7 @@ from numba import njit
 from numba.extending import overload
 
 from gamut.scan.alignments import OP_MATCH, OP_QGAP, OP_RGAP, ChunkAlignments
-from gamut.scan.cpu import order_and_suppress
+from gamut.scan.cpu import grow_array, order_and_suppress
 from gamut.scan.params import ScanParams, row_scheme
 
 #: Pairs aligned side by side (one SIMD lane each). With 16-bit lanes a row of a block is two
@@ -124,13 +124,6 @@ def _column(st, tab, sc, roff, coff, LM, din, bin_, dout, bout):
             g = st[p0 + _U(_G) * w + l]
             mac = A if A > C else C
             st[s0 + _U(_G) * w + l] = g if g > mac else mac
-
-
-@njit(cache=True, nogil=True)
-def _grow(arr, size):
-    out = np.empty(max(2 * arr.shape[0], size), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -514,7 +507,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
                     bigger[:n_out] = out[:n_out]
                     out = bigger
                 if n_ops + nop > ops.shape[0]:
-                    ops = _grow(ops, n_ops + nop)
+                    ops = grow_array(ops, n_ops + nop)
                 for x in range(nop):
                     ops[n_ops + x] = buf[nop - 1 - x]
                 out[n_out, 0] = cs[idx]
