@@ -22,19 +22,24 @@ Piece = Union[str, tuple[np.ndarray, np.ndarray]]
 
 
 @njit(cache=True, nogil=True)
-def _copy_segments(pool, starts, lengths, order):
-    """Concatenate ``pool[starts[s]:starts[s]+lengths[s]]`` for the segments ``s`` in ``order``."""
+def _copy_records(pool, starts, lengths, order):
+    """Concatenate, for the rows ``r`` in ``order``, the pieces ``pool[starts[r, k]:starts[r, k] +
+    lengths[r, k]]`` of that row in piece order."""
+    width = starts.shape[1]
     total = 0
-    for k in range(order.shape[0]):
-        total += lengths[order[k]]
+    for r in range(starts.shape[0]):
+        for k in range(width):
+            total += lengths[r, k]
     out = np.empty(total, np.uint8)
     pos = 0
-    for k in range(order.shape[0]):
-        s = order[k]
-        a = starts[s]
-        for x in range(lengths[s]):
-            out[pos + x] = pool[a + x]
-        pos += lengths[s]
+    for x in range(order.shape[0]):
+        r = order[x]
+        for k in range(width):
+            a = starts[r, k]
+            n = lengths[r, k]
+            for y in range(n):
+                out[pos + y] = pool[a + y]
+            pos += n
     return out
 
 
@@ -259,10 +264,20 @@ class TextBuilder:
             starts[row:row + n, :k] = r[3]
             lengths[row:row + n, :k] = r[4]
             row += n
-        order = np.lexsort((minor, slot, major))
-        segments = (order[:, None] * width + np.arange(width)[None, :]).ravel()
+        order = _key_order(major, slot, minor)
         pool = np.concatenate(self._pool) if self._pool else np.zeros(0, np.uint8)
-        return _copy_segments(pool, starts.ravel(), lengths.ravel(), segments).tobytes()
+        return _copy_records(pool, starts, lengths, order).tobytes()
+
+
+def _key_order(major: np.ndarray, slot: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """The order of rows by (major, slot, minor): one stable sort of a combined key where the
+    ranges allow (they do for any real output), else a lexicographic sort."""
+    lows = [int(a.min()) for a in (major, slot, minor)]
+    spans = [int(a.max()) - lo + 1 for a, lo in zip((major, slot, minor), lows)]
+    if spans[0] * spans[1] * spans[2] < 2**62:
+        key = ((major - lows[0]) * spans[1] + (slot - lows[1])) * spans[2] + (minor - lows[2])
+        return np.argsort(key, kind="stable")
+    return np.lexsort((minor, slot, major))
 
 
 @njit(cache=True, nogil=True)

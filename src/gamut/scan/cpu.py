@@ -20,6 +20,7 @@ STATE_A, STATE_B, STATE_C = 1, 2, 3
 
 @njit(cache=True, nogil=True)
 def grow_array(arr, size):
+    """A copy of ``arr`` with room for at least ``size`` items (at least doubled)."""
     out = np.empty(max(2 * arr.shape[0], size), dtype=arr.dtype)
     out[: arr.shape[0]] = arr
     return out
