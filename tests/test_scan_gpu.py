@@ -29,6 +29,7 @@ from gamut.scan.gpu import (
     build_host_library,
     dense_slots,
     gap_scalars,
+    split_over_devices,
     suppress_sorted,
 )
 from gamut.scan.params import ScanParams, row_scheme
@@ -93,6 +94,21 @@ def test_dense_slots_equal_numpy_unique(ids):
     unique, inverse = dense_slots(ids)
     want_unique, want_inverse = np.unique(ids, return_inverse=True)
     assert unique.tolist() == want_unique.tolist() and inverse.tolist() == want_inverse.tolist()
+
+
+@given(st.lists(st.integers(0, 10**6), max_size=300), st.integers(1, 5))
+def test_split_over_devices_partitions_and_balances(cells, devices):
+    """Every pair goes to exactly one device (each share ascending), and dealing by size in a
+    snake order keeps any two devices' cells within the largest pair's cells of each other."""
+    cells = np.array(cells, np.int64)
+    index = np.arange(cells.shape[0], dtype=np.int64) * 3  # pair numbers, not positions
+    shares = split_over_devices(index, cells, devices)
+    assert len(shares) == devices
+    joined = np.concatenate(shares)
+    assert sorted(joined.tolist()) == index.tolist()
+    assert all(np.all(np.diff(s) > 0) for s in shares)
+    totals = [int(cells[s // 3].sum()) for s in shares]
+    assert max(totals) - min(totals) <= (int(cells.max()) if cells.size else 0)
 
 
 def test_bucket_for_picks_smallest_fitting_bucket():

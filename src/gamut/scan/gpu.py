@@ -97,6 +97,18 @@ def dense_slots(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unique, lookup[ids]
 
 
+def split_over_devices(index: np.ndarray, cells: np.ndarray, n_devices: int) -> list[np.ndarray]:
+    """Pairs ``index`` (with ``cells`` each) split over devices: by cells, largest first, dealt
+    out in a snake order (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix
+    of sizes; each share in ascending order."""
+    if n_devices == 1:
+        return [index]
+    by_size = index[np.argsort(-cells, kind="stable")]
+    pos = np.arange(by_size.shape[0]) % (2 * n_devices)
+    device_of = np.where(pos < n_devices, pos, 2 * n_devices - 1 - pos)
+    return [np.sort(by_size[device_of == d]) for d in range(n_devices)]
+
+
 def gap_scalars(params: ScanParams) -> tuple[int, int, int, int]:
     """(open, extend) for normal rows and for seed rows, exactly as :func:`row_scheme` builds them."""
     scheme = row_scheme(20, params)  # rows 1..12 normal, 13..19 seed
@@ -777,16 +789,8 @@ class GpuEngine:
         with self._stats_lock:
             self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
         refs = references
-        # Split the GPU pairs over devices: by cells, largest first, dealt out in a snake order
-        # (0, 1, .., n-1, n-1, .., 0, ...) so that every device gets the same mix of sizes.
         nd = len(self.backends)
-        if nd == 1:
-            shares = [gpu_idx]
-        else:
-            by_size = gpu_idx[np.argsort(-(qlen[gpu_idx] * rlen[gpu_idx]), kind="stable")]
-            pos = np.arange(by_size.shape[0]) % (2 * nd)
-            device_of = np.where(pos < nd, pos, 2 * nd - 1 - pos)
-            shares = [np.sort(by_size[device_of == d]) for d in range(nd)]
+        shares = split_over_devices(gpu_idx, qlen[gpu_idx] * rlen[gpu_idx], nd)
 
         errors: list[BaseException] = []
 
