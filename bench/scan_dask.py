@@ -173,12 +173,12 @@ def main() -> int:
 NOTES = """\
 Reading: `single` runs one process with all cores as threads; `tcp` runs the same partitions on
 already-running workers (one thread each), so its wall time is the client's work plus the
-partitions' (two processes overlap Python-side post-processing better than two threads of one);
+partitions' (each partition a separate task with its own per-call costs);
 `local:W` adds starting and stopping the cluster and each worker's first imports (compare the
 1-pair rows: the fixed cost of a local cluster is about the difference); `run-dir` is the
 partitioned path in one process (partitions stored and read back). On a 2-core machine a
 cluster adds no cores; the point is the overhead, which is small next to
-scans of minutes or hours. Timings on a shared machine vary by about 20% between runs."""
+scans of minutes or hours. Timings vary by about 20% between runs where other jobs share the machine."""
 
 
 def write(rows: list[dict], args, what: str, pairs: int, cores: int) -> None:
