@@ -162,3 +162,19 @@ def test_energy_models_through_the_scan(files):
         assert expected[0] < -20  # a perfect site folds strongly
     strict_cut = gamut.scan(str(q), str(r), energy_threshold=-100)
     assert strict_cut.empty
+
+
+def test_first_run_notice_once_per_installation(files, tmp_path, capsys, monkeypatch):
+    """On a terminal, the first successful command says it compiles; later ones say nothing, and a
+    failed command does not count as the first run."""
+    monkeypatch.setenv("GAMUT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    query, reference = files
+    assert main(["miranda", str(query), str(tmp_path / "missing.fa")]) != 0
+    assert "first run" in capsys.readouterr().err
+    assert not list((tmp_path / "cache").glob("compiled-*"))
+    assert main(["scan", str(query), str(reference), "-o", str(tmp_path / "hits.tsv")]) == 0
+    assert "first run" in capsys.readouterr().err
+    assert len(list((tmp_path / "cache").glob("compiled-*"))) == 1
+    assert main(["miranda", str(query), str(reference), "-out", str(tmp_path / "hits.txt")]) == 0
+    assert "first run" not in capsys.readouterr().err

@@ -42,13 +42,13 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "miranda":
             from gamut.scan.miranda_cli import main as miranda_main
 
-            return miranda_main(argv[1:])
+            return _first_run(lambda: miranda_main(argv[1:]))
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
-        return int(args.func(args) or 0)
+        return _first_run(lambda: int(args.func(args) or 0))
     except GamutError as exc:
         print(f"gamut: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -57,6 +57,17 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _first_run(command) -> int:
+    """Run ``command()``; on an installation's first run, say that it compiles (see gamut.cache)."""
+    from gamut.cache import first_run_notice, mark_compiled
+
+    marker = first_run_notice()
+    code = command()
+    if code == 0:
+        mark_compiled(marker)
+    return code
 
 
 if __name__ == "__main__":

@@ -261,7 +261,7 @@ def _int_array(value, shape: tuple[int, ...]) -> np.ndarray:
 
 def _cache_file() -> Path | None:
     """Where the built miranda tables are kept between runs (building them through ViennaRNA
-    takes about half a second): ``$GAMUT_CACHE_DIR`` or ``~/.cache/gamut``, keyed by the
+    takes about half a second): :func:`gamut.cache.cache_root`, keyed by the
     ViennaRNA version and this module's source."""
     import hashlib
     from importlib import metadata
@@ -270,7 +270,9 @@ def _cache_file() -> Path | None:
         version = metadata.version("ViennaRNA")
     except metadata.PackageNotFoundError:
         return None
-    root = Path(os.environ.get("GAMUT_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gamut")
+    from gamut.cache import cache_root
+
+    root = cache_root()
     key = hashlib.sha256(Path(__file__).read_bytes() + version.encode()).hexdigest()[:16]
     return root / f"energy-tables-miranda-{key}.npz"
 
