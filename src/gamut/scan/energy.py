@@ -557,20 +557,24 @@ def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str
     # Hits repeat (the same site in related genomes, repeated UTR elements): fold each distinct
     # string once. The energy is a function of the string's bytes (case included), so this is exact.
     keep, inverse = distinct_strings(letters, offsets)
-    if keep.shape[0] < offsets.shape[0] - 1:
-        unique_letters, unique_offsets = take_strings(letters, offsets, keep)
-        return packed_energies_dcal(unique_letters, unique_offsets, model=model, threads=threads,
-                                    engine=engine, device=device)[inverse]
-    nthreads = _threads(threads)
+    if keep.shape[0] == offsets.shape[0] - 1:
+        return _fold_packed(letters, offsets, model, _threads(threads), engine, device)
+    unique_letters, unique_offsets = take_strings(letters, offsets, keep)
+    return _fold_packed(unique_letters, unique_offsets, model, _threads(threads), engine, device)[inverse]
+
+
+def _fold_packed(letters: np.ndarray, offsets: np.ndarray, model: str, threads: int, engine: str,
+                 device: str) -> np.ndarray:
+    """Energies (dcal/mol) of packed fold strings with the chosen engine and device, every one folded."""
     if _engine(model, engine) == "compiled":
         if _on_gpu(device):
             from gamut.scan.energy_gpu import gpu_packed_energies
 
             return gpu_packed_energies(letters, offsets)
-        return _compiled_packed(letters, offsets, nthreads)
+        return _compiled_packed(letters, offsets, threads)
     text = letters.tobytes().decode("latin-1")
     seqs = [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
-    return _vienna_folds(seqs, model, nthreads)[0]
+    return _vienna_folds(seqs, model, threads)[0]
 
 
 def duplex_energies(sequences: Sequence[str], *, model: str = "miranda",
