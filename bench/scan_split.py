@@ -31,15 +31,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def measure(query: Path, ref: Path, devices: int) -> dict:
     from gamut.scan.fasta import read_miranda_fasta
-    from gamut.scan.gpu import MAX_GPU_QUERY, ROW_BUCKETS, split_over_devices
+    from gamut.scan.gpu import (CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE, MAX_GPU_QUERY, ROW_BUCKETS,
+                                split_over_devices)
     from gamut.scan.params import ScanParams
     from gamut.scan.runner import ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
     ql = scan_input.query_set.lengths().astype(np.int64)
     rl = scan_input.reference_set.lengths().astype(np.int64)
-    # The GPU engine's chunk sizes (GpuEngine.preferred_chunk_cells / _pairs) for this many devices.
-    chunks = scan_input.chunks(16_000_000_000 * devices, 1_000_000 * devices)
+    # The chunks the GPU engine asks for with this many devices.
+    chunks = scan_input.chunks(CHUNK_CELLS_PER_DEVICE * devices, CHUNK_PAIRS_PER_DEVICE * devices)
     cells = np.zeros(devices, np.int64)
     pairs = np.zeros(devices, np.int64)
     buckets = np.zeros((devices, len(ROW_BUCKETS)), np.int64)

@@ -44,6 +44,9 @@ CAND_FIELDS = 4  # (task, i, j, score)
 MAX_CANDIDATES = 2**31 - 1
 #: Longest reference the kernels index with int columns (segment ends may pass it by a segment).
 MAX_GPU_REFERENCE = 2**31 - 2**24
+#: Cells and pairs per ``align`` call the engine asks the runner for, per device.
+CHUNK_CELLS_PER_DEVICE = 16_000_000_000
+CHUNK_PAIRS_PER_DEVICE = 1_000_000
 #: Profile score of the unused top rows of a bucket (keeps their A at 0; see scan_dp.cu).
 PAD_SCORE = -(1 << 28)
 
@@ -742,9 +745,9 @@ class GpuEngine:
         self.gpu_ids = [b.device_id for b in self.backends]
         self.cpu = SimdEngine(threads)
         #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks).
-        self.preferred_chunk_cells = 16_000_000_000 * len(self.backends)
+        self.preferred_chunk_cells = CHUNK_CELLS_PER_DEVICE * len(self.backends)
         #: ... and this many pairs (Python work per call is small next to the GPU's).
-        self.preferred_chunk_pairs = 1_000_000 * len(self.backends)
+        self.preferred_chunk_pairs = CHUNK_PAIRS_PER_DEVICE * len(self.backends)
         self.stats: dict[str, float] = {}
         self._stats_lock = threading.Lock()
         self._query_cache: tuple | None = None
