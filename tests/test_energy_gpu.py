@@ -51,7 +51,20 @@ def test_every_bucket_and_both_kernels():
     timing = G.Timing()
     got = G.gpu_energies(seqs, timing=timing)
     assert np.array_equal(got, _cpu(seqs))
-    assert {launch["kernel"] for launch in timing.launches} == {"energy_fold_shared", "energy_fold_global"}
+    assert {launch["kernel"] for launch in timing.launches} == {"energy_fold_shared16", "energy_fold_global"}
+
+
+def test_int16_overflow_refolds_with_int32_cells():
+    long_stem = "G" * 120 + "GAAA" + "C" * 120  # 244 nt: int16 cells fit shared memory
+    seqs = ["GGGGAAAACCCC", long_stem, "ACGUACGUAGCUAGCUAGCAUGCAUCGAUC" * 4]
+    timing = G.Timing()
+    got = G.gpu_energies(seqs, timing=timing)
+    want = _cpu(seqs)
+    assert want[1] < -32767 and np.array_equal(got, want)
+    # int16 launches for every string, then one int32 launch (global scratch at this length) for
+    # the overflowed one
+    assert {launch["kernel"] for launch in timing.launches[:-1]} == {"energy_fold_shared16"}
+    assert timing.launches[-1]["kernel"] == "energy_fold_global" and timing.launches[-1]["strings"] == 1
 
 
 def test_large_batch_many_blocks():

@@ -29,15 +29,32 @@ def _cpu(seqs: list[str]) -> np.ndarray:
 
 def test_work_area_layout_is_one_definition(host):
     for m in (6, 7, 64, 65, 402):
-        assert host.work_ints(m) == G.work_ints(m)
+        for cell_bytes in (2, 4):
+            assert host.work_bytes(m, cell_bytes) == G.work_bytes(m, cell_bytes)
+            assert G.work_bytes(m, cell_bytes) % 16 == 0
 
 
-def test_golden_energies_all_rows(host):
+@pytest.mark.parametrize("cell_bytes", [2, 4])
+def test_golden_energies_all_rows(host, cell_bytes):
     rows = golden_rows()
-    got = host.energies(list(rows.sequence))
+    raw, offsets = G._checked(list(rows.sequence))
+    got = host.fold(raw, offsets, cell_bytes)  # no refolding: every golden row fits int16 cells
     want = dcal(rows.energy)
     bad = np.nonzero(got != want)[0]
     assert bad.size == 0, [(rows.sequence[k], want[k], got[k]) for k in bad[:5]]
+
+
+def test_int16_overflow_is_flagged_and_refolded(host):
+    """A long perfect G:C stem is below -327.67 kcal/mol: int16 cells flag it, int32 folds it."""
+    long_stem = "G" * 120 + "GAAA" + "C" * 120  # 244 nt: int16 cells fit shared memory
+    seqs = ["ACGUACGUAGCUAGCUAGCAUGCAUCGAUC", long_stem, "GGGGAAAACCCC", long_stem.lower()]
+    raw, offsets = G._checked(seqs)
+    flagged = host.fold(raw, offsets, 2)
+    assert list(flagged == G.ENERGY_OVERFLOW) == [False, True, False, True]
+    want = _cpu(seqs)
+    assert want[1] < -32767
+    assert np.array_equal(host.energies(seqs), want)
+    assert np.array_equal(host.fold(raw, offsets, 4), want)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,10 +86,15 @@ def test_too_long_is_an_error(host):
 def test_launch_plan():
     optin = 227 * 1024
     name, warps, shared = G.launch_plan(64, optin)
+    assert (name, warps) == ("energy_fold_shared16", 16) and shared <= optin
+    name, warps, shared = G.launch_plan(56, optin)
+    assert (name, warps) == ("energy_fold_shared16", G.MAX_WARPS) and shared <= optin
+    name, warps, shared = G.launch_plan(64, optin, 4)
     assert (name, warps) == ("energy_fold_shared", 8) and shared <= optin
-    name, warps, shared = G.launch_plan(G.MAX_LENGTH + 2, optin)
-    assert name == "energy_fold_global"
-    assert G.BUCKET_M[-1] == G.MAX_LENGTH + 2
+    assert G.launch_plan(200, optin)[0] == "energy_fold_shared16"
+    assert G.launch_plan(G.MAX_LENGTH + 2, optin) == G.launch_plan(G.MAX_LENGTH + 2, optin, 4)
+    assert G.launch_plan(G.MAX_LENGTH + 2, optin)[0] == "energy_fold_global"
+    assert G.BUCKET_M[-1] == G.MAX_LENGTH + 2 and list(G.BUCKET_M) == sorted(set(G.BUCKET_M))
 
 
 def test_device_keyword():

@@ -228,3 +228,12 @@ def test_greedy_lower_bound_is_a_valid_structure_count():
     assert greedy_pairs(np.array([0, 3], np.uint8), 0) == 1
     assert greedy_pairs(np.array([0, 3], np.uint8), 1) == 0
     assert greedy_pairs(np.array([0, 1, 3], np.uint8), 1) == 1
+
+
+def test_packed_products_only_where_every_score_fits_16_bits():
+    """n / 2 pairs at most: PACKED_MAX_LENGTH keeps every interval's pair count below 2^16."""
+    from gamut.fold.gpu import PACKED_MAX_LENGTH, fill_gpu
+
+    assert PACKED_MAX_LENGTH // 2 == 0xFFFF and (PACKED_MAX_LENGTH + 1) // 2 > 0xFFFF
+    with pytest.raises(DeviceError, match="16-bit"):  # raised before any GPU work
+        fill_gpu(np.zeros(PACKED_MAX_LENGTH + 1, np.uint8), 1, packed=True)

@@ -4,7 +4,9 @@ Kernels live in ``gamut/cuda/kernels/nussinov.cu`` (compiled at run time by CuPy
 triangle is the same as :mod:`gamut.fold.tiled` builds on the CPU, in int32: ``(nb (nb+1) / 2)``
 tiles of ``64 x 64`` with ``nb = ceil((n + 1) / 64)``, about ``2 n^2`` bytes (20 GB for n = 100,000).
 ``traceback_gpu`` traces the structure on the device (only the partner table comes back) and
-``fold_batch_gpu`` folds many short sequences in one launch (one block per sequence).
+``fold_batch_gpu`` folds many short sequences in one launch (one block per sequence). Up to
+``PACKED_MAX_LENGTH`` the max-plus products use packed 16-bit DPX (``__viaddmax_u16x2``, two
+columns per instruction); the tiles stay int32.
 CuPy is imported only when this engine runs.
 """
 from __future__ import annotations
@@ -17,7 +19,10 @@ from gamut.errors import DeviceError
 from gamut.fold.tiled import tile_count
 
 TILE = 64
-KERNELS = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish")
+KERNELS = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish", "nussinov_maxplus16")
+#: Longest sequence whose max-plus products run on packed 16-bit halves (``nussinov_maxplus16``):
+#: every score is a pair count of at most n / 2 <= 65,535. Longer sequences use int32.
+PACKED_MAX_LENGTH = 131_071
 TRACEBACK_THREADS = 256  # TB_THREADS in nussinov.cu
 BATCH_THREADS = 256  # BATCH_THREADS in nussinov.cu
 #: Longest sequence the batch kernel folds (its matrix of bytes lives in shared memory).
@@ -62,15 +67,22 @@ def fill_gpu(
     device_id: int | None = None,
     blocks_per_sm: int = 8,
     profile: dict | None = None,
+    packed: bool | None = None,
 ):
     """Fill the tiled triangle on the GPU; returns the ``cupy`` array ``(tiles, 64, 64)`` int32.
 
     ``blocks_per_sm`` sets how many blocks the max-plus kernel aims for (split-K when few tiles
-    are left); ``profile``, if a dict, receives the milliseconds spent in each kernel.
+    are left); ``profile``, if a dict, receives the milliseconds spent in each kernel; ``packed``:
+    16-bit max-plus products (default: where exact, n <= ``PACKED_MAX_LENGTH``; True beyond that
+    is an error).
     """
     n = int(codes.shape[0])
     if n > MAX_LENGTH:
         raise DeviceError(f"folding {n:,} nt: the GPU engine folds at most {MAX_LENGTH:,} nt (use the CPU engine)")
+    if packed is None:
+        packed = n <= PACKED_MAX_LENGTH
+    elif packed and n > PACKED_MAX_LENGTH:
+        raise DeviceError(f"16-bit max-plus products are exact up to {PACKED_MAX_LENGTH:,} nt, not {n:,}")
     import cupy
 
     nb, count = tile_count(n, TILE)
@@ -87,7 +99,8 @@ def fill_gpu(
                 f"only {free / 1e9:.1f} of {total / 1e9:.1f} GB are free (this GPU folds up to about "
                 f"{max_length(free):,} nt; use a larger GPU or the CPU engine)"
             )
-        diagonal, maxplus, finish = _kernels(device.id)
+        diagonal, maxplus32, finish, maxplus16 = _kernels(device.id)
+        maxplus = maxplus16 if packed else maxplus32
         sms = device.attributes["MultiProcessorCount"]
         tiles = cupy.zeros((count, TILE, TILE), dtype=cupy.int32)
         seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))

@@ -4,8 +4,12 @@ the energies of the compiled CPU engine (``gamut.scan.energy``), one warp per fo
 Tables are packed into two int32 buffers (``small``: copied to shared memory per block; ``big``:
 int11/int21/int22, hairpin energies by size, special tetraloops) whose layout reaches the kernel as
 ``-D`` options, one definition for the GPU and the host test build (``build_host_library``).
-Strings are folded in length buckets; a bucket whose per-warp work area fits in shared memory uses
-``energy_fold_shared``, longer strings ``energy_fold_global`` (work areas in global scratch).
+Strings are folded in length buckets (padded length m = n + 2, in steps of 4 around miRanda's 45-62 nt), so a
+warp's work area is sized for its bucket. A bucket whose work area fits in shared memory uses
+``energy_fold_shared16``: DP cells stored as int16, twice the strings per SM. A string whose finite
+cell values do not fit int16 (very stable duplexes of long strings) comes back as ``ENERGY_OVERFLOW``
+and is folded again with int32 cells (``energy_fold_shared``, or ``energy_fold_global`` with work
+areas in global scratch where even one int32 area does not fit), so every energy is exact.
 """
 from __future__ import annotations
 
@@ -19,16 +23,21 @@ from gamut.errors import InputError
 
 KERNEL_FILE = "energy.cu"
 MAX_LENGTH = 400          # longest fold string the engine takes (nt)
-MAX_WARPS = 8             # warps per block (MAX_WARPS in energy.cu)
-BUCKET_M = (64, 96, 128, 192, 256, MAX_LENGTH + 2)  # launches by padded length m = n + 2
+MAX_WARPS = 20            # warps per block (MAX_WARPS in energy.cu)
+BUCKET_M = (16, 24, 32, 40, *range(44, 73, 4), 80, 88, 96, 112, 128, 160, 192, 256, MAX_LENGTH + 2)  # by padded length m = n + 2
 SCRATCH_BYTES = 1 << 30   # global scratch cap for the long-string kernel
 DML_RING = 5              # as in energy.cu
+ENERGY_OVERFLOW = -(2**31)  # a string's result when its int16 cells overflowed (energy.cu)
 
 
-def work_ints(m: int) -> int:
-    """Ints of one warp's work area for strings of up to m - 2 letters (energy_work_ints)."""
+def _round16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
+def work_bytes(m: int, cell_bytes: int = 4) -> int:
+    """Bytes of one warp's work area for strings of up to m - 2 letters (energy_work_bytes)."""
     t = m * (m + 1) // 2
-    return 3 * t + DML_RING * m + 5 * m + 1
+    return _round16(4 * (3 * m + 1)) + _round16(2 * m) + _round16(cell_bytes * (3 * t + DML_RING * m))
 
 
 @functools.lru_cache(maxsize=1)
@@ -81,6 +90,20 @@ def _check_packed(raw: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.
     return raw, offsets
 
 
+def refold_overflowed(out: np.ndarray, raw: np.ndarray, offsets: np.ndarray, fold32) -> np.ndarray:
+    """``out`` (int64) with every ENERGY_OVERFLOW entry replaced by ``fold32(raw, offsets)`` of
+    those strings (int32 cells, exact for every string the engine takes)."""
+    out = out.astype(np.int64)
+    bad = np.flatnonzero(out == ENERGY_OVERFLOW)
+    if bad.size:
+        from gamut.io.textcols import take_strings
+
+        out[bad] = fold32(*take_strings(raw, offsets, bad))
+        if np.any(out[bad] == ENERGY_OVERFLOW):
+            raise RuntimeError("int32 energy cells overflowed")  # cannot happen: int32 is never flagged
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # Host build (tests)
 # ----------------------------------------------------------------------------------------------
@@ -104,23 +127,30 @@ class HostEngine:
         import ctypes
 
         self.lib = ctypes.CDLL(library_path)
-        self.lib.host_energy_work_ints.restype = ctypes.c_longlong
+        self.lib.host_energy_work_bytes.restype = ctypes.c_longlong
         self.ctypes = ctypes
 
-    def work_ints(self, m: int) -> int:
-        return int(self.lib.host_energy_work_ints(m))
+    def work_bytes(self, m: int, cell_bytes: int) -> int:
+        return int(self.lib.host_energy_work_bytes(m, cell_bytes))
 
-    def energies(self, seqs: list[str]) -> np.ndarray:
+    def fold(self, raw: np.ndarray, offsets: np.ndarray, cell_bytes: int) -> np.ndarray:
+        """Raw kernel results (int32; ENERGY_OVERFLOW where int16 cells overflowed)."""
         c = self.ctypes
         small, big, _ = table_buffers()
-        raw, offsets = _checked(seqs)
-        raw = np.ascontiguousarray(raw) if raw.size else np.zeros(1, np.uint8)
-        out = np.zeros(len(seqs), np.int32)
+        raw = np.ascontiguousarray(raw, np.uint8) if raw.size else np.zeros(1, np.uint8)
+        offsets = np.ascontiguousarray(offsets, np.int64)
+        out = np.zeros(offsets.shape[0] - 1, np.int32)
         maxm = int(np.diff(offsets).max(initial=0)) + 2
         ptr = lambda a: c.c_void_p(a.ctypes.data)  # noqa: E731
-        self.lib.host_energy_fold(ptr(small), ptr(big), ptr(raw), ptr(offsets), c.c_int(len(seqs)),
-                                  c.c_int(maxm), ptr(out))
-        return out.astype(np.int64)
+        self.lib.host_energy_fold(ptr(small), ptr(big), ptr(raw), ptr(offsets), c.c_int(out.shape[0]),
+                                  c.c_int(maxm), c.c_int(cell_bytes), ptr(out))
+        return out
+
+    def energies(self, seqs: list[str], cell_bytes: int = 2) -> np.ndarray:
+        """Energies as the GPU path makes them: int16 cells first, overflowed strings again in int32."""
+        raw, offsets = _checked(seqs)
+        out = self.fold(raw, offsets, cell_bytes)
+        return refold_overflowed(out, raw, offsets, lambda r, o: self.fold(r, o, 4))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -151,13 +181,17 @@ def _module(device_id: int):
     return load_module(KERNEL_FILE, options=table_buffers()[2], device_id=device_id)
 
 
-def launch_plan(maxm: int, optin_bytes: int) -> tuple[str, int, int]:
-    """(kernel, warps per block, dynamic shared bytes) for strings of padded length maxm."""
-    small_bytes = 4 * table_buffers()[0].size
-    per_warp = 4 * work_ints(maxm)
+def launch_plan(maxm: int, optin_bytes: int, cell_bytes: int = 2) -> tuple[str, int, int]:
+    """(kernel, warps per block, dynamic shared bytes) for strings of padded length maxm, with
+    int16 (cell_bytes 2) or int32 cells; int32 falls back to global scratch for long strings."""
+    small_bytes = _round16(4 * table_buffers()[0].size)
+    per_warp = work_bytes(maxm, cell_bytes)
     warps = min(MAX_WARPS, (optin_bytes - small_bytes) // per_warp)
     if warps >= 1:
-        return "energy_fold_shared", int(warps), small_bytes + warps * per_warp
+        name = "energy_fold_shared16" if cell_bytes == 2 else "energy_fold_shared"
+        return name, int(warps), small_bytes + warps * per_warp
+    if cell_bytes == 2:
+        return launch_plan(maxm, optin_bytes, 4)
     return "energy_fold_global", 4, small_bytes
 
 
@@ -174,55 +208,61 @@ def gpu_packed_energies(raw: np.ndarray, offsets: np.ndarray, device_id: int | N
 
     t_start = time.perf_counter() if t_start is None else t_start
     raw, offsets = _check_packed(np.ascontiguousarray(raw, np.uint8), np.ascontiguousarray(offsets, np.int64))
-    count = offsets.shape[0] - 1
-    if count == 0:
+    if offsets.shape[0] == 1:
         return np.zeros(0, np.int64)
+    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
+    with dev:
+        out = refold_overflowed(_gpu_fold(raw, offsets, dev, 2, timing), raw, offsets,
+                                lambda r, o: _gpu_fold(r, o, dev, 4, timing))
+    if timing is not None:
+        timing.total += time.perf_counter() - t_start
+    return out
+
+
+def _gpu_fold(raw: np.ndarray, offsets: np.ndarray, dev, cell_bytes: int, timing: Timing | None) -> np.ndarray:
+    """Raw kernel results (int32, input order) of packed strings on ``dev``, by length bucket."""
+    import cupy as cp
+
+    count = offsets.shape[0] - 1
     lengths = np.diff(offsets)
     order = np.argsort(lengths, kind="stable").astype(np.int32)
     padded = lengths[order] + 2
-    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
-    with dev:
-        small, big = _device_tables(dev.id)
-        module = _module(dev.id)
-        sms = dev.attributes["MultiProcessorCount"]
-        optin = cp.cuda.runtime.deviceGetAttribute(97, dev.id)  # cudaDevAttrMaxSharedMemoryPerBlockOptin
-        d_raw = cp.asarray(raw if raw.size else np.zeros(1, np.uint8))
-        d_off = cp.asarray(offsets)
-        d_order = cp.asarray(order)
-        d_out = cp.zeros(count, cp.int32)
-        kernel_s = 0.0
-        lo = 0
-        for limit in BUCKET_M:
-            hi = int(np.searchsorted(padded, limit, side="right"))
-            if hi == lo:
-                continue
-            maxm = int(padded[hi - 1])
-            name, warps, shared = launch_plan(maxm, optin)
-            fn = module.get_function(name)
-            n = hi - lo
-            if name == "energy_fold_shared":
-                if shared > 48 * 1024:
-                    fn.max_dynamic_shared_size_bytes = shared
-                blocks = min(-(-n // warps), sms * max(1, 64 // warps) * 4)
-                scratch = d_out  # unused
-            else:
-                per_block = 4 * work_ints(maxm) * warps
-                blocks = max(1, min(-(-n // warps), SCRATCH_BYTES // per_block, sms * 8))
-                scratch = cp.empty(blocks * per_block // 4, cp.int32)
-            begin, end = cp.cuda.Event(), cp.cuda.Event()
-            begin.record()
-            fn((blocks,), (32 * warps,), (small, big, d_raw, d_off, d_order[lo:hi], np.int32(n),
-                                          np.int32(maxm), scratch, d_out), shared_mem=shared)
-            end.record()
-            end.synchronize()
-            ms = cp.cuda.get_elapsed_time(begin, end)
-            kernel_s += ms / 1000.0
-            if timing is not None:
-                timing.launches.append({"kernel": name, "strings": n, "maxm": maxm, "warps": warps,
-                                        "blocks": blocks, "shared_bytes": shared, "ms": round(ms, 3)})
-            lo = hi
-        out = cp.asnumpy(d_out).astype(np.int64)
+    small, big = _device_tables(dev.id)
+    module = _module(dev.id)
+    sms = dev.attributes["MultiProcessorCount"]
+    optin = cp.cuda.runtime.deviceGetAttribute(97, dev.id)  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+    d_raw = cp.asarray(raw if raw.size else np.zeros(1, np.uint8))
+    d_off = cp.asarray(offsets)
+    d_order = cp.asarray(order)
+    d_out = cp.zeros(count, cp.int32)
+    begin, end = cp.cuda.Event(), cp.cuda.Event()
+    begin.record()
+    lo = 0
+    for limit in BUCKET_M:
+        hi = int(np.searchsorted(padded, limit, side="right"))
+        if hi == lo:
+            continue
+        maxm = int(padded[hi - 1])
+        name, warps, shared = launch_plan(maxm, optin, cell_bytes)
+        fn = module.get_function(name)
+        n = hi - lo
+        if name != "energy_fold_global":
+            if shared > 48 * 1024:
+                fn.max_dynamic_shared_size_bytes = shared
+            blocks = min(-(-n // warps), sms * 32)
+            scratch = d_raw  # unused
+        else:
+            per_block = work_bytes(maxm, 4) * warps
+            blocks = max(1, min(-(-n // warps), SCRATCH_BYTES // per_block, sms * 8))
+            scratch = cp.empty(blocks * per_block, cp.uint8)
+        fn((blocks,), (32 * warps,), (small, big, d_raw, d_off, d_order[lo:hi], np.int32(n),
+                                      np.int32(maxm), scratch, d_out), shared_mem=shared)
+        if timing is not None:
+            timing.launches.append({"kernel": name, "strings": n, "maxm": maxm, "warps": warps,
+                                    "blocks": blocks, "shared_bytes": shared})
+        lo = hi
+    end.record()
+    out = cp.asnumpy(d_out)
     if timing is not None:
-        timing.kernel += kernel_s
-        timing.total += time.perf_counter() - t_start
+        timing.kernel += cp.cuda.get_elapsed_time(begin, end) / 1000.0
     return out

@@ -10,6 +10,11 @@
 //   4. lanes over cells: multiloop segments fml[i, j] and their two-part minima dml[i, j].
 // The exterior loop (f3, from the 3' end) is filled last, one position at a time.
 //
+// Cells are stored as int32 or, to fit twice the strings into shared memory, as int16 (Work<short>):
+// E_INF and anything at or above E_INF / 2 (no structure) is stored as CELL16_INF; a finite value
+// outside (-CELL16_INF, CELL16_INF) sets the work area's overflow flag and the string's energy comes
+// back as ENERGY_OVERFLOW, for the host to fold again with int32 cells. All arithmetic is int32.
+//
 // Table layout (offsets T_* into the "small" and "big" int32 buffers, N_TL, HP_LEN) comes from
 // gamut.scan.energy_gpu through -D options. The host test build (energy_host_harness.cu) compiles
 // this file with ENERGY_HOST: one lane per warp, the warp primitives become plain code.
@@ -18,6 +23,8 @@
 #define E_TURN 3
 #define E_MAXLOOP 30
 #define DML_RING 5  // dml is read at spans d - 2 .. d - 4 only
+#define CELL16_INF 32767
+#define ENERGY_OVERFLOW (-2147483647 - 1)  // energy of a string whose int16 cells overflowed
 
 #ifdef ENERGY_HOST
 #define DEV static inline
@@ -62,40 +69,70 @@ DEV int warp_append(bool flag, int value, int* list, int count, int lane) {
 #endif
 }
 
-// ---- work area of one fold string (ints), for strings of up to m - 2 letters ------------------
+// ---- work area of one fold string, for strings of up to m - 2 letters -------------------------
 // Matrices over cells (i, j), 0 <= i <= j < m, are stored by span: tri(m, s) + i.
 DEV int tri(int m, int s) { return s * m - (s * (s - 1)) / 2; }
 
-DEV long long energy_work_ints(int m) {
-    long long t = (long long)m * (m + 1) / 2;
-    return 3 * t + (long long)DML_RING * m + 5LL * m + 1;
+DEV long long round16(long long bytes) { return (bytes + 15) / 16 * 16; }
+
+// Bytes of one work area with cells of cell_bytes (2 or 4) bytes: int lists, letters, cells.
+DEV long long energy_work_bytes(int m, int cell_bytes) {
+    const long long t = (long long)m * (m + 1) / 2;
+    return round16(4LL * (3 * m + 1)) + round16(2LL * m) + round16((long long)cell_bytes * (3 * t + DML_RING * m));
 }
 
+template <class C>
 struct Work {
-    int* cau;    // c[i, j] + terminal AU/GU penalty of (i, j)      (INF: no pair)
-    int* cint;   // c[i, j] + interior mismatch seen from the loop closed outside (i, j)
-    int* fml;    // multiloop segment [i, j]: one or more stems
-    int* dml;    // two-part minimum of fml over [i, j] (ring of DML_RING spans)
-    int* S;      // letter codes, 0 at both ends
-    int* S1;     // codes as loop terms see them
-    int* ecell;  // energy of each listed pair cell of the current diagonal
-    int* plist;  // the pair cells (i) of the current diagonal
-    int* f3;     // exterior loop from the 3' end
+    C* cau;              // c[i, j] + terminal AU/GU penalty of (i, j)      (INF: no pair)
+    C* cint;             // c[i, j] + interior mismatch seen from the loop closed outside (i, j)
+    C* fml;              // multiloop segment [i, j]: one or more stems
+    C* dml;              // two-part minimum of fml over [i, j] (ring of DML_RING spans)
+    unsigned char* S;    // letter codes, 0 at both ends
+    unsigned char* S1;   // codes as loop terms see them
+    int* ecell;          // energy of each listed pair cell of the current diagonal
+    int* plist;          // the pair cells (i) of the current diagonal
+    int* f3;             // exterior loop from the 3' end
+    int* overflow;       // set when a finite value does not fit C
 };
 
-DEV Work work_at(int* base, int m) {
-    long long t = (long long)m * (m + 1) / 2;
-    Work w;
-    w.cau = base;
-    w.cint = base + t;
-    w.fml = base + 2 * t;
-    w.dml = base + 3 * t;
-    w.S = w.dml + DML_RING * m;
-    w.S1 = w.S + m;
-    w.ecell = w.S1 + m;
+template <class C>
+DEV Work<C> work_at(void* base, int m) {
+    const long long t = (long long)m * (m + 1) / 2;
+    char* p = (char*)base;
+    Work<C> w;
+    w.ecell = (int*)p;
     w.plist = w.ecell + m;
     w.f3 = w.plist + m;
+    w.overflow = w.f3 + m;
+    p += round16(4LL * (3 * m + 1));
+    w.S = (unsigned char*)p;
+    w.S1 = w.S + m;
+    p += round16(2LL * m);
+    w.cau = (C*)p;
+    w.cint = w.cau + t;
+    w.fml = w.cint + t;
+    w.dml = w.fml + t;
     return w;
+}
+
+// Cell loads and stores (int32 arithmetic whatever the storage).
+DEV int ld(const int* p) { return *p; }
+DEV int ld(const short* p) {
+    const int v = *p;
+    return v == CELL16_INF ? E_INF : v;
+}
+DEV void st(int* p, int v, int* overflow) {
+    (void)overflow;
+    *p = v;
+}
+DEV void st(short* p, int v, int* overflow) {
+    if (v >= E_INF / 2) {
+        v = CELL16_INF;
+    } else if (v >= CELL16_INF || v <= -CELL16_INF) {
+        *overflow = 1;
+        v = CELL16_INF;
+    }
+    *p = (short)v;
 }
 
 // ---- tables ------------------------------------------------------------------------------------
@@ -104,11 +141,13 @@ struct Tab {
     const int* big;  // int11, int21, int22, hairpin by size, tetraloops (global memory)
 };
 
-DEV int pair_of(const Tab& t, const Work& w, int p, int q) { return t.sm[T_PAIR + 7 * w.S[p] + w.S[q]]; }
+template <class C>
+DEV int pair_of(const Tab& t, const Work<C>& w, int p, int q) { return t.sm[T_PAIR + 7 * w.S[p] + w.S[q]]; }
 DEV int au_of(const Tab& t, int tp) { return tp > 2 ? t.sm[T_SCALARS + 5] : 0; }
 
 // c[p, q] (INF where (p, q) is no pair or spans fewer than TURN + 1 letters), with its rtype.
-DEV int c_at(const Tab& t, const Work& w, int m, int p, int q, int* rt) {
+template <class C>
+DEV int c_at(const Tab& t, const Work<C>& w, int m, int p, int q, int* rt) {
     int s = q - p;
     if (s <= E_TURN) {
         *rt = 0;
@@ -116,15 +155,17 @@ DEV int c_at(const Tab& t, const Work& w, int m, int p, int q, int* rt) {
     }
     int tp = pair_of(t, w, p, q);
     *rt = t.sm[T_RTYPE + tp];
-    return tp ? w.cau[tri(m, s) + p] - au_of(t, tp) : E_INF;
+    return tp ? ld(&w.cau[tri(m, s) + p]) - au_of(t, tp) : E_INF;
 }
 
-DEV int dml_at(const Work& w, int m, int p, int q) { return w.dml[((q - p) % DML_RING) * m + p]; }
+template <class C>
+DEV int dml_at(const Work<C>& w, int m, int p, int q) { return ld(&w.dml[((q - p) % DML_RING) * m + p]); }
 
 // Step 1: every term of pair (i, j) except bulges >= 2 nt and generic interior loops.
-DEV int pair_base_energy(const Tab& t, const Work& w, const unsigned char* raw, int m, int i, int j, int tp) {
+template <class C>
+DEV int pair_base_energy(const Tab& t, const Work<C>& w, const unsigned char* raw, int m, int i, int j, int tp) {
     const int* sm = t.sm;
-    const int* S1 = w.S1;
+    const unsigned char* S1 = w.S1;
     const int au = sm[T_SCALARS + 5], ml_base = sm[T_SCALARS + 2];
     const int ml_closing = sm[T_SCALARS + 3], ml_intern = sm[T_SCALARS + 4];
     const int si = S1[i + 1], sj = S1[j - 1];
@@ -177,7 +218,8 @@ DEV int pair_base_energy(const Tab& t, const Work& w, const unsigned char* raw, 
 // Step 2: the loops of pair (i, j) whose inner pair starts at p = i + 1 + u1: for u1 = 0 the 3'
 // bulges of 2..30 nt; for u1 >= 1 the 5' bulge of u1 nt (u1 >= 2) and the generic interior
 // loops u1 x u2 (u2 >= 1; lc is INF for the tabulated small loops and beyond MAXLOOP).
-DEV int loop_task(const Tab& t, const Work& w, int m, int i, int j, int tp, int u1) {
+template <class C>
+DEV int loop_task(const Tab& t, const Work<C>& w, int m, int i, int j, int tp, int u1) {
     const int* sm = t.sm;
     const int d = j - i;
     const int au_o = tp > 2 ? sm[T_SCALARS + 5] : 0;
@@ -185,11 +227,11 @@ DEV int loop_task(const Tab& t, const Work& w, int m, int i, int j, int tp, int 
     if (u1 == 0) {
         const int umax = min(E_MAXLOOP, d - 6);
         for (int u = 2; u <= umax; ++u)  // inner pair (i + 1, j - 1 - u)
-            best = min(best, sm[T_BULGE + u] + w.cau[tri(m, d - 2 - u) + i + 1]);
+            best = min(best, sm[T_BULGE + u] + ld(&w.cau[tri(m, d - 2 - u) + i + 1]));
         return best + au_o;
     }
     const int p = i + 1 + u1;
-    if (u1 >= 2) best = sm[T_BULGE + u1] + w.cau[tri(m, d - 2 - u1) + p] + au_o;
+    if (u1 >= 2) best = sm[T_BULGE + u1] + ld(&w.cau[tri(m, d - 2 - u1) + p]) + au_o;
     const int u2end = min(E_MAXLOOP - u1, d - 6 - u1);
     if (u2end >= 1) {
         const int* lc = sm + T_LC + (E_MAXLOOP + 1) * u1;
@@ -197,7 +239,7 @@ DEV int loop_task(const Tab& t, const Work& w, int m, int i, int j, int tp, int 
         int idx = tri(m, s) + p;
         int g = 2 * E_INF;
         for (int u2 = 1; u2 <= u2end; ++u2) {
-            g = min(g, lc[u2] + w.cint[idx]);
+            g = min(g, lc[u2] + ld(&w.cint[idx]));
             idx -= m - s + 1;  // tri(m, s - 1) = tri(m, s) - (m - s + 1)
             --s;
         }
@@ -208,7 +250,8 @@ DEV int loop_task(const Tab& t, const Work& w, int m, int i, int j, int tp, int 
 
 // Step 4: multiloop segment [i, j] (a stem seeded from the pairs (i|i+1, j|j-1), unpaired ends,
 // or two parts) and its two-part minimum.
-DEV void segment(const Tab& t, const Work& w, int m, int i, int j) {
+template <class C>
+DEV void segment(const Tab& t, const Work<C>& w, int m, int i, int j) {
     const int* sm = t.sm;
     const int ml_base = sm[T_SCALARS + 2], ml_intern = sm[T_SCALARS + 4];
     const int d = j - i;
@@ -219,43 +262,46 @@ DEV void segment(const Tab& t, const Work& w, int m, int i, int j) {
             if (q - p <= E_TURN) continue;
             const int tp = pair_of(t, w, p, q);
             if (!tp) continue;
-            int v = w.cau[tri(m, q - p) + p] + ml_intern;
+            int v = ld(&w.cau[tri(m, q - p) + p]) + ml_intern;
             if (a) v += sm[T_D5 + 5 * tp + w.S1[i]] + ml_base;
             if (b) v += sm[T_D3 + 5 * tp + w.S1[j]] + ml_base;
             f = min(f, v);
         }
     }
-    f = min(f, w.fml[tri(m, d - 1) + i + 1] + ml_base);
-    f = min(f, w.fml[tri(m, d - 1) + i] + ml_base);
+    f = min(f, ld(&w.fml[tri(m, d - 1) + i + 1]) + ml_base);
+    f = min(f, ld(&w.fml[tri(m, d - 1) + i]) + ml_base);
     int dm = 2 * E_INF;
     for (int k = i + 1 + E_TURN; k < j - 1 - E_TURN; ++k)
-        dm = min(dm, w.fml[tri(m, k - i) + i] + w.fml[tri(m, j - k - 1) + k + 1]);
+        dm = min(dm, ld(&w.fml[tri(m, k - i) + i]) + ld(&w.fml[tri(m, j - k - 1) + k + 1]));
     dm = min(dm, E_INF);
-    w.dml[(d % DML_RING) * m + i] = dm;
-    w.fml[tri(m, d) + i] = min(f, dm);
+    st(&w.dml[(d % DML_RING) * m + i], dm, w.overflow);
+    st(&w.fml[tri(m, d) + i], min(f, dm), w.overflow);
 }
 
-// Minimum free energy (dcal/mol) of raw[0:n]; every lane of the warp calls it, all get the result.
-DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int lane) {
+// Minimum free energy (dcal/mol) of raw[0:n], or ENERGY_OVERFLOW where a cell did not fit C;
+// every lane of the warp calls it, all get the result.
+template <class C>
+DEV int fold_one(const Tab& t, const unsigned char* raw, int n, void* work, int lane) {
     if (n < E_TURN + 2) return 0;
     const int m = n + 2;
-    const Work w = work_at(work, m);
+    const Work<C> w = work_at<C>(work, m);
     const int* sm = t.sm;
     // letters, the first spans (no pair) and the dml ring
     for (int k = lane; k < m; k += LANES) {
         const int code = (k == 0 || k == m - 1) ? 0 : sm[T_CODE + raw[k - 1]];
-        w.S[k] = code;
-        w.S1[k] = sm[T_ALIAS + code];
+        w.S[k] = (unsigned char)code;
+        w.S1[k] = (unsigned char)sm[T_ALIAS + code];
         w.f3[k] = 0;
     }
+    if (lane == 0) *w.overflow = 0;
     for (int s = 0; s <= E_TURN; ++s)
         for (int k = lane; k < m - s; k += LANES) {
             const int x = tri(m, s) + k;
-            w.cau[x] = E_INF;
-            w.cint[x] = E_INF;
-            w.fml[x] = E_INF;
+            st(&w.cau[x], E_INF, w.overflow);
+            st(&w.cint[x], E_INF, w.overflow);
+            st(&w.fml[x], E_INF, w.overflow);
         }
-    for (int k = lane; k < DML_RING * m; k += LANES) w.dml[k] = E_INF;
+    for (int k = lane; k < DML_RING * m; k += LANES) st(&w.dml[k], E_INF, w.overflow);
     warp_sync();
     for (int d = E_TURN + 1; d < n; ++d) {
         const int cells = n - d;  // i = 1 .. n - d
@@ -266,8 +312,8 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int l
             const int i = b + lane;
             const bool pairs = i <= cells && pair_of(t, w, i, i + d) != 0;
             if (i <= cells) {
-                w.cau[row + i] = E_INF;
-                w.cint[row + i] = E_INF;
+                st(&w.cau[row + i], E_INF, w.overflow);
+                st(&w.cint[row + i], E_INF, w.overflow);
             }
             count = warp_append(pairs, i, w.plist, count, lane);
         }
@@ -297,9 +343,9 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int l
             const int i = w.plist[k], j = i + d;
             const int tp = pair_of(t, w, i, j);
             const int e = w.ecell[k];
-            w.cau[row + i] = min(E_INF, e + au_of(t, tp));
+            st(&w.cau[row + i], min(E_INF, e + au_of(t, tp)), w.overflow);
             const int tt = sm[T_RTYPE + tp];
-            w.cint[row + i] = min(E_INF, e + sm[T_MMI + 25 * tt + 5 * w.S1[j + 1] + w.S1[i - 1]]);
+            st(&w.cint[row + i], min(E_INF, e + sm[T_MMI + 25 * tt + 5 * w.S1[j + 1] + w.S1[i - 1]]), w.overflow);
         }
         warp_sync();
         // 4. multiloop segments of this diagonal
@@ -315,7 +361,7 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int l
             if (!tp) continue;
             int rest = w.f3[j + 1];
             if (j < n) rest = min(rest, sm[T_D3 + 5 * tp + w.S1[j + 1]] + w.f3[j + 2]);
-            const int ext = w.cau[tri(m, j - i) + i] + rest;
+            const int ext = ld(&w.cau[tri(m, j - i) + i]) + rest;
             here = min(here, ext);
             if (i > 1) below = min(below, sm[T_D5 + 5 * tp + w.S1[i - 1]] + ext);
         }
@@ -327,44 +373,43 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, int* work, int l
         warp_sync();
         carry = below;
     }
-    return w.f3[1];
+    return *w.overflow ? ENERGY_OVERFLOW : w.f3[1];
 }
 
 #ifndef ENERGY_HOST
-#define MAX_WARPS 8
+#define MAX_WARPS 20
 // One warp per fold string (grid-stride over `order`; up to MAX_WARPS warps per block). SHARED:
 // work areas in dynamic shared memory after the small tables; otherwise in `scratch` (one area of
-// energy_work_ints(maxm) per warp of the grid).
-template <bool SHARED>
+// energy_work_bytes(maxm, sizeof(C)) per warp of the grid).
+template <bool SHARED, class C>
 __device__ void energy_fold_body(const int* __restrict__ small, const int* __restrict__ big,
                                  const unsigned char* __restrict__ raw, const long long* __restrict__ offsets,
-                                 const int* __restrict__ order, int count, int maxm, int* scratch, int* out) {
+                                 const int* __restrict__ order, int count, int maxm, char* scratch, int* out) {
     extern __shared__ int smem[];
     for (int k = threadIdx.x; k < T_SMALL; k += blockDim.x) smem[k] = small[k];
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const long long per = energy_work_ints(maxm);
-    int* work = SHARED ? smem + T_SMALL + warp * per
-                       : scratch + ((long long)blockIdx.x * warps + warp) * per;
+    const long long per = energy_work_bytes(maxm, (int)sizeof(C));
+    char* work = SHARED ? (char*)smem + round16(4LL * T_SMALL) + warp * per
+                        : scratch + ((long long)blockIdx.x * warps + warp) * per;
     const Tab t{smem, big};
     for (int x = blockIdx.x * warps + warp; x < count; x += gridDim.x * warps) {
         const int s = order[x];
         const long long start = offsets[s];
-        const int e = fold_one(t, raw + start, (int)(offsets[s + 1] - start), work, lane);
+        const int e = fold_one<C>(t, raw + start, (int)(offsets[s + 1] - start), work, lane);
         if (lane == 0) out[s] = e;
         __syncwarp();
     }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)
-energy_fold_shared(const int* small, const int* big, const unsigned char* raw, const long long* offsets,
-                   const int* order, int count, int maxm, int* scratch, int* out) {
-    energy_fold_body<true>(small, big, raw, offsets, order, count, maxm, scratch, out);
-}
+#define ENERGY_KERNEL(NAME, SHARED, C)                                                                   \
+    extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)                                    \
+    NAME(const int* small, const int* big, const unsigned char* raw, const long long* offsets,         \
+         const int* order, int count, int maxm, char* scratch, int* out) {                              \
+        energy_fold_body<SHARED, C>(small, big, raw, offsets, order, count, maxm, scratch, out);      \
+    }
 
-extern "C" __global__ void __launch_bounds__(32 * MAX_WARPS, 1)
-energy_fold_global(const int* small, const int* big, const unsigned char* raw, const long long* offsets,
-                   const int* order, int count, int maxm, int* scratch, int* out) {
-    energy_fold_body<false>(small, big, raw, offsets, order, count, maxm, scratch, out);
-}
+ENERGY_KERNEL(energy_fold_shared16, true, short)
+ENERGY_KERNEL(energy_fold_shared, true, int)
+ENERGY_KERNEL(energy_fold_global, false, int)
 #endif
