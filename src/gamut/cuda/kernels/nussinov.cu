@@ -260,6 +260,7 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
     __shared__ int X[TILE][PITCH];  // above the diagonal: tile (I, I); below: tile (J, J) transposed
     __shared__ int below[TILE];     // below[c] = D((I+1)T, JT + c - 1), c >= 1
     __shared__ int left[TILE];      // left[r] = D(IT + r + 1, JT - 1); left[T-1] = D((I+1)T, JT - 1)
+    __shared__ bool bond[TILE][TILE + 1];  // bond[r][c]: s[IT + r] and s[JT + c - 1] close (IT + r, JT + c)
     const int I = blockIdx.x, J = I + d, t = threadIdx.x;
     int* C = tile_ptr(tiles, I, J, nb);
     const int* L = tile_ptr(tiles, I, I, nb);
@@ -272,12 +273,12 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
             X[t][r] = rv;  // R[r][t], r < t, stored at X[t][r]
         }
     }
+    for (int r = 0; r < TILE; ++r) bond[r][t] = closes(seq, n, min_loop, I * TILE + r, J * TILE + t);
     if (t >= 1) below[t] = tile_ptr(tiles, I + 1, J, nb)[t - 1];
     if (t < TILE - 1) left[t] = tile_ptr(tiles, I, J - 1, nb)[(t + 1) * TILE + TILE - 1];
     else left[t] = (d >= 2) ? tile_ptr(tiles, I + 1, J - 1, nb)[TILE - 1] : 0;
     __syncthreads();
 
-    const int ibase = I * TILE, jbase = J * TILE;
     const int li = TILE - 1 - t;  // thread t owns row li; at step s it computes column s - t
     for (int s = 0; s < 2 * TILE - 1; ++s) {
         const int lj = s - t;
@@ -285,7 +286,7 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
             int v = S[li][lj];
             for (int k = li + 1; k < TILE; ++k) v = addmax(X[li][k], S[k][lj], v);  // k in tile I
             for (int k = 0; k < lj; ++k) v = addmax(S[li][k], X[lj][k], v);         // k in tile J
-            if (closes(seq, n, min_loop, ibase + li, jbase + lj)) {
+            if (bond[li][lj]) {
                 int inner;
                 if (li + 1 < TILE) inner = (lj > 0) ? S[li + 1][lj - 1] : left[li];
                 else inner = (lj > 0) ? below[lj] : left[TILE - 1];
