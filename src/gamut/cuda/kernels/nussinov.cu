@@ -77,6 +77,19 @@ nussinov_diagonal(int* tiles, const unsigned char* seq, int n, int nb, int min_l
     for (int r = 0; r < TILE; ++r) out[r * TILE + t] = S[r][t];
 }
 
+// This thread's int4 share (LOADS each) of tiles A = (I, K) and B = (K, J), into registers.
+constexpr int MAXPLUS_LOADS = TILE * TILE / 4 / MAXPLUS_THREADS;
+__device__ __forceinline__ void fetch_tile_pair(int* tiles, int I, int K, int J, int nb, int tid,
+                                                int4 (&pa)[MAXPLUS_LOADS], int4 (&pb)[MAXPLUS_LOADS]) {
+    const int4* A = reinterpret_cast<const int4*>(tile_ptr(tiles, I, K, nb));
+    const int4* B = reinterpret_cast<const int4*>(tile_ptr(tiles, K, J, nb));
+#pragma unroll
+    for (int q = 0; q < MAXPLUS_LOADS; ++q) {
+        pa[q] = A[tid + q * MAXPLUS_THREADS];
+        pb[q] = B[tid + q * MAXPLUS_THREADS];
+    }
+}
+
 // acc[x][y] = max(acc[x][y], max_k A[4ty+x][k] + B[k][4tx+y]) over the tiles K in [k0, k1)
 extern "C" __global__ void __launch_bounds__(MAXPLUS_THREADS)
 nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
@@ -86,7 +99,7 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
     const int k0 = I + 1 + blockIdx.y * kchunk;
     const int k1 = min(k0 + kchunk, J);
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    constexpr int LOADS = TILE * TILE / 4 / MAXPLUS_THREADS;  // int4 per thread per tile
+    constexpr int LOADS = MAXPLUS_LOADS;  // int4 per thread per tile
 
     int acc[4][4];
 #pragma unroll
@@ -95,15 +108,7 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
         for (int y = 0; y < 4; ++y) acc[x][y] = 0;
 
     int4 pa[LOADS], pb[LOADS];
-    if (k0 < k1) {
-        const int4* A = reinterpret_cast<const int4*>(tile_ptr(tiles, I, k0, nb));
-        const int4* B = reinterpret_cast<const int4*>(tile_ptr(tiles, k0, J, nb));
-#pragma unroll
-        for (int q = 0; q < LOADS; ++q) {
-            pa[q] = A[tid + q * MAXPLUS_THREADS];
-            pb[q] = B[tid + q * MAXPLUS_THREADS];
-        }
-    }
+    if (k0 < k1) fetch_tile_pair(tiles, I, k0, J, nb, tid, pa, pb);
     for (int K = k0; K < k1; ++K) {
 #pragma unroll
         for (int q = 0; q < LOADS; ++q) {
@@ -112,15 +117,7 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
             *reinterpret_cast<int4*>(&Bs[r][c]) = pb[q];
         }
         __syncthreads();
-        if (K + 1 < k1) {  // prefetch the next pair of tiles while computing this one
-            const int4* A = reinterpret_cast<const int4*>(tile_ptr(tiles, I, K + 1, nb));
-            const int4* B = reinterpret_cast<const int4*>(tile_ptr(tiles, K + 1, J, nb));
-#pragma unroll
-            for (int q = 0; q < LOADS; ++q) {
-                pa[q] = A[tid + q * MAXPLUS_THREADS];
-                pb[q] = B[tid + q * MAXPLUS_THREADS];
-            }
-        }
+        if (K + 1 < k1) fetch_tile_pair(tiles, I, K + 1, J, nb, tid, pa, pb);  // overlaps this product
 #pragma unroll 2
         for (int k = 0; k < TILE; k += 4) {
             int a[4][4], b[4][4];
@@ -178,22 +175,14 @@ nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
     const int k0 = I + 1 + blockIdx.y * kchunk;
     const int k1 = min(k0 + kchunk, J);
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    constexpr int LOADS = TILE * TILE / 4 / MAXPLUS_THREADS;  // int4 per thread per tile
+    constexpr int LOADS = MAXPLUS_LOADS;  // int4 per thread per tile
 
     unsigned acc[4][2];  // rows 4ty + x; columns (4tx, 4tx + 1) and (4tx + 2, 4tx + 3)
 #pragma unroll
     for (int x = 0; x < 4; ++x) acc[x][0] = acc[x][1] = 0u;
 
     int4 pa[LOADS], pb[LOADS];
-    if (k0 < k1) {
-        const int4* A = reinterpret_cast<const int4*>(tile_ptr(tiles, I, k0, nb));
-        const int4* B = reinterpret_cast<const int4*>(tile_ptr(tiles, k0, J, nb));
-#pragma unroll
-        for (int q = 0; q < LOADS; ++q) {
-            pa[q] = A[tid + q * MAXPLUS_THREADS];
-            pb[q] = B[tid + q * MAXPLUS_THREADS];
-        }
-    }
+    if (k0 < k1) fetch_tile_pair(tiles, I, k0, J, nb, tid, pa, pb);
     for (int K = k0; K < k1; ++K) {
 #pragma unroll
         for (int q = 0; q < LOADS; ++q) {
@@ -204,15 +193,7 @@ nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
                 make_uint2((unsigned)pb[q].x | (unsigned)pb[q].y << 16, (unsigned)pb[q].z | (unsigned)pb[q].w << 16);
         }
         __syncthreads();
-        if (K + 1 < k1) {  // prefetch the next pair of tiles while computing this one
-            const int4* A = reinterpret_cast<const int4*>(tile_ptr(tiles, I, K + 1, nb));
-            const int4* B = reinterpret_cast<const int4*>(tile_ptr(tiles, K + 1, J, nb));
-#pragma unroll
-            for (int q = 0; q < LOADS; ++q) {
-                pa[q] = A[tid + q * MAXPLUS_THREADS];
-                pb[q] = B[tid + q * MAXPLUS_THREADS];
-            }
-        }
+        if (K + 1 < k1) fetch_tile_pair(tiles, I, K + 1, J, nb, tid, pa, pb);  // overlaps this product
 #pragma unroll 4
         for (int k = 0; k < TILE; k += 4) {
             unsigned a[4][4], b[4][2];
