@@ -86,7 +86,7 @@ def test_too_long_is_an_error(host):
 def test_launch_plan():
     optin = 227 * 1024
     name, warps, shared = G.launch_plan(64, optin)
-    assert (name, warps) == ("energy_fold_shared16", 16) and shared <= optin
+    assert (name, warps) == ("energy_fold_shared16", 15) and shared <= optin
     name, warps, shared = G.launch_plan(56, optin)
     assert (name, warps) == ("energy_fold_shared16", G.MAX_WARPS) and shared <= optin
     name, warps, shared = G.launch_plan(64, optin, 4)

@@ -37,7 +37,8 @@ def _round16(n: int) -> int:
 def work_bytes(m: int, cell_bytes: int = 4) -> int:
     """Bytes of one warp's work area for strings of up to m - 2 letters (energy_work_bytes)."""
     t = m * (m + 1) // 2
-    return _round16(4 * (3 * m + 1)) + _round16(2 * m) + _round16(cell_bytes * (3 * t + DML_RING * m))
+    return (_round16(4 * (3 * m + 1)) + _round16(4 * m) + _round16(2 * m)
+            + _round16(cell_bytes * (3 * t + DML_RING * m)))
 
 
 @functools.lru_cache(maxsize=1)
@@ -178,7 +179,7 @@ def _device_tables(device_id: int):
 def _module(device_id: int):
     from gamut.cuda import load_module
 
-    return load_module(KERNEL_FILE, options=table_buffers()[2], device_id=device_id)
+    return load_module(KERNEL_FILE, options=(*table_buffers()[2], f"-DMAX_WARPS={MAX_WARPS}"), device_id=device_id)
 
 
 def launch_plan(maxm: int, optin_bytes: int, cell_bytes: int = 2) -> tuple[str, int, int]:

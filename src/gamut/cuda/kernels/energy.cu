@@ -2,6 +2,7 @@
 //
 // The same recursions as the Numba engine (gamut.scan.energy._mfe_one), one warp per fold string.
 // Cells are filled by anti-diagonals (span d = j - i = 4, 5, ... n - 1); per diagonal:
+// Two diagonals at a time for steps 1-3 (a pair cell of span D reads spans <= D - 2 only):
 //   1. lanes over cells: pair types, the pair cells compacted to a list; per pair cell the
 //      hairpin, stack, 1-nt bulge, 1x1/2x1/2x2 and multiloop-closing terms;
 //   2. lanes over (pair cell, u1) tasks: bulges of 2..30 nt and the generic interior loops with
@@ -57,14 +58,14 @@ DEV void cell_min(int* p, int v) {
 }
 
 // Append `value` to list[count..] where flag is set (lane order kept); returns the new count.
-DEV int warp_append(bool flag, int value, int* list, int count, int lane) {
+DEV int warp_append(bool flag, int value, unsigned short* list, int count, int lane) {
 #ifndef ENERGY_HOST
     unsigned mask = __ballot_sync(0xffffffffu, flag);
-    if (flag) list[count + __popc(mask & ((1u << lane) - 1u))] = value;
+    if (flag) list[count + __popc(mask & ((1u << lane) - 1u))] = (unsigned short)value;
     return count + __popc(mask);
 #else
     (void)lane;
-    if (flag) list[count] = value;
+    if (flag) list[count] = (unsigned short)value;
     return count + (flag ? 1 : 0);
 #endif
 }
@@ -75,10 +76,12 @@ DEV int tri(int m, int s) { return s * m - (s * (s - 1)) / 2; }
 
 DEV long long round16(long long bytes) { return (bytes + 15) / 16 * 16; }
 
-// Bytes of one work area with cells of cell_bytes (2 or 4) bytes: int lists, letters, cells.
+// Bytes of one work area with cells of cell_bytes (2 or 4) bytes: int lists, the pair-cell list,
+// letters, cells.
 DEV long long energy_work_bytes(int m, int cell_bytes) {
     const long long t = (long long)m * (m + 1) / 2;
-    return round16(4LL * (3 * m + 1)) + round16(2LL * m) + round16((long long)cell_bytes * (3 * t + DML_RING * m));
+    return round16(4LL * (3 * m + 1)) + round16(4LL * m) + round16(2LL * m) +
+           round16((long long)cell_bytes * (3 * t + DML_RING * m));
 }
 
 template <class C>
@@ -89,8 +92,8 @@ struct Work {
     C* dml;              // two-part minimum of fml over [i, j] (ring of DML_RING spans)
     unsigned char* S;    // letter codes, 0 at both ends
     unsigned char* S1;   // codes as loop terms see them
-    int* ecell;          // energy of each listed pair cell of the current diagonal
-    int* plist;          // the pair cells (i) of the current diagonal
+    int* ecell;          // energy of each listed pair cell of the current two diagonals (2 m)
+    unsigned short* plist;  // those pair cells: i | (span - d) << 15 (2 m)
     int* f3;             // exterior loop from the 3' end
     int* overflow;       // set when a finite value does not fit C
 };
@@ -101,10 +104,11 @@ DEV Work<C> work_at(void* base, int m) {
     char* p = (char*)base;
     Work<C> w;
     w.ecell = (int*)p;
-    w.plist = w.ecell + m;
-    w.f3 = w.plist + m;
+    w.f3 = w.ecell + 2 * m;
     w.overflow = w.f3 + m;
     p += round16(4LL * (3 * m + 1));
+    w.plist = (unsigned short*)p;
+    p += round16(4LL * m);
     w.S = (unsigned char*)p;
     w.S1 = w.S + m;
     p += round16(2LL * m);
@@ -303,54 +307,65 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, void* work, int 
         }
     for (int k = lane; k < DML_RING * m; k += LANES) st(&w.dml[k], E_INF, w.overflow);
     warp_sync();
-    for (int d = E_TURN + 1; d < n; ++d) {
-        const int cells = n - d;  // i = 1 .. n - d
-        const int row = tri(m, d);
-        // 1. pair cells of this diagonal and their base energies
+    // Diagonals two at a time: a pair cell of span D reads spans <= D - 2 only, so steps 1-3 of
+    // spans d and d + 1 run together (twice the pair cells per pass); step 4 of d + 1 reads the
+    // segments of d, so step 4 runs span by span. plist entries: i | (span - d) << 15.
+    for (int d = E_TURN + 1; d < n; d += 2) {
+        const int spans = min(2, n - d);
+        // 1. pair cells of these diagonals and their base energies
         int count = 0;
-        for (int b = 1; b <= cells; b += LANES) {
-            const int i = b + lane;
-            const bool pairs = i <= cells && pair_of(t, w, i, i + d) != 0;
-            if (i <= cells) {
-                st(&w.cau[row + i], E_INF, w.overflow);
-                st(&w.cint[row + i], E_INF, w.overflow);
+        for (int dd = 0; dd < spans; ++dd) {
+            const int D = d + dd, cells = n - D, row = tri(m, D);
+            for (int b = 1; b <= cells; b += LANES) {
+                const int i = b + lane;
+                const bool pairs = i <= cells && pair_of(t, w, i, i + D) != 0;
+                if (i <= cells) {
+                    st(&w.cau[row + i], E_INF, w.overflow);
+                    st(&w.cint[row + i], E_INF, w.overflow);
+                }
+                count = warp_append(pairs, i | dd << 15, w.plist, count, lane);
             }
-            count = warp_append(pairs, i, w.plist, count, lane);
         }
         warp_sync();
         for (int k = lane; k < count; k += LANES) {
-            const int i = w.plist[k];
-            w.ecell[k] = pair_base_energy(t, w, raw, m, i, i + d, pair_of(t, w, i, i + d));
+            const int i = w.plist[k] & 0x7fff, D = d + (w.plist[k] >> 15);
+            w.ecell[k] = pair_base_energy(t, w, raw, m, i, i + D, pair_of(t, w, i, i + D));
         }
         warp_sync();
         // 2. bulges and generic interior loops: (pair cell, u1) tasks. Rows u1 = 0 .. last take
-        //    about last - u1 steps each, so one task takes rows a and last - a (balanced lanes).
-        const int last = min(E_MAXLOOP, d - 6);
-        if (last >= 0) {
-            const int per = last / 2 + 1;  // tasks per cell: a = 0 .. per - 1
+        //    about last - u1 steps each, so one task takes rows a and last - a (balanced lanes);
+        //    tasks per cell as for the wider span (the narrower one has at most one fewer).
+        const int last_hi = min(E_MAXLOOP, d + spans - 1 - 6);
+        if (last_hi >= 0) {
+            const int per = last_hi / 2 + 1;  // task slots per cell: a = 0 .. per - 1
             for (int x = lane; x < count * per; x += LANES) {
                 const int k = x / per, a = x - k * per;
-                const int i = w.plist[k];
-                const int tp = pair_of(t, w, i, i + d);
-                int v = loop_task(t, w, m, i, i + d, tp, a);
-                if (last - a != a) v = min(v, loop_task(t, w, m, i, i + d, tp, last - a));
+                const int i = w.plist[k] & 0x7fff, D = d + (w.plist[k] >> 15);
+                const int last = min(E_MAXLOOP, D - 6);
+                if (2 * a > last) continue;  // a = 0 .. last / 2 (none when last < 0)
+                const int tp = pair_of(t, w, i, i + D);
+                int v = loop_task(t, w, m, i, i + D, tp, a);
+                if (last - a != a) v = min(v, loop_task(t, w, m, i, i + D, tp, last - a));
                 cell_min(&w.ecell[k], v);
             }
             warp_sync();
         }
-        // 3. store the pairs of this diagonal
+        // 3. store the pairs of these diagonals
         for (int k = lane; k < count; k += LANES) {
-            const int i = w.plist[k], j = i + d;
+            const int i = w.plist[k] & 0x7fff, D = d + (w.plist[k] >> 15), j = i + D;
             const int tp = pair_of(t, w, i, j);
-            const int e = w.ecell[k];
+            const int e = w.ecell[k], row = tri(m, D);
             st(&w.cau[row + i], min(E_INF, e + au_of(t, tp)), w.overflow);
             const int tt = sm[T_RTYPE + tp];
             st(&w.cint[row + i], min(E_INF, e + sm[T_MMI + 25 * tt + 5 * w.S1[j + 1] + w.S1[i - 1]]), w.overflow);
         }
         warp_sync();
-        // 4. multiloop segments of this diagonal
-        for (int i = 1 + lane; i <= cells; i += LANES) segment(t, w, m, i, i + d);
-        warp_sync();
+        // 4. multiloop segments, span by span
+        for (int dd = 0; dd < spans; ++dd) {
+            const int D = d + dd;
+            for (int i = 1 + lane; i <= n - D; i += LANES) segment(t, w, m, i, i + D);
+            warp_sync();
+        }
     }
     // exterior loop: f3[i] = best structure of [i, n], i = n - 4 .. 1
     int carry = E_INF;  // best start at i with a 5' dangle from i - 1 (pairs of row i + 1)
@@ -377,7 +392,9 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, void* work, int 
 }
 
 #ifndef ENERGY_HOST
-#define MAX_WARPS 20
+#ifndef MAX_WARPS
+#define MAX_WARPS 20  // gamut.scan.energy_gpu passes its MAX_WARPS
+#endif
 // One warp per fold string (grid-stride over `order`; up to MAX_WARPS warps per block). SHARED:
 // work areas in dynamic shared memory after the small tables; otherwise in `scratch` (one area of
 // energy_work_bytes(maxm, sizeof(C)) per warp of the grid).
