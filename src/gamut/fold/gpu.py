@@ -24,6 +24,7 @@ KERNELS = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_finish", "nussinov
 #: every score is a pair count of at most n / 2 <= 65,535. Longer sequences use int32.
 PACKED_MAX_LENGTH = 131_071
 TRACEBACK_THREADS = 256  # TB_THREADS in nussinov.cu
+FINISH_THREADS = 4 * TILE  # FINISH_THREADS in nussinov.cu: four threads per cell of a finishing sweep
 BATCH_THREADS = 256  # BATCH_THREADS in nussinov.cu
 #: Longest sequence the batch kernel folds (its matrix of bytes lives in shared memory).
 BATCH_MAX_LENGTH = 400
@@ -127,7 +128,7 @@ def fill_gpu(
                 chunk = -(-depth // splits)
                 splits = -(-depth // chunk)
                 launch(maxplus, (width, splits), (256,), (tiles, i32(nb), i32(d), i32(chunk)))
-            launch(finish, (width,), (TILE,), (tiles, seq, i32(n), i32(nb), i32(d), i32(min_loop)))
+            launch(finish, (width,), (FINISH_THREADS,), (tiles, seq, i32(n), i32(nb), i32(d), i32(min_loop)))
         if profile is not None:
             device.synchronize()
             for name, start, stop in events:

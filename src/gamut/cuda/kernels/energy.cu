@@ -8,7 +8,8 @@
 //   2. lanes over (pair cell, u1) tasks: bulges of 2..30 nt and the generic interior loops with
 //      u1 unpaired on the 5' side, merged into the cell with a shared-memory atomicMin;
 //   3. lanes over pair cells: c[i, j] stored as c + AU penalty and c + inner interior mismatch;
-//   4. lanes over cells: multiloop segments fml[i, j] and their two-part minima dml[i, j].
+//   4. lanes over cells: multiloop segments fml[i, j] and their two-part minima dml[i, j] (the
+//      splits of both spans in one pass, the stems of span d + 1 after those of span d).
 // The exterior loop (f3, from the 3' end) is filled last, one position at a time.
 //
 // Cells are stored as int32 or, to fit twice the strings into shared memory, as int16 (Work<short>):
@@ -252,10 +253,10 @@ DEV int loop_task(const Tab& t, const Work<C>& w, int m, int i, int j, int tp, i
     return best;
 }
 
-// Step 4: multiloop segment [i, j] (a stem seeded from the pairs (i|i+1, j|j-1), unpaired ends,
-// or two parts) and its two-part minimum.
+// Step 4, multiloop segment [i, j]: a stem seeded from the pairs (i|i+1, j|j-1) with unpaired
+// ends, or [i+1, j] / [i, j-1] plus an unpaired letter (reads span j - i - 1) ...
 template <class C>
-DEV void segment(const Tab& t, const Work<C>& w, int m, int i, int j) {
+DEV int segment_stems(const Tab& t, const Work<C>& w, int m, int i, int j) {
     const int* sm = t.sm;
     const int ml_base = sm[T_SCALARS + 2], ml_intern = sm[T_SCALARS + 4];
     const int d = j - i;
@@ -273,13 +274,16 @@ DEV void segment(const Tab& t, const Work<C>& w, int m, int i, int j) {
         }
     }
     f = min(f, ld(&w.fml[tri(m, d - 1) + i + 1]) + ml_base);
-    f = min(f, ld(&w.fml[tri(m, d - 1) + i]) + ml_base);
+    return min(f, ld(&w.fml[tri(m, d - 1) + i]) + ml_base);
+}
+
+// ... or two parts [i, k] + [k + 1, j] (reads spans <= j - i - 5 only): their minimum.
+template <class C>
+DEV int segment_splits(const Work<C>& w, int m, int i, int j) {
     int dm = 2 * E_INF;
     for (int k = i + 1 + E_TURN; k < j - 1 - E_TURN; ++k)
         dm = min(dm, ld(&w.fml[tri(m, k - i) + i]) + ld(&w.fml[tri(m, j - k - 1) + k + 1]));
-    dm = min(dm, E_INF);
-    st(&w.dml[(d % DML_RING) * m + i], dm, w.overflow);
-    st(&w.fml[tri(m, d) + i], min(f, dm), w.overflow);
+    return min(dm, E_INF);
 }
 
 // Minimum free energy (dcal/mol) of raw[0:n], or ENERGY_OVERFLOW where a cell did not fit C;
@@ -360,12 +364,24 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, void* work, int 
             st(&w.cint[row + i], min(E_INF, e + sm[T_MMI + 25 * tt + 5 * w.S1[j + 1] + w.S1[i - 1]]), w.overflow);
         }
         warp_sync();
-        // 4. multiloop segments, span by span
-        for (int dd = 0; dd < spans; ++dd) {
-            const int D = d + dd;
-            for (int i = 1 + lane; i <= n - D; i += LANES) segment(t, w, m, i, i + D);
-            warp_sync();
+        // 4. multiloop segments. The splits of span d + 1 read spans <= d - 4 only, so they run
+        //    with the whole segments of span d (lanes over the cells of both spans); the stems of
+        //    span d + 1 (whose shifts read span d) follow.
+        const int cells0 = n - d, cells1 = spans > 1 ? n - d - 1 : 0;
+        for (int x = lane; x < cells0 + cells1; x += LANES) {
+            const bool first = x < cells0;
+            const int D = first ? d : d + 1, i = first ? x + 1 : x - cells0 + 1;
+            const int dm = segment_splits(w, m, i, i + D);
+            st(&w.dml[(D % DML_RING) * m + i], dm, w.overflow);
+            if (first)
+                st(&w.fml[tri(m, D) + i], min(segment_stems(t, w, m, i, i + D), dm), w.overflow);
+            else
+                w.ecell[i - 1] = dm;  // free after step 3
         }
+        warp_sync();
+        for (int i = 1 + lane; i <= cells1; i += LANES)
+            st(&w.fml[tri(m, d + 1) + i], min(segment_stems(t, w, m, i, i + d + 1), w.ecell[i - 1]), w.overflow);
+        warp_sync();
     }
     // exterior loop: f3[i] = best structure of [i, n], i = n - 4 .. 1
     int carry = E_INF;  // best start at i with a 5' dangle from i - 1 (pairs of row i + 1)

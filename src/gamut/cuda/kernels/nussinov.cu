@@ -235,38 +235,54 @@ nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(TILE)
+#define FINISH_SPLIT 4                      // threads per cell of the finishing sweep
+#define FINISH_THREADS (FINISH_SPLIT * TILE)
+
+extern "C" __global__ void __launch_bounds__(FINISH_THREADS)
 nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int min_loop) {
     __shared__ int S[TILE][PITCH];  // this tile: starts with the product over tiles between I and J
     __shared__ int X[TILE][PITCH];  // above the diagonal: tile (I, I); below: tile (J, J) transposed
     __shared__ int below[TILE];     // below[c] = D((I+1)T, JT + c - 1), c >= 1
     __shared__ int left[TILE];      // left[r] = D(IT + r + 1, JT - 1); left[T-1] = D((I+1)T, JT - 1)
     __shared__ bool bond[TILE][TILE + 1];  // bond[r][c]: s[IT + r] and s[JT + c - 1] close (IT + r, JT + c)
-    const int I = blockIdx.x, J = I + d, t = threadIdx.x;
+    const int I = blockIdx.x, J = I + d, tid = threadIdx.x;
     int* C = tile_ptr(tiles, I, J, nb);
     const int* L = tile_ptr(tiles, I, I, nb);
     const int* R = tile_ptr(tiles, J, J, nb);
-    for (int r = 0; r < TILE; ++r) {
-        S[r][t] = C[r * TILE + t];
-        const int rv = R[r * TILE + t];
-        if (t > r) {
-            X[r][t] = L[r * TILE + t];
-            X[t][r] = rv;  // R[r][t], r < t, stored at X[t][r]
+    for (int e = tid; e < TILE * TILE; e += FINISH_THREADS) {
+        const int r = e / TILE, c = e % TILE;
+        S[r][c] = C[e];
+        bond[r][c] = closes(seq, n, min_loop, I * TILE + r, J * TILE + c);
+        if (c > r) {
+            X[r][c] = L[e];
+            X[c][r] = R[e];  // R[r][c], r < c, stored at X[c][r]
         }
     }
-    for (int r = 0; r < TILE; ++r) bond[r][t] = closes(seq, n, min_loop, I * TILE + r, J * TILE + t);
-    if (t >= 1) below[t] = tile_ptr(tiles, I + 1, J, nb)[t - 1];
-    if (t < TILE - 1) left[t] = tile_ptr(tiles, I, J - 1, nb)[(t + 1) * TILE + TILE - 1];
-    else left[t] = (d >= 2) ? tile_ptr(tiles, I + 1, J - 1, nb)[TILE - 1] : 0;
+    if (tid < TILE) {
+        const int t = tid;
+        if (t >= 1) below[t] = tile_ptr(tiles, I + 1, J, nb)[t - 1];
+        if (t < TILE - 1) left[t] = tile_ptr(tiles, I, J - 1, nb)[(t + 1) * TILE + TILE - 1];
+        else left[t] = (d >= 2) ? tile_ptr(tiles, I + 1, J - 1, nb)[TILE - 1] : 0;
+    }
     __syncthreads();
 
-    const int li = TILE - 1 - t;  // thread t owns row li; at step s it computes column s - t
+    // Thread group t (FINISH_SPLIT consecutive lanes) owns row li; at step s it computes column
+    // s - t, each lane taking every FINISH_SPLIT-th split (every D >= 0: 0 is a neutral start),
+    // the group's maximum found with shuffles.
+    const int t = tid / FINISH_SPLIT, q = tid % FINISH_SPLIT;
+    const int li = TILE - 1 - t;
     for (int s = 0; s < 2 * TILE - 1; ++s) {
         const int lj = s - t;
-        if (lj >= 0 && lj < TILE) {
-            int v = S[li][lj];
-            for (int k = li + 1; k < TILE; ++k) v = addmax(X[li][k], S[k][lj], v);  // k in tile I
-            for (int k = 0; k < lj; ++k) v = addmax(S[li][k], X[lj][k], v);         // k in tile J
+        const bool active = lj >= 0 && lj < TILE;
+        int v = 0;
+        if (active) {
+            if (q == 0) v = S[li][lj];
+            for (int k = li + 1 + q; k < TILE; k += FINISH_SPLIT) v = addmax(X[li][k], S[k][lj], v);  // k in tile I
+            for (int k = q; k < lj; k += FINISH_SPLIT) v = addmax(S[li][k], X[lj][k], v);             // k in tile J
+        }
+#pragma unroll
+        for (int o = 1; o < FINISH_SPLIT; o <<= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+        if (active && q == 0) {
             if (bond[li][lj]) {
                 int inner;
                 if (li + 1 < TILE) inner = (lj > 0) ? S[li + 1][lj - 1] : left[li];
@@ -277,7 +293,7 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
         }
         __syncthreads();
     }
-    for (int r = 0; r < TILE; ++r) C[r * TILE + t] = S[r][t];
+    for (int e = tid; e < TILE * TILE; e += FINISH_THREADS) C[e] = S[e / TILE][e % TILE];
 }
 #endif  // NUSSINOV_HOST_TEST
 
