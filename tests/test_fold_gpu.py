@@ -15,39 +15,46 @@ from fold_helpers import check_structure, slow_max_pairs
 pytestmark = pytest.mark.gpu
 
 
+def _kernel_args(kernel: str) -> dict:
+    """fill_gpu's arguments for one max-plus kernel."""
+    return {"packed": False} if kernel == "int32" else {"packed": True, "packed_kernel": kernel}
+
+
 def _codes(n: int, seed: int, letters: int = 4) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, letters, n).astype(np.uint8)
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 63, 64, 65, 127, 128, 129, 500, 1000, 3001])
 @pytest.mark.parametrize("min_loop", [0, 1, 3])
-@pytest.mark.parametrize("packed", [True, False])
-def test_gpu_triangle_is_identical_to_cpu_blocked(n, min_loop, packed):
-    """Both max-plus kernels (packed 16-bit, the default here, and int32) give the CPU's triangle."""
+@pytest.mark.parametrize("kernel", ["nussinov_maxplus16", "nussinov_maxplus16w", "int32"])
+def test_gpu_triangle_is_identical_to_cpu_blocked(n, min_loop, kernel):
+    """Every max-plus kernel (packed 16-bit, the default here, and int32) gives the CPU's triangle."""
     from gamut.fold.gpu import fill_gpu
 
     codes = _codes(n, 100 * n + min_loop, letters=5)
-    gpu = fill_gpu(codes, min_loop, packed=packed).get()
+    gpu = fill_gpu(codes, min_loop, **_kernel_args(kernel)).get()
     cpu = fill_tiled(codes, min_loop, 64, dtype=np.int32)
     assert gpu.shape == cpu.shape
     assert np.array_equal(gpu, cpu)
 
 
 @pytest.mark.parametrize("blocks_per_sm", [0, 1, 64])
-@pytest.mark.parametrize("packed", [True, False])
-def test_split_k_does_not_change_the_triangle(blocks_per_sm, packed):
+@pytest.mark.parametrize("kernel", ["nussinov_maxplus16", "nussinov_maxplus16w", "int32"])
+def test_split_k_does_not_change_the_triangle(blocks_per_sm, kernel):
     from gamut.fold.gpu import fill_gpu
 
     codes = _codes(2500, 9)
     reference = fill_tiled(codes, 1, 64, dtype=np.int32)
-    assert np.array_equal(fill_gpu(codes, 1, blocks_per_sm=blocks_per_sm, packed=packed).get(), reference)
+    assert np.array_equal(fill_gpu(codes, 1, blocks_per_sm=blocks_per_sm, **_kernel_args(kernel)).get(), reference)
 
 
 def test_packed_and_int32_products_agree_on_a_long_sequence():
     from gamut.fold.gpu import fill_gpu
 
     codes = _codes(20_000, 5)
-    assert np.array_equal(fill_gpu(codes, 1, packed=True).get(), fill_gpu(codes, 1, packed=False).get())
+    want = fill_gpu(codes, 1, packed=False).get()
+    for kernel in ("nussinov_maxplus16", "nussinov_maxplus16w"):
+        assert np.array_equal(fill_gpu(codes, 1, **_kernel_args(kernel)).get(), want)
 
 
 @settings(max_examples=40, deadline=None)

@@ -51,8 +51,8 @@ def nvrtc_compile(source: bytes, name: str, options: list[str], expressions: tup
 def test_kernel_compiles_for_hopper_without_spills():
     rc, text = nvrtc_compile(KERNEL.read_bytes(), "nussinov.cu", ["-DTILE=64", "--ptxas-options=-v"])
     assert rc == 0, text
-    names = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_maxplus16", "nussinov_finish", "nussinov_traceback",
-             "nussinov_batch")
+    names = ("nussinov_diagonal", "nussinov_maxplus", "nussinov_maxplus16", "nussinov_maxplus16w", "nussinov_finish",
+             "nussinov_traceback", "nussinov_batch")
     for name in names:
         assert f"'{name}'" in text
     assert re.findall(r"(\d+) bytes spill stores", text) == ["0"] * len(names), text

@@ -77,16 +77,17 @@ nussinov_diagonal(int* tiles, const unsigned char* seq, int n, int nb, int min_l
     for (int r = 0; r < TILE; ++r) out[r * TILE + t] = S[r][t];
 }
 
-// This thread's int4 share (LOADS each) of tiles A = (I, K) and B = (K, J), into registers.
-constexpr int MAXPLUS_LOADS = TILE * TILE / 4 / MAXPLUS_THREADS;
+// This thread's int4 share of tiles A = (I, K) and B = (K, J) (THREADS threads), into registers.
+template <int THREADS>
 __device__ __forceinline__ void fetch_tile_pair(int* tiles, int I, int K, int J, int nb, int tid,
-                                                int4 (&pa)[MAXPLUS_LOADS], int4 (&pb)[MAXPLUS_LOADS]) {
+                                                int4 (&pa)[TILE * TILE / 4 / THREADS],
+                                                int4 (&pb)[TILE * TILE / 4 / THREADS]) {
     const int4* A = reinterpret_cast<const int4*>(tile_ptr(tiles, I, K, nb));
     const int4* B = reinterpret_cast<const int4*>(tile_ptr(tiles, K, J, nb));
 #pragma unroll
-    for (int q = 0; q < MAXPLUS_LOADS; ++q) {
-        pa[q] = A[tid + q * MAXPLUS_THREADS];
-        pb[q] = B[tid + q * MAXPLUS_THREADS];
+    for (int q = 0; q < TILE * TILE / 4 / THREADS; ++q) {
+        pa[q] = A[tid + q * THREADS];
+        pb[q] = B[tid + q * THREADS];
     }
 }
 
@@ -99,7 +100,7 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
     const int k0 = I + 1 + blockIdx.y * kchunk;
     const int k1 = min(k0 + kchunk, J);
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    constexpr int LOADS = MAXPLUS_LOADS;  // int4 per thread per tile
+    constexpr int LOADS = TILE * TILE / 4 / MAXPLUS_THREADS;  // int4 per thread per tile
 
     int acc[4][4];
 #pragma unroll
@@ -108,7 +109,7 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
         for (int y = 0; y < 4; ++y) acc[x][y] = 0;
 
     int4 pa[LOADS], pb[LOADS];
-    if (k0 < k1) fetch_tile_pair(tiles, I, k0, J, nb, tid, pa, pb);
+    if (k0 < k1) fetch_tile_pair<MAXPLUS_THREADS>(tiles, I, k0, J, nb, tid, pa, pb);
     for (int K = k0; K < k1; ++K) {
 #pragma unroll
         for (int q = 0; q < LOADS; ++q) {
@@ -117,7 +118,7 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
             *reinterpret_cast<int4*>(&Bs[r][c]) = pb[q];
         }
         __syncthreads();
-        if (K + 1 < k1) fetch_tile_pair(tiles, I, K + 1, J, nb, tid, pa, pb);  // overlaps this product
+        if (K + 1 < k1) fetch_tile_pair<MAXPLUS_THREADS>(tiles, I, K + 1, J, nb, tid, pa, pb);  // overlaps this product
 #pragma unroll 2
         for (int k = 0; k < TILE; k += 4) {
             int a[4][4], b[4][4];
@@ -166,37 +167,42 @@ __device__ __forceinline__ unsigned addmax_u16x2(unsigned a, unsigned b, unsigne
 
 // nussinov_maxplus with packed 16-bit arithmetic (two columns per instruction), for n <= 131,071
 // (gamut.fold.gpu.PACKED_MAX_LENGTH). Tiles stay int32 in global memory; in shared memory A holds
-// each value in both halves and B two adjacent columns per word. Same grid, split-K and output.
-extern "C" __global__ void __launch_bounds__(MAXPLUS_THREADS)
-nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
-    __shared__ __align__(16) unsigned As[TILE][TILE + 4];    // A[r][k] * 0x10001
-    __shared__ __align__(16) unsigned Bs[TILE][TILE / 2];    // B[k][2c] | B[k][2c + 1] << 16
+// each value in both halves and B two adjacent columns per word. Each thread owns 4 rows x CW
+// columns (CW = 4: 256 threads; CW = 8: 128 threads, half the shared-memory reads per update).
+// Same grid, split-K and output as nussinov_maxplus.
+template <int CW>
+__device__ __forceinline__ void maxplus16_body(int* tiles, int nb, int d, int kchunk) {
+    constexpr int THREADS = TILE * TILE / (4 * CW), GX = TILE / CW, WW = CW / 2;
+    constexpr int LOADS = TILE * TILE / 4 / THREADS;  // int4 per thread per tile
+    __shared__ __align__(16) unsigned As[TILE][TILE + 4];  // A[r][k] * 0x10001
+    __shared__ __align__(16) unsigned Bs[TILE][TILE / 2];  // B[k][2c] | B[k][2c + 1] << 16
     const int I = blockIdx.x, J = I + d;
     const int k0 = I + 1 + blockIdx.y * kchunk;
     const int k1 = min(k0 + kchunk, J);
-    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
-    constexpr int LOADS = MAXPLUS_LOADS;  // int4 per thread per tile
+    const int tid = threadIdx.x, tx = tid % GX, ty = tid / GX;
 
-    unsigned acc[4][2];  // rows 4ty + x; columns (4tx, 4tx + 1) and (4tx + 2, 4tx + 3)
+    unsigned acc[4][WW];  // rows 4ty + x; word w: columns CW tx + 2w, CW tx + 2w + 1
 #pragma unroll
-    for (int x = 0; x < 4; ++x) acc[x][0] = acc[x][1] = 0u;
+    for (int x = 0; x < 4; ++x)
+#pragma unroll
+        for (int w = 0; w < WW; ++w) acc[x][w] = 0u;
 
     int4 pa[LOADS], pb[LOADS];
-    if (k0 < k1) fetch_tile_pair(tiles, I, k0, J, nb, tid, pa, pb);
+    if (k0 < k1) fetch_tile_pair<THREADS>(tiles, I, k0, J, nb, tid, pa, pb);
     for (int K = k0; K < k1; ++K) {
 #pragma unroll
         for (int q = 0; q < LOADS; ++q) {
-            const int e = tid + q * MAXPLUS_THREADS, r = e / (TILE / 4), c = (e % (TILE / 4)) * 4;
+            const int e = tid + q * THREADS, r = e / (TILE / 4), c = (e % (TILE / 4)) * 4;
             *reinterpret_cast<uint4*>(&As[r][c]) =
                 make_uint4(pa[q].x * 0x10001u, pa[q].y * 0x10001u, pa[q].z * 0x10001u, pa[q].w * 0x10001u);
             *reinterpret_cast<uint2*>(&Bs[r][c / 2]) =
                 make_uint2((unsigned)pb[q].x | (unsigned)pb[q].y << 16, (unsigned)pb[q].z | (unsigned)pb[q].w << 16);
         }
         __syncthreads();
-        if (K + 1 < k1) fetch_tile_pair(tiles, I, K + 1, J, nb, tid, pa, pb);  // overlaps this product
+        if (K + 1 < k1) fetch_tile_pair<THREADS>(tiles, I, K + 1, J, nb, tid, pa, pb);  // overlaps this product
 #pragma unroll 4
         for (int k = 0; k < TILE; k += 4) {
-            unsigned a[4][4], b[4][2];
+            unsigned a[4][4], b[4][WW];
 #pragma unroll
             for (int x = 0; x < 4; ++x) {
                 const uint4 v = *reinterpret_cast<const uint4*>(&As[ty * 4 + x][k]);
@@ -204,16 +210,20 @@ nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
             }
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) {
-                const uint2 v = *reinterpret_cast<const uint2*>(&Bs[k + kk][tx * 2]);
-                b[kk][0] = v.x; b[kk][1] = v.y;
+                if constexpr (WW == 2) {
+                    const uint2 v = *reinterpret_cast<const uint2*>(&Bs[k + kk][tx * 2]);
+                    b[kk][0] = v.x; b[kk][1] = v.y;
+                } else {
+                    const uint4 v = *reinterpret_cast<const uint4*>(&Bs[k + kk][tx * 4]);
+                    b[kk][0] = v.x; b[kk][1] = v.y; b[kk][2] = v.z; b[kk][3] = v.w;
+                }
             }
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
 #pragma unroll
-                for (int x = 0; x < 4; ++x) {
-                    acc[x][0] = addmax_u16x2(a[x][kk], b[kk][0], acc[x][0]);
-                    acc[x][1] = addmax_u16x2(a[x][kk], b[kk][1], acc[x][1]);
-                }
+                for (int x = 0; x < 4; ++x)
+#pragma unroll
+                    for (int w = 0; w < WW; ++w) acc[x][w] = addmax_u16x2(a[x][kk], b[kk][w], acc[x][w]);
         }
         __syncthreads();
     }
@@ -221,21 +231,36 @@ nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
     int* C = tile_ptr(tiles, I, J, nb);
 #pragma unroll
     for (int x = 0; x < 4; ++x) {
-        int* dst = C + (ty * 4 + x) * TILE + tx * 4;
-        const int v0 = (int)(acc[x][0] & 0xffffu), v1 = (int)(acc[x][0] >> 16);
-        const int v2 = (int)(acc[x][1] & 0xffffu), v3 = (int)(acc[x][1] >> 16);
-        if (gridDim.y == 1) {
-            *reinterpret_cast<int4*>(dst) = make_int4(v0, v1, v2, v3);
-        } else {
-            atomicMax(dst, v0);
-            atomicMax(dst + 1, v1);
-            atomicMax(dst + 2, v2);
-            atomicMax(dst + 3, v3);
+#pragma unroll
+        for (int h = 0; h < WW / 2; ++h) {  // 4 columns (two words) per int4
+            int* dst = C + (ty * 4 + x) * TILE + tx * CW + 4 * h;
+            const unsigned lo = acc[x][2 * h], hi = acc[x][2 * h + 1];
+            const int v0 = (int)(lo & 0xffffu), v1 = (int)(lo >> 16), v2 = (int)(hi & 0xffffu), v3 = (int)(hi >> 16);
+            if (gridDim.y == 1) {
+                *reinterpret_cast<int4*>(dst) = make_int4(v0, v1, v2, v3);
+            } else {
+                atomicMax(dst, v0);
+                atomicMax(dst + 1, v1);
+                atomicMax(dst + 2, v2);
+                atomicMax(dst + 3, v3);
+            }
         }
     }
 }
 
-#define FINISH_SPLIT 4                      // threads per cell of the finishing sweep
+extern "C" __global__ void __launch_bounds__(TILE * TILE / 16)
+nussinov_maxplus16(int* tiles, int nb, int d, int kchunk) {
+    maxplus16_body<4>(tiles, nb, d, kchunk);
+}
+
+extern "C" __global__ void __launch_bounds__(TILE * TILE / 32)
+nussinov_maxplus16w(int* tiles, int nb, int d, int kchunk) {
+    maxplus16_body<8>(tiles, nb, d, kchunk);
+}
+
+#ifndef FINISH_SPLIT
+#define FINISH_SPLIT 4  // threads per cell of the finishing sweep (gamut.fold.gpu passes its own)
+#endif
 #define FINISH_THREADS (FINISH_SPLIT * TILE)
 
 extern "C" __global__ void __launch_bounds__(FINISH_THREADS)
