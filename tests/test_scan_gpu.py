@@ -364,3 +364,27 @@ def test_gpu_golden_with_energies(case, tmp_path, monkeypatch):
 
     got = results_after_settings(run_case(case, ["--device", "cuda"], tmp_path, monkeypatch))
     assert got == (case / "expected.txt").read_text(encoding="latin-1")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_task_tables_single_task_batches_equal_the_sorted_path(data):
+    """The no-sort path for one reference length below seglen in query order gives the tables of the
+    general path, array for array (so the launches see the same tasks in the same order)."""
+    from gamut.scan.gpu import task_tables, task_tables_sorted
+
+    nb = data.draw(st.integers(1, 300))
+    seglen = data.draw(st.sampled_from([128, 256, 512]))
+    cpint = data.draw(st.sampled_from([32, 64, 128]))
+    length = data.draw(st.integers(1, seglen - 1))
+    q_slot = np.sort(np.array(data.draw(st.lists(st.integers(0, 40), min_size=nb, max_size=nb)), np.int64))
+    R = np.full(nb, length, np.int64)
+    fast = task_tables(q_slot, R, 41, seglen, cpint)
+    slow = task_tables_sorted(q_slot, R, 41, seglen, cpint)
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    # anything else takes the general path
+    R2 = R.copy()
+    R2[-1] = seglen + 5
+    for a, b in zip(task_tables(q_slot, R2, 41, seglen, cpint), task_tables_sorted(q_slot, R2, 41, seglen, cpint)):
+        assert np.array_equal(a, b)

@@ -190,7 +190,27 @@ def counting_order(keys, n_keys):
 def task_tables(q_slot, R, n_slots, seglen, cpint):
     """Task list of a batch: (pair, segment) for every full segment, pairs grouped by query slot,
     then every partial last segment, longest first; plus each pair's first task and first
-    checkpoint (prefix sums) and the task of each (pair, segment) (``pair_tasks``)."""
+    checkpoint (prefix sums) and the task of each (pair, segment) (``pair_tasks``).
+
+    Batches of one reference length below ``seglen`` whose pairs come in query order (CLIP
+    fragments, short UTRs) have one task per pair, in pair order: built without the sorts.
+    """
+    nb = R.shape[0]
+    single = nb > 0 and 0 < R[0] < seglen
+    for p in range(1, nb):
+        if not single:
+            break
+        single = R[p] == R[0] and q_slot[p] >= q_slot[p - 1]
+    if single:
+        ids = np.arange(nb).astype(np.int32)
+        return (ids, np.zeros(nb, np.int32), ids.copy(), np.arange(nb + 1).astype(np.int64),
+                np.arange(nb + 1).astype(np.int64) * (R[0] // cpint))
+    return task_tables_sorted(q_slot, R, n_slots, seglen, cpint)
+
+
+@njit(cache=True, nogil=True)
+def task_tables_sorted(q_slot, R, n_slots, seglen, cpint):
+    """:func:`task_tables` for any batch (counting sorts by query slot and by partial length)."""
     nb = R.shape[0]
     pair_task0 = np.zeros(nb + 1, np.int64)
     pair_cp = np.zeros(nb + 1, np.int64)
@@ -516,10 +536,9 @@ class _DeviceRun:
                   [np.int32(n_pairs), start, xp.ascontiguousarray(i), xp.ascontiguousarray(j),
                    np.int32(DIAGONAL_WINDOW), np.int32(t.suppress_limit), keep, diag], t.block, plain=True)
         keep = keep.astype(bool)
-        h_start = be.to_host(start)
-        big = np.flatnonzero(np.diff(h_start) > t.suppress_limit)
+        big = be.to_host(xp.flatnonzero(xp.diff(start) > t.suppress_limit))  # found where `start` is
         for p in big.tolist():  # rare: pairs with very many candidates
-            a, b = int(h_start[p]), int(h_start[p + 1])
+            a, b = (int(x) for x in be.to_host(start[p:p + 2]))
             mask = suppress_sorted(be.to_host(pair[a:b]), be.to_host(i[a:b]), be.to_host(j[a:b]), qlen, rlen)
             keep[a:b] = be.asarray(mask)
         return keep
