@@ -388,3 +388,18 @@ def test_task_tables_single_task_batches_equal_the_sorted_path(data):
     R2[-1] = seglen + 5
     for a, b in zip(task_tables(q_slot, R2, 41, seglen, cpint), task_tables_sorted(q_slot, R2, 41, seglen, cpint)):
         assert np.array_equal(a, b)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_host_kernels_one_reference_length(host_lib, data):
+    """CLIP-like batches (every reference of one length): the analytic batch bounds and the no-sort
+    task tables, over several batches and segment lengths, give the CPU engine's alignments."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    length = data.draw(st.sampled_from([1, 30, 50, 64, 200, 700]))
+    qs, refs, pairs = random_case(rng, nq=5, nr=6, qlen=(4, 40), rlen=(length, length))
+    params = random_params(rng)
+    tuning = data.draw(st.sampled_from([GpuTuning(), GpuTuning(max_tasks=7, max_state_bytes=20_000),
+                                        GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64, max_tasks=5)]))
+    engine = host_engine(host_lib, tuning)
+    assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)

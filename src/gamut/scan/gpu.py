@@ -576,32 +576,34 @@ class _DeviceRun:
         d_pad = be.asarray(pad)
         R = rlen_slot[r_slot]
         L = qlen_slot[q_slot]
-        # Longest references first (like the paper), then batches bounded by tasks and state memory.
-        if n_pairs and R.min() == R.max():  # one reference length (e.g. CLIP fragments): by query, O(n)
-            order = counting_order(q_slot, int(uq.shape[0]))
-        else:
-            order = np.argsort((R.max() - R) * max(1, uq.shape[0]) + q_slot, kind="stable") if n_pairs else R
-        nseg = (R + seglen - 1) // seglen
-        ncp = R // t.cpint
+        # Longest references first (like the paper), then batches: the longest runs of pairs (in
+        # `order`) within the task and state budgets.
         state_bytes = 2 * rows * 4
         budget = min(t.max_state_bytes, be.free_bytes() // 3)
-        # Batches: the longest runs of pairs (in `order`) within the task and state budgets.
-        cum_tasks = np.cumsum(nseg[order])
-        cum_states = np.cumsum(nseg[order] + ncp[order])
+        if n_pairs and R.min() == R.max():  # one reference length (e.g. CLIP fragments): by query, O(n)
+            order = counting_order(q_slot, int(uq.shape[0]))
+            nseg0, ncp0 = -(-int(R[0]) // seglen), int(R[0]) // t.cpint  # the same for every pair
+            per_batch = max(1, min(t.max_tasks // nseg0, (budget // state_bytes) // (nseg0 + ncp0)))
+            bounds = list(range(0, n_pairs, per_batch)) + [n_pairs]
+        else:
+            order = np.argsort((R.max() - R) * max(1, uq.shape[0]) + q_slot, kind="stable") if n_pairs else R
+            nseg = (R + seglen - 1) // seglen
+            cum_tasks = np.cumsum(nseg[order])
+            cum_states = np.cumsum(nseg[order] + R[order] // t.cpint)
+            bounds = [0]
+            while bounds[-1] < n_pairs:
+                start = bounds[-1]
+                base_t = cum_tasks[start - 1] if start else 0
+                base_s = cum_states[start - 1] if start else 0
+                stop = min(int(np.searchsorted(cum_tasks, base_t + t.max_tasks, side="right")),
+                           int(np.searchsorted(cum_states, base_s + budget // state_bytes, side="right")))
+                bounds.append(max(stop, start + 1))
         self._lap("setup_s", began)
-        start = 0
-        while start < n_pairs:
-            base_t = cum_tasks[start - 1] if start else 0
-            base_s = cum_states[start - 1] if start else 0
-            stop = min(int(np.searchsorted(cum_tasks, base_t + t.max_tasks, side="right")),
-                       int(np.searchsorted(cum_states, base_s + budget // state_bytes, side="right")))
-            stop = max(stop, start + 1)
-            batch = order[start:stop]
-            self._run_batch(rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len,
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            self._run_batch(rows, order[start:stop], q_slot, r_slot, L, R, seglen, d_refs, d_ref_off, d_ref_len,
                             d_prof, d_pad, pair_ids, results)
-            start = stop
 
-    def _run_batch(self, rows, batch, q_slot, r_slot, L, R, nseg, ncp, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
+    def _run_batch(self, rows, batch, q_slot, r_slot, L, R, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
                    d_pad, pair_ids, results) -> None:
         xp, be, t = self.xp, self.be, self.t
         began = time.perf_counter()
