@@ -243,6 +243,21 @@ def task_tables_sorted(q_slot, R, n_slots, seglen, cpint):
     return task_pair, task_seg, pair_tasks, pair_task0, pair_cp
 
 
+@njit(cache=True, nogil=True)
+def survivor_rows(batch_of, lo, hi, base):
+    """Each pair's survivor rows in the concatenated batches: ``base[batch] + lo`` .. ``+ hi``
+    (0 .. 0 for pairs without a batch), in one pass."""
+    n = batch_of.shape[0]
+    start = np.zeros(n, np.int64)
+    stop = np.zeros(n, np.int64)
+    for k in range(n):
+        b = batch_of[k]
+        if b >= 0:
+            start[k] = base[b] + lo[k]
+            stop[k] = base[b] + hi[k]
+    return start, stop
+
+
 class _Collector:
     """The results of one :meth:`GpuEngine.align` call as device batches finish them.
 
@@ -278,10 +293,7 @@ class _Collector:
             return ChunkAlignments.empty(n)
         rows = np.array([int(bt[0].shape[0]) for bt in self._batches], np.int64)
         base = np.cumsum(rows) - rows
-        has = self._batch_of >= 0
-        where = base[np.maximum(self._batch_of, 0)]
-        sv_start = np.where(has, where + self._lo, 0)
-        sv_stop = np.where(has, where + self._hi, 0)
+        sv_start, sv_stop = survivor_rows(self._batch_of, self._lo, self._hi, base)
         cols = [np.concatenate([bt[f] for bt in self._batches]).astype(np.int64, copy=False) for f in range(5)]
         n_ops = np.array([bt[6].shape[0] for bt in self._batches], np.int64)
         shift = np.repeat(np.cumsum(n_ops) - n_ops, rows)
@@ -787,12 +799,12 @@ class GpuEngine:
             return out.chunk()
         q_lengths = queries.lengths()
         r_lengths = references.lengths()
-        longest = int(r_lengths[pairs[:, 1]].max())
+        qlen = q_lengths[pairs[:, 0]]
+        rlen = r_lengths[pairs[:, 1]]
+        longest = int(rlen.max())
         if longest > MAX_GPU_REFERENCE:
             raise InputError(f"a reference of {longest:,} nt is longer than the GPU engine's limit of "
                              f"{MAX_GPU_REFERENCE:,} nt (split it into pieces)")
-        qlen = q_lengths[pairs[:, 0]]
-        rlen = r_lengths[pairs[:, 1]]
         trivial = (qlen == 0) | (rlen == 0)
         out.assigned[trivial] = True
         buckets = np.searchsorted(np.array(ROW_BUCKETS), q_lengths)  # smallest bucket that fits
@@ -803,7 +815,9 @@ class GpuEngine:
         if cache is None or cache[0] is not queries or cache[1] != params:
             cache = self._query_cache = (queries, params, {}, {})
         tables, schemes = cache[2], cache[3]
-        for q in dense_slots(pairs[gpu_idx, 0])[0].tolist():
+        used = np.zeros(q_lengths.shape[0], bool)
+        used[pairs[gpu_idx, 0]] = True
+        for q in np.flatnonzero(used).tolist():
             if q in tables:
                 continue
             length = int(q_lengths[q])
@@ -814,7 +828,7 @@ class GpuEngine:
             self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
         refs = references
         nd = len(self.backends)
-        shares = split_over_devices(gpu_idx, qlen[gpu_idx] * rlen[gpu_idx], nd)
+        shares = split_over_devices(gpu_idx, qlen[gpu_idx] * rlen[gpu_idx], nd) if nd > 1 else [gpu_idx]
 
         errors: list[BaseException] = []
 
@@ -849,14 +863,17 @@ class GpuEngine:
         """Align the pairs ``idx`` on one backend, its row buckets on ``bucket_threads`` threads
         with a stream each, so that one bucket's host work overlaps another's kernels."""
         t = self.tuning
-        rows_list = dense_slots(buckets[idx])[0].tolist()
+        bucket_of = buckets[idx]
+        present = np.zeros(max(ROW_BUCKETS) + 1, bool)
+        present[bucket_of] = True
+        rows_list = np.flatnonzero(present).tolist()
         workers = max(1, min(len(rows_list), t.bucket_threads))
         free_streams: queue.SimpleQueue = queue.SimpleQueue()
         for slot in range(workers):
             free_streams.put(slot)
 
         def bucket(rows: int) -> None:
-            sel = idx[buckets[idx] == rows]
+            sel = idx[bucket_of == rows]
             r = pairs[sel, 1]
             seg = -(-int(r_lengths[r].sum()) // t.target_tasks)  # about target_tasks threads
             seg = min(max(seg, t.min_seg), t.max_seg)
