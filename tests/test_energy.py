@@ -209,7 +209,7 @@ def test_distinct_strings_never_merges_on_a_hash_collision():
     letters = np.frombuffer(b"".join(raw), np.uint8)
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in raw])]).astype(np.int64)
     hashes = np.zeros(len(raw), np.uint64)
-    first = _first_copies(letters, offsets, hashes, np.arange(len(raw)))
+    first = _first_copies(letters, offsets, hashes)
     assert first.tolist() == [0, 1, 0, 3, 4, 1, 3]
 
 

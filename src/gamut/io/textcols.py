@@ -358,25 +358,30 @@ def _same_string(data, offsets, a, b):
 
 
 @njit(cache=True, nogil=True)
-def _first_copies(data, offsets, hashes, order):
-    """For each string, the index of the first string with the same bytes. ``order`` sorts
-    ``hashes`` stably, so equal hashes come in index order; bytes are compared, so a hash
-    collision never merges different strings."""
-    n = order.shape[0]
-    first = np.arange(n)
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and hashes[order[j]] == hashes[order[i]]:
-            j += 1
-        for a in range(i + 1, j):
-            ka = order[a]
-            for b in range(i, a):
-                kb = order[b]
-                if first[kb] == kb and _same_string(data, offsets, ka, kb):
-                    first[ka] = kb
-                    break
-        i = j
+def _first_copies(data, offsets, hashes):
+    """For each string, the index of the first string with the same bytes: strings go into an
+    open-addressing table (linear probing, at least twice as many slots as strings) in index
+    order, so a slot holds its first copy; bytes are compared, so a hash collision never merges
+    different strings. O(n) expected, no sort."""
+    n = hashes.shape[0]
+    size = 1
+    while size < 2 * n:
+        size <<= 1
+    table = np.full(size, -1, np.int64)
+    first = np.empty(n, np.int64)
+    for k in range(n):
+        h = hashes[k]
+        slot = np.int64(h & np.uint64(size - 1))
+        while True:
+            r = table[slot]
+            if r < 0:
+                table[slot] = k
+                first[k] = k
+                break
+            if hashes[r] == h and _same_string(data, offsets, k, r):
+                first[k] = r
+                break
+            slot = (slot + 1) & (size - 1)
     return first
 
 
@@ -387,7 +392,7 @@ def distinct_strings(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray,
     data = np.ascontiguousarray(data, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int64)
     hashes = _string_hashes(data, offsets)
-    first = _first_copies(data, offsets, hashes, np.argsort(hashes, kind="stable"))
+    first = _first_copies(data, offsets, hashes)
     keep = np.flatnonzero(first == np.arange(first.shape[0]))
     slot = np.empty(first.shape[0], np.int64)
     slot[keep] = np.arange(keep.shape[0])
