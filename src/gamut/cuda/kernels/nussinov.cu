@@ -262,6 +262,7 @@ nussinov_maxplus16w(int* tiles, int nb, int d, int kchunk) {
 #define FINISH_SPLIT 4  // threads per cell of the finishing sweep (gamut.fold.gpu passes its own)
 #endif
 #define FINISH_THREADS (FINISH_SPLIT * TILE)
+static_assert(FINISH_SPLIT >= 1 && 32 % FINISH_SPLIT == 0, "a cell's threads must be lanes of one warp");
 
 extern "C" __global__ void __launch_bounds__(FINISH_THREADS)
 nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int min_loop) {
