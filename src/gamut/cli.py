@@ -6,8 +6,11 @@ sets ``func(args) -> int``. ``gamut miranda`` takes miRanda 3.3a's own argv and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+from typing import Iterator
 
 from gamut.errors import GamutError
 
@@ -36,8 +39,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """While inside, SIGTERM raises ``SystemExit(143)`` in the main thread, so that open outputs
+    remove their temporary files (``gamut.io.atomic``) as for Ctrl-C. The previous handler comes back
+    afterwards. Outside the main thread (where handlers cannot be set) it does nothing."""
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    with exit_on_sigterm():
+        return _dispatch(argv)
+
+
+def _dispatch(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "miranda":
             from gamut.scan.miranda_cli import main as miranda_main
@@ -55,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gamut: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:
+        if exc.code == 128 + signal.SIGTERM:
+            print("gamut: terminated", file=sys.stderr)
+        raise
     except BrokenPipeError:
         return 0
 

@@ -64,8 +64,8 @@ class FoldResult:
 def choose_engine(engine: str = "auto", device: str = "auto") -> str:
     """Resolve ``engine`` and ``device`` to one engine name (``gpu`` or a CPU engine).
 
-    ``device="auto"`` takes the GPU only once the fold GPU engine is listed as verified on hardware
-    (:data:`gamut.cuda.device.VERIFIED_GPU_ENGINES`); ``device="cuda"`` or ``engine="gpu"`` always can.
+    ``device="auto"`` takes the GPU when one is present (the fold GPU engine is listed in
+    :data:`gamut.cuda.device.VERIFIED_GPU_ENGINES`); ``device="cuda"`` or ``engine="gpu"`` always can.
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown fold engine '{engine}' (choose from {', '.join(ENGINES)})")

@@ -30,7 +30,7 @@ def register(subparsers) -> None:
                    help="gpu, or a CPU engine: blocked (tiled, multicore, default on CPU), multicore (OMP2), "
                    "cpu2 (cache-efficient) or cpu1 (naive) (default auto)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="cuda runs the GPU engine; auto uses it only once it is verified on hardware, "
+                   help="cuda runs the GPU engine; auto uses it when a CUDA GPU and CuPy are present, "
                    "else the CPU (default auto)")
     p.add_argument("-o", "--output", default="-", help="output file (default: standard output); written atomically")
     p.add_argument("--format", choices=FORMATS, default="dot-bracket",

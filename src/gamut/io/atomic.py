@@ -8,19 +8,30 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterator
 
+from gamut.errors import UsageError
+
 
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike | None, mode: str = "w") -> Iterator[IO]:
     """Yield a file handle for ``path``; the file appears only if the block succeeds.
 
-    ``None`` or ``"-"`` yields standard output (text mode) instead.
+    ``None`` or ``"-"`` yields standard output (text mode) instead. A missing or unwritable
+    directory is a :class:`UsageError` (one line, before any work). The temporary file is removed
+    on any exception, including the ``SystemExit`` that ``gamut.cli`` raises on SIGTERM.
     """
     if path is None or str(path) == "-":
         yield sys.stdout if "b" not in mode else sys.stdout.buffer
         return
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    if not directory.is_dir():
+        raise UsageError(f"cannot write {target}: the directory {directory} does not exist")
+    if target.is_dir():
+        raise UsageError(f"cannot write {target}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:  # e.g. no permission to write in the directory
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle

@@ -1,0 +1,91 @@
+"""Where output cannot go, and what a terminated run leaves behind (issue #11, item 4)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gamut.cli import exit_on_sigterm, main
+from gamut.errors import UsageError
+from gamut.io.atomic import atomic_output
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("argv", [
+    ["scan", str(EXAMPLES / "mirnas.fa"), str(EXAMPLES / "targets.fa"), "-o", "{out}"],
+    ["miranda", str(EXAMPLES / "mirnas.fa"), str(EXAMPLES / "targets.fa"), "-out", "{out}"],
+    ["fold", str(EXAMPLES / "fold_hairpins.fa"), "-o", "{out}"],
+])
+@pytest.mark.parametrize("where", ["missing", "directory", "readonly"])
+def test_unwritable_output_is_one_line_and_exit_1(tmp_path, capsys, argv, where):
+    if where == "missing":
+        out = tmp_path / "no" / "such" / "out.txt"
+    elif where == "directory":
+        out = tmp_path / "adir"
+        out.mkdir()
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories")
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        out = locked / "out.txt"
+    code = main([a.replace("{out}", str(out)) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gamut: error: cannot write") and str(out) in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_atomic_output_errors_before_any_work(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        with atomic_output(tmp_path / "missing" / "x.txt"):
+            raise AssertionError("the block must not run")
+
+
+def test_sigterm_inside_an_output_removes_its_temporary_file(tmp_path):
+    target = tmp_path / "out.txt"
+    with exit_on_sigterm():
+        with pytest.raises(SystemExit) as exc:
+            with atomic_output(target) as handle:
+                handle.write("partial results\n")
+                assert len(list(tmp_path.iterdir())) == 1  # the temporary file
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler raises here
+    assert exc.value.code == 128 + signal.SIGTERM
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+
+
+def test_sigterm_on_a_running_scan_leaves_no_file(tmp_path):
+    """A real `gamut scan` process, terminated while it writes: exit 143, no output, no .tmp."""
+    rng = np.random.default_rng(3)
+    q = tmp_path / "q.fa"
+    q.write_text("".join(f">m{k}\n{''.join(rng.choice(list('ACGU'), 22))}\n" for k in range(300)))
+    r = tmp_path / "r.fa"
+    r.write_text("".join(f">u{k}\n{''.join(rng.choice(list('ACGU'), 200_000))}\n" for k in range(6)))
+    out = tmp_path / "out.txt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "gamut", "scan", str(q), str(r), "-o", str(out),
+                             "--device", "cpu", "--no-progress"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out.txt.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.fail(f"the scan ended before it could be terminated: {proc.stderr.read()}")
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=120)
+    err = proc.stderr.read()
+    assert code == 128 + signal.SIGTERM, err
+    assert "gamut: terminated" in err and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".out.txt.*.tmp"))
