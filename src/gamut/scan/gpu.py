@@ -87,15 +87,24 @@ def bucket_for(length: int) -> int:
     return 0
 
 
+def small_unique(ids: np.ndarray, bound: int | None = None) -> np.ndarray:
+    """``np.unique(ids)`` for small non-negative ids (all below ``bound``, default max + 1), in
+    O(n + bound) (no sort)."""
+    ids = np.asarray(ids)
+    if ids.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    present = np.zeros(int(ids.max()) + 1 if bound is None else bound, bool)
+    present[ids] = True
+    return np.flatnonzero(present)
+
+
 def dense_slots(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(ids, return_inverse=True)`` for small non-negative ids, in O(n) (no sort)."""
     ids = np.asarray(ids, np.int64)
     if ids.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    present = np.zeros(int(ids.max()) + 1, bool)
-    present[ids] = True
-    unique = np.flatnonzero(present)
-    lookup = np.empty(present.shape[0], np.int64)
+    unique = small_unique(ids)
+    lookup = np.empty(int(unique[-1]) + 1, np.int64)
     lookup[unique] = np.arange(unique.shape[0])
     return unique, lookup[ids]
 
@@ -815,9 +824,7 @@ class GpuEngine:
         if cache is None or cache[0] is not queries or cache[1] != params:
             cache = self._query_cache = (queries, params, {}, {})
         tables, schemes = cache[2], cache[3]
-        used = np.zeros(q_lengths.shape[0], bool)
-        used[pairs[gpu_idx, 0]] = True
-        for q in np.flatnonzero(used).tolist():
+        for q in small_unique(pairs[gpu_idx, 0], q_lengths.shape[0]).tolist():
             if q in tables:
                 continue
             length = int(q_lengths[q])
@@ -864,9 +871,7 @@ class GpuEngine:
         with a stream each, so that one bucket's host work overlaps another's kernels."""
         t = self.tuning
         bucket_of = buckets[idx]
-        present = np.zeros(max(ROW_BUCKETS) + 1, bool)
-        present[bucket_of] = True
-        rows_list = np.flatnonzero(present).tolist()
+        rows_list = small_unique(bucket_of, max(ROW_BUCKETS) + 1).tolist()
         workers = max(1, min(len(rows_list), t.bucket_threads))
         free_streams: queue.SimpleQueue = queue.SimpleQueue()
         for slot in range(workers):
