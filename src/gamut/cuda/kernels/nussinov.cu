@@ -91,6 +91,19 @@ __device__ __forceinline__ void fetch_tile_pair(int* tiles, int I, int K, int J,
     }
 }
 
+// Four adjacent results of a max-plus thread into tile C at dst: stored when one block covers the
+// whole K range, else merged with the other split-K blocks' partial maxima by atomicMax.
+__device__ __forceinline__ void store_product4(int* dst, int v0, int v1, int v2, int v3) {
+    if (gridDim.y == 1) {
+        *reinterpret_cast<int4*>(dst) = make_int4(v0, v1, v2, v3);
+    } else {
+        atomicMax(dst, v0);
+        atomicMax(dst + 1, v1);
+        atomicMax(dst + 2, v2);
+        atomicMax(dst + 3, v3);
+    }
+}
+
 // acc[x][y] = max(acc[x][y], max_k A[4ty+x][k] + B[k][4tx+y]) over the tiles K in [k0, k1)
 extern "C" __global__ void __launch_bounds__(MAXPLUS_THREADS)
 nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
@@ -144,15 +157,8 @@ nussinov_maxplus(int* tiles, int nb, int d, int kchunk) {
 
     int* C = tile_ptr(tiles, I, J, nb);
 #pragma unroll
-    for (int x = 0; x < 4; ++x) {
-        int* dst = C + (ty * 4 + x) * TILE + tx * 4;
-        if (gridDim.y == 1) {
-            *reinterpret_cast<int4*>(dst) = make_int4(acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
-        } else {
-#pragma unroll
-            for (int y = 0; y < 4; ++y) atomicMax(dst + y, acc[x][y]);
-        }
-    }
+    for (int x = 0; x < 4; ++x)
+        store_product4(C + (ty * 4 + x) * TILE + tx * 4, acc[x][0], acc[x][1], acc[x][2], acc[x][3]);
 }
 
 // max(a + b, c) on each 16-bit half (unsigned). Exact here: every D value and every sum a + b is
@@ -233,17 +239,9 @@ __device__ __forceinline__ void maxplus16_body(int* tiles, int nb, int d, int kc
     for (int x = 0; x < 4; ++x) {
 #pragma unroll
         for (int h = 0; h < WW / 2; ++h) {  // 4 columns (two words) per int4
-            int* dst = C + (ty * 4 + x) * TILE + tx * CW + 4 * h;
             const unsigned lo = acc[x][2 * h], hi = acc[x][2 * h + 1];
-            const int v0 = (int)(lo & 0xffffu), v1 = (int)(lo >> 16), v2 = (int)(hi & 0xffffu), v3 = (int)(hi >> 16);
-            if (gridDim.y == 1) {
-                *reinterpret_cast<int4*>(dst) = make_int4(v0, v1, v2, v3);
-            } else {
-                atomicMax(dst, v0);
-                atomicMax(dst + 1, v1);
-                atomicMax(dst + 2, v2);
-                atomicMax(dst + 3, v3);
-            }
+            store_product4(C + (ty * 4 + x) * TILE + tx * CW + 4 * h, (int)(lo & 0xffffu), (int)(lo >> 16),
+                           (int)(hi & 0xffffu), (int)(hi >> 16));
         }
     }
 }
