@@ -10,16 +10,18 @@ import numpy as np
 
 from gamut.errors import DeviceError, UsageError
 from gamut.splice import cpu
+from gamut.splice.batch import CaseBatch
 from gamut.splice.model import (DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams, SpliceCase,
                                 check_score_range, make_case)
-from gamut.splice.result import SpliceResult, build_result
+from gamut.splice.result import SpliceResult, Tracebacks, build_results
 
 ENGINES = ("reference", "fast", "gpu")
 SequenceLike = Union[str, np.ndarray]
 CaseLike = Union[SpliceCase, tuple]
 
-#: GPU launches are split so that one holds at most this many last/pred/boundary cells.
-GPU_BATCH_CELLS = 200_000_000
+#: GPU launches are split so that one holds at most this many 4-byte cells of device state
+#: (:func:`gamut.splice.gpu.state_cells`: last/pred, chunk edges, traceback scratch).
+GPU_BATCH_CELLS = 400_000_000
 
 
 def choose_engine(device: str = "auto", engine: str | None = None) -> str:
@@ -35,8 +37,25 @@ def choose_engine(device: str = "auto", engine: str | None = None) -> str:
     return "gpu" if resolve_device(device, "splice") == "cuda" else "fast"
 
 
+def _gpu_groups(batch: CaseBatch) -> list[CaseBatch]:
+    """``batch`` cut into consecutive launches of at most :data:`GPU_BATCH_CELLS` cells of device
+    state each (:func:`gamut.splice.gpu.state_cells`); one launch when it fits."""
+    from gamut.splice.gpu import state_cells
+
+    cells = np.cumsum(state_cells(batch))
+    if not len(batch) or cells[-1] <= GPU_BATCH_CELLS:
+        return [batch] if len(batch) else []
+    groups, lo = [], 0
+    while lo < len(batch):
+        base = cells[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(cells, base + GPU_BATCH_CELLS, side="right")))
+        groups.append(CaseBatch(batch.cases[lo:hi]))
+        lo = hi
+    return groups
+
+
 def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None):
-    """``(last, pred)`` per case with the named engine."""
+    """``(last, pred)`` per case with the named engine (downloaded from the GPU for ``gpu``)."""
     for case in cases:  # cases built without parameters were not checked
         check_score_range(case, params.max_abs)
     if engine == "reference":
@@ -47,43 +66,47 @@ def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threa
         return cpu.forward_fast_many(cases, params.matrix, params.gap, threads)
     from gamut.splice.gpu import forward_gpu_many
 
-    out: list = []
-    batch: list[SpliceCase] = []
-    size = 0
-    for case in cases:
-        cells = case.n_exons * (case.target.size + 1) * 2 + 2 * case.stream_rows * ((case.target.size + 256) // 256)
-        if batch and size + cells > GPU_BATCH_CELLS:
-            out.extend(forward_gpu_many(batch, params.matrix, params.gap))
-            batch, size = [], 0
-        batch.append(case)
-        size += cells
-    if batch:
-        out.extend(forward_gpu_many(batch, params.matrix, params.gap))
-    return out
+    return [pair for group in _gpu_groups(CaseBatch(cases))
+            for pair in forward_gpu_many(group.cases, params.matrix, params.gap)]
 
 
-def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None) -> list[SpliceResult]:
-    """Forward pass with ``engine``, then the shared CPU traceback, for prepared cases.
+def _gpu_inconsistent(message: str) -> DeviceError:
+    return DeviceError(f"the GPU engine gave an inconsistent result ({message})")
 
-    Tracebacks of several cases run on ``threads`` threads (default: all cores; the compiled
-    traceback releases the GIL).
+
+def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None,
+          timing=None) -> list[SpliceResult]:
+    """Forward pass and traceback with ``engine`` for prepared cases.
+
+    ``gpu``: both on the device, launches of many cases (``timing``: a
+    :class:`gamut.splice.gpu.GpuTiming` to add the device times to). CPU engines: forward passes,
+    then tracebacks, of several cases on ``threads`` threads (default: all cores; the compiled
+    code releases the GIL). Every result is checked (:func:`gamut.splice.result.build_results`);
+    an inconsistent GPU result raises :class:`DeviceError`.
     """
-    def finish(item: tuple[SpliceCase, tuple[np.ndarray, np.ndarray]]) -> SpliceResult:
+    for case in cases:  # cases built without parameters were not checked
+        check_score_range(case, params.max_abs)
+    if engine == "gpu":
+        from gamut.splice.gpu import solve_gpu
+
+        results: list[SpliceResult] = []
+        for group in _gpu_groups(CaseBatch(cases)):
+            tracebacks = solve_gpu(group, params.matrix, params.gap, timing=timing)
+            results.extend(build_results(group, tracebacks, params.matrix, params.gap, engine, _gpu_inconsistent))
+        return results
+
+    def trace(item: tuple[SpliceCase, tuple[np.ndarray, np.ndarray]]):
         case, (last, pred) = item
-        try:
-            score, chain, ops, bpos, tpos = cpu.traceback(case, params.matrix, params.gap, last, pred)
-        except RuntimeError as exc:  # an inconsistent forward pass is reported, never returned
-            if engine == "gpu":
-                raise DeviceError(f"the GPU engine gave an inconsistent result ({exc})") from exc
-            raise
-        return build_result(case, score, chain, ops, bpos, tpos, engine)
+        return cpu.traceback(case, params.matrix, params.gap, last, pred)
 
     items = list(zip(cases, forward(cases, params, engine, threads)))
     workers = min(len(items), threads or os.cpu_count() or 1)
     if workers <= 1:
-        return [finish(item) for item in items]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(finish, items))
+        traced = [trace(item) for item in items]
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            traced = list(pool.map(trace, items))
+    return build_results(CaseBatch(cases), Tracebacks.concatenate(traced), params.matrix, params.gap, engine)
 
 
 def splice(

@@ -336,8 +336,6 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
     for k in range(n_exons):
         cap += ends[k] - starts[k]
     ops = np.empty(cap, np.uint8)
-    bpos = np.empty(cap, np.int64)
-    tpos = np.empty(cap, np.int64)
     chain = np.empty(n_exons, np.int64)
     profile = _profile(target, matrix)
     ramp = (np.arange(n + 1) * gap).astype(np.int32)  # |scores| < 2**28 (checked on input)
@@ -362,17 +360,11 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
             m = moves[i, j]
             ops[n_ops] = m
             if m == OP_MATCH:
-                bpos[n_ops] = starts[k] + i - 1
-                tpos[n_ops] = j - 1
                 i -= 1
                 j -= 1
             elif m == OP_BASE_GAP:
-                bpos[n_ops] = starts[k] + i - 1
-                tpos[n_ops] = -1
                 i -= 1
             else:
-                bpos[n_ops] = -1
-                tpos[n_ops] = j - 1
                 j -= 1
             n_ops += 1
         p = pred[k, j]
@@ -381,41 +373,25 @@ def _traceback(base, starts, ends, target, matrix, gap, last, pred):
         if p < 0:
             while j > 0:
                 ops[n_ops] = OP_TARGET_GAP
-                bpos[n_ops] = -1
-                tpos[n_ops] = j - 1
                 j -= 1
                 n_ops += 1
             break
         k = p
-    return (
-        score,
-        chain[:n_chain][::-1].copy(),
-        ops[:n_ops][::-1].copy(),
-        bpos[:n_ops][::-1].copy(),
-        tpos[:n_ops][::-1].copy(),
-    )
+    return score, chain[:n_chain][::-1].copy(), ops[:n_ops][::-1].copy()
 
 
-def traceback(case: SpliceCase, matrix: np.ndarray, gap: int, last: np.ndarray, pred: np.ndarray):
-    """``(score, chain, ops, base_pos, target_pos)`` from an engine's ``last``/``pred``.
+def traceback(case: SpliceCase, matrix: np.ndarray, gap: int, last: np.ndarray, pred: np.ndarray
+              ) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(score, chain, ops)`` from an engine's ``last``/``pred``: the best final exon (smallest
+    sorted index on ties), the chain's sorted exon indices in order and the alignment operations
+    (``OP_*``) in order.
 
-    ``chain`` holds sorted exon indices in order; the three arrays describe alignment columns
-    (``-1`` for a gap). Exons are recomputed one at a time, so memory stays O(exon x target).
-    Raises ``RuntimeError`` when the arrays are inconsistent (a predecessor that cannot precede, or
-    an alignment whose score is not the reported one).
+    Exons are recomputed one at a time, so memory stays O(exon x target). Raises ``RuntimeError``
+    when ``pred`` names a predecessor that cannot precede; :func:`gamut.splice.result.build_results`
+    checks the rest (that the alignment spells the chain and target and scores ``score``).
     """
     try:
-        score, chain, ops, bpos, tpos = _traceback(
-            case.base, case.starts, case.ends, case.target, matrix, np.int64(gap), last, pred
-        )
+        score, chain, ops = _traceback(case.base, case.starts, case.ends, case.target, matrix, np.int64(gap), last, pred)
     except ValueError as exc:
         raise RuntimeError(f"{case.name}: {exc}: the last/pred arrays are inconsistent") from None
-    aligned = ops == OP_MATCH
-    total = int(matrix[case.base[bpos[aligned]], case.target[tpos[aligned]]].sum(dtype=np.int64))
-    total += int(gap) * int(aligned.size - np.count_nonzero(aligned))
-    if total != int(score):
-        raise RuntimeError(
-            f"{case.name}: the forward pass scores {int(score)} but the traceback's alignment scores {total}: "
-            "the last/pred arrays are inconsistent"
-        )
-    return int(score), chain, ops, bpos, tpos
+    return int(score), chain, ops

@@ -144,3 +144,43 @@ def il1rapl1_like_case(seed: int = 0) -> GeneratedCase:
         rng, base_length=2_168_787, n_exons=1878, gene_length=2355, name="IL1RAPL1-like")
     target = make_target(rng, base, exons, true_exons, substitution=0.1, indel=0.003)
     return GeneratedCase("IL1RAPL1-like", base, exons, target, true_exons)
+
+
+def wide_case(target_length: int = 300_000, groups: int = 12, exons_per_group: int = 25, exon_mean: float = 200.0,
+              seed: int = 0) -> GeneratedCase:
+    """A very wide case (a target of ``target_length`` nt) whose traceback stays affordable.
+
+    The base holds ``groups`` clusters of ``exons_per_group`` candidate exons that all contain the
+    cluster's middle position, so that they overlap pairwise and a chain takes at most one exon
+    per cluster: the traceback recomputes at most ``groups`` exons over the target, while the
+    forward pass sweeps every exon (``groups x exons_per_group`` of them) over all columns. The
+    target is the clusters' first (true) exons, mutated, separated by random sequence.
+    """
+    rng = np.random.default_rng(seed)
+    half = int(exon_mean)  # an exon reaches up to this far on either side of the middle
+    spacer = _lognormal_int(rng, 2000.0, 0.5, 200, 20_000, groups + 1)
+    base_length = int(spacer.sum()) + groups * 2 * half
+    base = rng.integers(0, 4, base_length).astype(np.uint8)
+    rows, true_rows = [], []
+    pos = int(spacer[0])
+    for g in range(groups):
+        middle = pos + half
+        lefts = rng.integers(1, half + 1, exons_per_group)
+        rights = rng.integers(1, half + 1, exons_per_group)
+        true_rows.append(len(rows))
+        rows.extend((middle - int(a), middle + int(b)) for a, b in zip(lefts, rights))
+        pos += 2 * half + int(spacer[g + 1])
+    exons = np.asarray(rows, np.int64)
+    genes = [mutate(rng, base[exons[k, 0]:exons[k, 1]], 0.05, 0.002) for k in true_rows]
+    filler = max(0, target_length - sum(x.size for x in genes))
+    cuts = np.sort(rng.integers(0, filler + 1, groups))
+    pieces, prev = [], 0
+    for cut, gene in zip(cuts, genes):
+        pieces += [rng.integers(0, 4, int(cut) - prev).astype(np.uint8), gene]
+        prev = int(cut)
+    pieces.append(rng.integers(0, 4, filler - prev).astype(np.uint8))
+    perm = rng.permutation(exons.shape[0])
+    inverse = np.empty_like(perm)
+    inverse[perm] = np.arange(perm.size)
+    return GeneratedCase(f"wide{target_length}", base, exons[perm], np.concatenate(pieces),
+                         inverse[np.asarray(true_rows)])

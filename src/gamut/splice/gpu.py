@@ -1,8 +1,11 @@
-"""CUDA engine: many spliced-alignment cases in one launch (kernel ``cuda/kernels/splice.cu``).
+"""CUDA engine: many spliced-alignment cases per launch, forward pass and traceback on the device.
 
-CuPy is imported only inside these functions. The kernel fills the same ``last``/``pred``
-arrays as the CPU engines (same tie rule); the traceback runs on the CPU
-(:func:`gamut.splice.cpu.traceback`).
+The forward kernel (``cuda/kernels/splice.cu``) fills the same ``last``/``pred`` arrays as the CPU
+engines (same tie rule) and leaves them on the device; the traceback kernel
+(``cuda/kernels/splice_traceback.cu``) reads them there and returns, per case, the score, the
+chain and the alignment operations (what :func:`gamut.splice.cpu.traceback` gives). Only those
+come back to the host. :func:`forward_gpu_many` downloads ``last``/``pred`` instead (tests,
+``bench/splice.py --check``). CuPy is imported only inside the functions that launch kernels.
 """
 from __future__ import annotations
 
@@ -10,27 +13,48 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 from gamut.errors import DeviceError
+from gamut.splice.batch import CaseBatch, offsets
+from gamut.splice.cpu import OP_BASE_GAP, OP_MATCH, OP_TARGET_GAP
 from gamut.splice.model import SpliceCase, check_score_range
-from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, ROWS, build_plan
+from gamut.splice.result import Tracebacks
+from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, ROWS, build_plans
 
 CODES = PAD_CODE + 1  # profile rows in the kernel: A C G T N and two unused (entry, no-op)
 #: The stream layout the kernel reads, defined once in :mod:`gamut.splice.stream`.
 STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={PAD_CODE}",
                   f"-DFINISH_BIT={FINISH_BIT}", f"-DFOLD_NOW=({FOLD_NOW})")
+#: Threads per traceback block (one block per case).
+TB_THREADS = 256
+#: Options of the traceback kernel (and of its host build in the tests).
+TRACEBACK_OPTIONS = (f"-DFINISH_BIT={FINISH_BIT}", f"-DOP_MATCH={OP_MATCH}", f"-DOP_BASE_GAP={OP_BASE_GAP}",
+                     f"-DOP_TARGET_GAP={OP_TARGET_GAP}")
 
 KERNEL_FILE = "splice.cu"
+TRACEBACK_FILE = "splice_traceback.cu"
 DEFAULT_COLS = 8
 FEW_CASES_COLS = 4
 MAX_WARPS = 16
+#: One-warp blocks (one per chunk) that a few cases may put on each SM (:func:`spread_layout`).
+ONE_WARP_BLOCKS_PER_SM = 8
+
+#: Why the traceback kernel gave up on a case (its status codes, TB_* in splice_traceback.cu).
+TRACEBACK_STATUS = {
+    1: "pred names an exon that cannot precede",
+    2: "pred holds a value that is neither -1 nor an exon of the case",
+    3: "the alignment is longer than the target plus the exons' span",
+}
 
 
 @dataclass
 class GpuTiming:
-    """Seconds spent on the device: ``kernel`` (events around the launch) and ``total`` (with copies)."""
+    """Seconds on the device: ``kernel`` (the forward kernel), ``traceback`` (the traceback kernel)
+    and ``total`` (events around everything on the device: uploads, kernels, downloads)."""
 
     kernel: float = 0.0
+    traceback: float = 0.0
     total: float = 0.0
 
 
@@ -48,12 +72,6 @@ def _int32(values, what: str, limit: int = 2**31 - 1) -> np.ndarray:
     return values.astype(np.int32)
 
 
-def _offsets(sizes: Sequence[int]) -> np.ndarray:
-    out = np.zeros(len(sizes) + 1, np.int64)
-    np.cumsum(np.asarray(sizes, np.int64), out=out[1:])
-    return out
-
-
 #: Shared memory the blocks on one SM may use for score profiles and parked rows (H100: 227 KB).
 SHARED_PER_SM = 192 * 1024
 #: ... and one block, when blocks are many (two then fit on an SM).
@@ -65,7 +83,7 @@ MAX_SLOTS = 64
 def shared_layout(warps: int, cols: int, blocks_per_sm: int = 0, at_most: int | None = None) -> tuple[int, int]:
     """``(slots, bytes)``: parked-row slots per warp and each block's dynamic shared memory.
 
-    ``blocks_per_sm``: blocks that must be resident together on an SM (one-warp layout), 0 when
+    ``blocks_per_sm``: blocks that must be resident together on an SM (the spread layouts), 0 when
     blocks come and go (one block per case); ``at_most``: a cap on the slots (tests).
     """
     budget = SHARED_PER_SM // blocks_per_sm if blocks_per_sm else SHARED_PER_BLOCK
@@ -75,63 +93,193 @@ def shared_layout(warps: int, cols: int, blocks_per_sm: int = 0, at_most: int | 
     return slots, warps * (profile + slots * row)
 
 
-def chunk_counts(cases: Sequence[SpliceCase], cols: int) -> list[int]:
-    """Chunks of ``32 * cols`` target columns (0..n) of each case."""
+def chunk_counts(target_len: Sequence[int] | np.ndarray, cols: int) -> np.ndarray:
+    """Chunks of ``32 * cols`` target columns (0..n) of each case, from the target lengths."""
     chunk = 32 * cols
-    return [(c.target.size + chunk) // chunk for c in cases]
+    return (np.asarray(target_len, np.int64) + chunk) // chunk
+
+
+def state_cells(batch: CaseBatch) -> np.ndarray:
+    """Device memory each case needs, in 4-byte cells: ``last`` and ``pred`` (``2 K (n + 1)``), the
+    forward pass's chunk edges (8 bytes per stream row and chunk of 256 columns), the traceback's
+    2-bit moves of one exon (``longest exon x (n + 1) / 4`` bytes) and two DP rows."""
+    width = batch.target_len + 1
+    rows = batch.per_case_sum(batch.exon_lengths) + batch.n_exons * ROWS
+    moves = batch.max_exon * ((width + 3) // 4)
+    return 2 * batch.n_exons * width + 2 * rows * chunk_counts(batch.target_len, DEFAULT_COLS) + moves // 4 + 2 * width
 
 
 class PackedBatch:
-    """Concatenated, device-ready arrays for a list of cases (host side): each case's padded exon
-    stream and fold plan (:mod:`gamut.splice.stream`), its target and output offsets."""
+    """Device-ready arrays for a batch (host side): the exon streams and fold plans
+    (:mod:`gamut.splice.stream`), targets, output offsets and the traceback's scratch offsets."""
 
-    def __init__(self, cases: Sequence[SpliceCase], cols: int, slots: int) -> None:
-        self.cases = list(cases)
-        widths = [c.target.size + 1 for c in self.cases]
-        ks = [c.n_exons for c in self.cases]
-        plans = [build_plan(c.base, c.starts, c.ends, slots) for c in self.cases]
-        rows = [p.rows for p in plans]
-        self.chunks = chunk_counts(self.cases, cols)
-        self.stream = np.concatenate([p.stream for p in plans])
-        self.stream_off = _offsets(rows)
+    def __init__(self, cases: Sequence[SpliceCase] | CaseBatch, cols: int, slots: int) -> None:
+        batch = cases if isinstance(cases, CaseBatch) else CaseBatch(cases)
+        self.batch = batch
+        self.cases = batch.cases
+        plans = build_plans(batch.base, batch.base_off, batch.starts, batch.ends, batch.exon_off, slots)
+        width = batch.target_len + 1
+        rows = np.diff(plans.stream_off)
+        self.chunks = chunk_counts(batch.target_len, cols)
+        self.stream = plans.stream
+        self.stream_off = plans.stream_off
         self.stream_rows = _int32(rows, "exon-stream rows of a case (exon lengths plus one row per exon)",
                                   MAX_STREAM_ROWS)
-        self.fin = np.concatenate([p.fin for p in plans]).astype(np.int32)
-        fold_off = _offsets([p.fold.shape[0] for p in plans])
-        self.fold_ptr = _int32(np.concatenate([p.fold_ptr + fold_off[i] for i, p in enumerate(plans)]),
-                               "parked-exon folds of a launch")
-        self.fold = np.concatenate([p.fold for p in plans]).astype(np.int32).reshape(-1, 2)
-        if self.fold.shape[0] == 0:
-            self.fold = np.zeros((1, 2), np.int32)  # never read; keeps the device array non-empty
-        self.exon_off = _offsets(ks)
-        self.n_exons = _int32(ks, "candidate exons of a case")
-        self.target_off = _offsets([c.target.size for c in self.cases])
-        self.out_off = _offsets([k * w for k, w in zip(ks, widths)])
-        self.bound_off = _offsets([ch * r for ch, r in zip(self.chunks, rows)])
-        self.target = np.concatenate([c.target for c in self.cases])
-        self.target_len = _int32([c.target.size for c in self.cases], "target lengths", 2**31 - 1024)
+        self.seg_row = plans.seg_row.astype(np.int32)  # < stream rows of the case
+        self.fin = plans.fin
+        self.fold_ptr = plans.fold_ptr
+        self.fold = plans.fold if plans.fold.shape[0] else np.zeros((1, 2), np.int32)  # keeps the device array non-empty
+        self.exon_off = batch.exon_off
+        self.n_exons = _int32(batch.n_exons, "candidate exons of a case")
+        self.starts = batch.starts
+        self.ends = batch.ends
+        self.target_off = batch.target_off
+        self.out_off = offsets(batch.n_exons * width)
+        self.bound_off = offsets(self.chunks * rows)
+        self.target = batch.target
+        self.target_len = _int32(batch.target_len, "target lengths", 2**31 - 1024)
         # Biggest cases first: blocks are dispatched roughly in index order.
-        self.case_order = np.argsort([-c.cells for c in self.cases], kind="stable").astype(np.int32)
+        self.case_order = np.argsort(-batch.cells, kind="stable").astype(np.int32)
+        # Traceback: cost grows with the target length squared; its scratch and output capacity.
+        self.tb_order = np.argsort(-batch.target_len, kind="stable").astype(np.int32)
+        self.moves_off = offsets(batch.max_exon * ((width + 3) // 4))
+        self.rows_off = offsets(2 * width)
+        # Ops: every target symbol once, and every symbol of the chain, whose exons do not overlap.
+        self.ops_off = offsets(batch.target_len + batch.covered)
+
+    @property
+    def n_cases(self) -> int:
+        return len(self.cases)
 
 
-def spread_layout(chunks: Sequence[int], sms: int) -> bool:
+def spread_layout(chunks: Sequence[int] | np.ndarray, sms: int) -> bool:
     """Whether cases of these chunk counts get one one-warp block per chunk (see :func:`launch_shape`):
     a few cases (at most a quarter of the SM count) whose blocks all fit on the SMs at once."""
-    return len(chunks) <= sms // 4 and len(chunks) * max(chunks) <= sms * 8
+    chunks = np.asarray(chunks)
+    return len(chunks) <= sms // 4 and len(chunks) * int(chunks.max()) <= sms * ONE_WARP_BLOCKS_PER_SM
 
 
-def launch_shape(chunks: Sequence[int], sms: int, max_warps: int = MAX_WARPS) -> tuple[int, int]:
+def wide_layout(chunks: Sequence[int] | np.ndarray, sms: int, max_warps: int = MAX_WARPS) -> bool:
+    """Whether a few cases too wide for :func:`spread_layout` get several blocks of ``max_warps``
+    warps each, spread over all SMs (their warps take the chunks in passes)."""
+    chunks = np.asarray(chunks)
+    return len(chunks) <= sms // 4 and not spread_layout(chunks, sms) and int(chunks.max()) > max_warps
+
+
+def launch_shape(chunks: Sequence[int] | np.ndarray, sms: int, max_warps: int = MAX_WARPS,
+                 resident_blocks: int | None = None) -> tuple[int, int]:
     """``(warps per block, blocks per case)`` for cases of these chunk counts on ``sms`` SMs.
 
-    A few cases: every chunk gets its own one-warp block, so that a single big case uses many SMs
-    (a case's chunks form a pipeline, so all its blocks must be resident at once). Many cases:
-    one block per case with the median chunk count of warps, so that small cases do not reserve
-    idle warps (wider cases take their chunks in passes).
+    A case's chunks form a pipeline (chunk c waits for chunk c - 1's rows), so all the blocks of a
+    case that spans several must be resident at once. A few cases: every chunk gets its own
+    one-warp block, so that a single big case uses many SMs. Wider ones (:func:`wide_layout`):
+    blocks of up to ``max_warps`` warps, enough warps per block to put a block on every SM, as
+    many blocks per case as ``resident_blocks`` (blocks resident on the whole device, from its
+    occupancy; default one per SM) allows, taking the chunks in passes. Many cases: one block per
+    case with the median chunk count of warps, so that small cases do not reserve idle warps
+    (wider cases take their chunks in passes).
     """
+    chunks = np.asarray(chunks)
+    widest = int(chunks.max())
     if spread_layout(chunks, sms):
-        return 1, max(chunks)
-    typical = max(chunks) if len(chunks) == 1 else int(np.median(chunks))
+        return 1, widest
+    if wide_layout(chunks, sms, max_warps):
+        warps = wide_warps(chunks, sms, max_warps)
+        resident = sms if resident_blocks is None else resident_blocks
+        return warps, max(1, min(-(-widest // warps), resident // len(chunks)))
+    typical = widest if len(chunks) == 1 else int(np.median(chunks))
     return int(max(1, min(max_warps, typical))), 1
+
+
+def wide_warps(chunks: Sequence[int] | np.ndarray, sms: int, max_warps: int = MAX_WARPS) -> int:
+    """Warps per block in the :func:`wide_layout`: the widest case's chunks over the SMs shared by
+    the cases, at most ``max_warps``."""
+    chunks = np.asarray(chunks)
+    per_case = max(1, sms // len(chunks))
+    return int(min(max_warps, max(1, -(-int(chunks.max()) // per_case))))
+
+
+def _resident_blocks(kernel, threads: int, shared: int, sms: int) -> int:
+    """Blocks of ``threads`` threads and ``shared`` bytes of dynamic shared memory that the device
+    keeps resident at once (the occupancy calculator)."""
+    import cupy as cp
+
+    if shared > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = shared
+    return sms * int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.ptr, threads, shared))
+
+
+@dataclass
+class _Launch:
+    """A batch on the device after the forward kernel's launch: its arrays and timing events."""
+
+    packed: PackedBatch
+    dev: object
+    d: dict  # device copies of the packed arrays, by name
+    last: object
+    pred: object
+    begin: object  # event before the uploads
+    forward_start: object  # events around the forward kernel
+    forward_end: object
+
+
+def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, max_warps: int,
+             device_id: int | None, slots: int | None, max_blocks: int | None) -> _Launch:
+    """Pack ``batch``, upload it and launch the forward kernel (``last``/``pred`` stay on the device)."""
+    import cupy as cp
+
+    from gamut.cuda import load_module
+
+    for case in batch.cases:  # the kernel's cells are int32
+        check_score_range(case, int(max(np.abs(matrix).max(), abs(gap))))
+    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    if cols is None:
+        cols = FEW_CASES_COLS if spread_layout(chunk_counts(batch.target_len, FEW_CASES_COLS), sms) else DEFAULT_COLS
+    if cols not in (4, 8, 16):
+        raise ValueError("cols must be 4, 8 or 16")
+    chunks = chunk_counts(batch.target_len, cols)
+    with dev:
+        begin = cp.cuda.Event()
+        begin.record()
+        module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}", *STREAM_OPTIONS), device_id=dev.id)
+        kernel = module.get_function("splice_forward")
+        if wide_layout(chunks, sms, max_warps):
+            slots, shared = shared_layout(wide_warps(chunks, sms, max_warps), cols, 1, slots)
+            resident = _resident_blocks(kernel, 32 * wide_warps(chunks, sms, max_warps), shared, sms)
+            warps, blocks_per_case = launch_shape(chunks, sms, max_warps, resident)
+        else:
+            warps, blocks_per_case = launch_shape(chunks, sms, max_warps)
+            blocks = len(batch) * blocks_per_case
+            slots, shared = shared_layout(warps, cols, -(-blocks // sms) if blocks_per_case > 1 else 0, slots)
+            resident = _resident_blocks(kernel, 32 * warps, shared, sms) if blocks_per_case > 1 else blocks
+        if max_blocks is not None:
+            blocks_per_case = max(1, min(blocks_per_case, max_blocks))
+        if blocks_per_case > 1 and len(batch) * blocks_per_case > resident:  # would wait for each other forever
+            raise DeviceError(f"the GPU keeps {resident} blocks of {warps} warps resident, fewer than the "
+                              f"{len(batch) * blocks_per_case} that a spread launch needs")
+        packed = PackedBatch(batch, cols, slots)
+        d = {name: cp.asarray(getattr(packed, name)) for name in (
+            "stream", "stream_off", "stream_rows", "fin", "fold_ptr", "fold", "exon_off", "n_exons",
+            "target", "target_off", "target_len", "out_off", "bound_off", "case_order")}
+        last = cp.empty(int(packed.out_off[-1]), cp.int32)
+        pred = cp.empty(int(packed.out_off[-1]), cp.int32)
+        bound = cp.zeros(max(int(packed.bound_off[-1]), 1), cp.int64)  # tags 0: nothing published
+        d["matrix"] = cp.asarray(np.ascontiguousarray(matrix, np.int32).ravel())
+        if shared > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared
+        args = (
+            d["stream"], d["stream_off"], d["stream_rows"], d["fin"], d["fold_ptr"], d["fold"], d["exon_off"],
+            d["n_exons"], d["target"], d["target_off"], d["target_len"], d["out_off"], last, pred,
+            bound, d["bound_off"], d["case_order"], d["matrix"], np.int32(gap), np.int32(blocks_per_case),
+            np.int32(slots),
+        )
+        start = cp.cuda.Event()
+        start.record()
+        kernel((len(batch) * blocks_per_case,), (32 * warps,), args, shared_mem=shared)
+        done = cp.cuda.Event()
+        done.record()
+    return _Launch(packed, dev, d, last, pred, begin, start, done)
 
 
 def forward_gpu_many(
@@ -144,67 +292,135 @@ def forward_gpu_many(
     device_id: int | None = None,
     timing: GpuTiming | None = None,
     slots: int | None = None,
+    max_blocks: int | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(last, pred)`` for every case, computed in one kernel launch.
+    """``(last, pred)`` for every case, computed in one kernel launch and downloaded (tests and
+    checks; :func:`solve_gpu` keeps them on the device).
 
     ``cols``: target columns per lane (4, 8 or 16); by default 4 when the chunks get one block each
     (:func:`spread_layout`: shorter per-row chains) and 8 otherwise (fewer, fuller warps).
     ``slots``: at most this many parked-row slots per warp (tests; default: what shared memory holds).
+    ``max_blocks``: at most this many blocks per case (tests: chunks taken in several passes).
     """
     import cupy as cp
 
-    from gamut.cuda import load_module
-
     if not cases:
         return []
-    for case in cases:  # the kernel's cells are int32
-        check_score_range(case, int(max(np.abs(matrix).max(), abs(gap))))
-    dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
-    if cols is None:
-        cols = FEW_CASES_COLS if spread_layout(chunk_counts(cases, FEW_CASES_COLS), sms) else DEFAULT_COLS
-    if cols not in (4, 8, 16):
-        raise ValueError("cols must be 4, 8 or 16")
-    warps, blocks_per_case = launch_shape(chunk_counts(cases, cols), sms, max_warps)
-    blocks = len(cases) * blocks_per_case
-    slots, shared = shared_layout(warps, cols, -(-blocks // sms) if blocks_per_case > 1 else 0, slots)
-    packed = PackedBatch(cases, cols, slots)
-    with dev:
-        start_total = cp.cuda.Event()
-        start_total.record()
-        module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}", *STREAM_OPTIONS), device_id=dev.id)
-        kernel = module.get_function("splice_forward")
-        d = {name: cp.asarray(getattr(packed, name)) for name in (
-            "stream", "stream_off", "stream_rows", "fin", "fold_ptr", "fold", "exon_off", "n_exons",
-            "target", "target_off", "target_len", "out_off", "bound_off", "case_order")}
-        last = cp.empty(int(packed.out_off[-1]), cp.int32)
-        pred = cp.empty(int(packed.out_off[-1]), cp.int32)
-        bound = cp.zeros(max(int(packed.bound_off[-1]), 1), cp.int64)  # tags 0: nothing published
-        mat = cp.asarray(np.ascontiguousarray(matrix, np.int32).ravel())
-        if shared > 48 * 1024:
-            kernel.max_dynamic_shared_size_bytes = shared
-        args = (
-            d["stream"], d["stream_off"], d["stream_rows"], d["fin"], d["fold_ptr"], d["fold"], d["exon_off"],
-            d["n_exons"], d["target"], d["target_off"], d["target_len"], d["out_off"], last, pred,
-            bound, d["bound_off"], d["case_order"], mat, np.int32(gap), np.int32(blocks_per_case), np.int32(slots),
-        )
-        begin = cp.cuda.Event()
+    launch = _forward(CaseBatch(cases), matrix, gap, cols, max_warps, device_id, slots, max_blocks)
+    with launch.dev:
+        host_last = _download(launch.last)
+        host_pred = _download(launch.pred)
         end = cp.cuda.Event()
-        begin.record()
-        kernel((len(packed.cases) * blocks_per_case,), (32 * warps,), args, shared_mem=shared)
         end.record()
-        host_last = _download(last)
-        host_pred = _download(pred)
         end.synchronize()
         if timing is not None:
-            timing.kernel += cp.cuda.get_elapsed_time(begin, end) / 1000.0
-            timing.total += cp.cuda.get_elapsed_time(start_total, end) / 1000.0
+            timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
+            timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
+    packed = launch.packed
     results = []
     for index, case in enumerate(packed.cases):
         lo, hi = int(packed.out_off[index]), int(packed.out_off[index + 1])
         shape = (case.n_exons, case.target.size + 1)
         results.append((host_last[lo:hi].reshape(shape), host_pred[lo:hi].reshape(shape)))
     return results
+
+
+def forward_gpu(case: SpliceCase, matrix: np.ndarray, gap: int, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+    """``(last, pred)`` for one case on the GPU."""
+    return forward_gpu_many([case], matrix, gap, **kwargs)[0]
+
+
+def solve_gpu(
+    batch: CaseBatch,
+    matrix: np.ndarray,
+    gap: int,
+    *,
+    cols: int | None = None,
+    max_warps: int = MAX_WARPS,
+    device_id: int | None = None,
+    timing: GpuTiming | None = None,
+    slots: int | None = None,
+    max_blocks: int | None = None,
+) -> Tracebacks:
+    """Forward pass and traceback of every case of ``batch`` on the device (one launch each).
+
+    Options as :func:`forward_gpu_many`. Raises :class:`DeviceError` when the traceback kernel
+    finds the forward pass's arrays inconsistent.
+    """
+    import cupy as cp
+
+    from gamut.cuda import load_module
+
+    launch = _forward(batch, matrix, gap, cols, max_warps, device_id, slots, max_blocks)
+    packed, d = launch.packed, launch.d
+    with launch.dev:
+        module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={TB_THREADS}", *TRACEBACK_OPTIONS),
+                             device_id=launch.dev.id)
+        kernel = module.get_function("splice_traceback")
+        for name in ("seg_row", "starts", "ends", "moves_off", "rows_off", "ops_off", "tb_order"):
+            d[name] = cp.asarray(getattr(packed, name))
+        moves = cp.empty(max(int(packed.moves_off[-1]), 1), cp.uint8)
+        rows = cp.empty(max(int(packed.rows_off[-1]), 1), cp.int32)
+        ops = cp.empty(max(int(packed.ops_off[-1]), 1), cp.uint8)
+        chain = cp.empty(max(int(packed.exon_off[-1]), 1), cp.int32)
+        result = cp.empty(4 * packed.n_cases, cp.int32)
+        start = cp.cuda.Event()
+        start.record()
+        kernel((packed.n_cases,), (TB_THREADS,), (
+            launch.last, launch.pred, d["out_off"], d["stream"], d["stream_off"], d["seg_row"], d["starts"],
+            d["ends"], d["exon_off"], d["n_exons"], d["target"], d["target_off"], d["target_len"], d["matrix"],
+            np.int32(gap), moves, d["moves_off"], rows, d["rows_off"], ops, d["ops_off"], chain, result,
+            d["tb_order"]))
+        done = cp.cuda.Event()
+        done.record()
+        host_result = _download(result)
+        host_ops = _download(ops)
+        host_chain = _download(chain)
+        end = cp.cuda.Event()
+        end.record()
+        end.synchronize()
+        if timing is not None:
+            timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
+            timing.traceback += cp.cuda.get_elapsed_time(start, done) / 1000.0
+            timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
+    return collect_tracebacks(packed, host_result, host_ops, host_chain)
+
+
+@njit(cache=True)
+def _tails(buffer, ends, counts):  # pragma: no cover - compiled
+    """``buffer[ends[c] - counts[c]:ends[c]]`` of every case, concatenated."""
+    out = np.empty(counts.sum(), buffer.dtype)
+    p = 0
+    for c in range(ends.shape[0]):
+        n = counts[c]
+        out[p:p + n] = buffer[ends[c] - n:ends[c]]
+        p += n
+    return out
+
+
+def collect_tracebacks(packed: PackedBatch, result: np.ndarray, ops: np.ndarray, chain: np.ndarray) -> Tracebacks:
+    """The traceback kernel's output (``result``: score, ops, chain length and status per case;
+    ``ops`` and ``chain`` written backwards from the end of each case's region) as
+    :class:`Tracebacks`. Raises :class:`DeviceError` naming the first case the kernel rejected."""
+    result = np.asarray(result, np.int32).reshape(-1, 4)
+    status = result[:, 3]
+    n_ops = result[:, 1].astype(np.int64)
+    n_chain = result[:, 2].astype(np.int64)
+    cap_ops = np.diff(packed.ops_off)
+    bad = np.flatnonzero((status != 0) | (n_ops < 0) | (n_ops > cap_ops) | (n_chain < 1)
+                         | (n_chain > packed.n_exons))
+    if bad.size:
+        c = int(bad[0])
+        why = TRACEBACK_STATUS.get(int(status[c]), "the traceback kernel returned impossible counts")
+        raise DeviceError(f"the GPU engine gave an inconsistent result ({packed.cases[c].name}: {why}; "
+                          f"{bad.size} of {packed.n_cases} cases)")
+    return Tracebacks(
+        score=result[:, 0].astype(np.int64),
+        chain=_tails(np.asarray(chain, np.int32), packed.exon_off[1:], n_chain).astype(np.int64),
+        chain_off=offsets(n_chain),
+        ops=_tails(np.asarray(ops, np.uint8), packed.ops_off[1:], n_ops),
+        ops_off=offsets(n_ops),
+    )
 
 
 def _download(array) -> np.ndarray:
@@ -219,8 +435,3 @@ def _download(array) -> np.ndarray:
     host = np.frombuffer(mem, array.dtype, array.size)
     array.get(out=host)
     return host
-
-
-def forward_gpu(case: SpliceCase, matrix: np.ndarray, gap: int, **kwargs) -> tuple[np.ndarray, np.ndarray]:
-    """``(last, pred)`` for one case on the GPU."""
-    return forward_gpu_many([case], matrix, gap, **kwargs)[0]

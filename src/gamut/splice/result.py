@@ -1,12 +1,20 @@
-"""Spliced-alignment results: score, exon chain (input indices) and the alignment itself."""
+"""Spliced-alignment results: score, exon chain (input indices) and the alignment itself.
+
+Every engine hands its tracebacks over as one :class:`Tracebacks` per batch (concatenated
+arrays); :func:`build_results` checks them and builds all :class:`SpliceResult` objects of the
+batch in one compiled pass, so results are made in one place whatever the engine.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import numpy as np
+from numba import njit
 
-from gamut.splice.cpu import OP_BASE_GAP, OP_TARGET_GAP
-from gamut.splice.model import ALPHABET, SpliceCase
+from gamut.splice.batch import CaseBatch, offsets
+from gamut.splice.cpu import OP_BASE_GAP, OP_MATCH, OP_TARGET_GAP
+from gamut.splice.model import ALPHABET
 
 _LETTERS = np.frombuffer(ALPHABET.encode(), dtype=np.uint8)
 
@@ -71,34 +79,164 @@ class SpliceResult:
     cells: int = 0
 
 
-def build_result(case: SpliceCase, score: int, chain: np.ndarray, ops: np.ndarray, bpos: np.ndarray,
-                 tpos: np.ndarray, engine: str) -> SpliceResult:
-    """Assemble a :class:`SpliceResult` from a traceback over sorted exons."""
-    base_chars = np.full(ops.size, ord("-"), np.uint8)
-    target_chars = np.full(ops.size, ord("-"), np.uint8)
-    has_base = ops != OP_TARGET_GAP
-    has_target = ops != OP_BASE_GAP
-    base_chars[has_base] = _LETTERS[case.base[bpos[has_base]]]
-    target_chars[has_target] = _LETTERS[case.target[tpos[has_target]]]
-    spans = []
-    for k in chain:
-        inside = (bpos >= case.starts[k]) & (bpos < case.ends[k])
-        t_inside = tpos[inside]
-        t_inside = t_inside[t_inside >= 0]
-        if t_inside.size:
-            spans.append((int(t_inside.min()), int(t_inside.max()) + 1))
-        else:
-            first = np.flatnonzero(inside)[0]
-            before = tpos[:first][tpos[:first] >= 0]
-            at = int(before.max()) + 1 if before.size else 0
-            spans.append((at, at))
-    return SpliceResult(
-        score=int(score),
-        chain=[int(case.order[k]) for k in chain],
-        exons=[(int(case.starts[k]), int(case.ends[k])) for k in chain],
-        target_spans=spans,
-        alignment=SpliceAlignment(base_chars.tobytes().decode(), target_chars.tobytes().decode(), bpos, tpos),
-        name=case.name,
-        engine=engine,
-        cells=case.cells,
-    )
+@dataclass(frozen=True)
+class Tracebacks:
+    """Tracebacks of a batch of cases: per case the score, the chain (sorted exon indices of the
+    case, in order) and the alignment operations (``OP_*`` of :mod:`gamut.splice.cpu`), as
+    concatenated arrays; case ``c`` owns ``chain[chain_off[c]:chain_off[c + 1]]`` and
+    ``ops[ops_off[c]:ops_off[c + 1]]``."""
+
+    score: np.ndarray  # int64 (C,)
+    chain: np.ndarray  # int64
+    chain_off: np.ndarray  # int64 (C + 1,)
+    ops: np.ndarray  # uint8
+    ops_off: np.ndarray  # int64 (C + 1,)
+
+    @classmethod
+    def concatenate(cls, items: Sequence[tuple[int, np.ndarray, np.ndarray]]) -> "Tracebacks":
+        """From per-case ``(score, chain, ops)`` (the CPU traceback's output)."""
+        score = np.asarray([s for s, _, _ in items], np.int64)
+        chains = [np.asarray(c, np.int64) for _, c, _ in items]
+        ops = [np.asarray(o, np.uint8) for _, _, o in items]
+        return cls(score, np.concatenate(chains) if chains else np.zeros(0, np.int64), offsets([c.size for c in chains]),
+                   np.concatenate(ops) if ops else np.zeros(0, np.uint8), offsets([o.size for o in ops]))
+
+
+#: Why :func:`build_results` rejects a case (codes of ``_assemble``).
+PROBLEMS = {
+    1: "an alignment operation code is not one of match, base gap, target gap",
+    2: "the chain is empty, names an exon outside the case, or its exons are not in increasing, "
+       "non-overlapping order",
+    3: "the alignment does not spell the chain's exons",
+    4: "the alignment does not spell the target",
+    5: "the alignment's score is not the reported optimum",
+}
+
+
+@njit(cache=True)
+def _assemble(ops, ops_off, chain, chain_off, score, exon_off, starts, ends, base, base_off, target, target_off,
+              target_len, matrix, gap, letters):  # pragma: no cover - compiled
+    """Positions and letters of every alignment column, the target span of every chain exon, and
+    a problem code per case (0: consistent; see :data:`PROBLEMS`)."""
+    total = ops.shape[0]
+    bpos = np.full(total, -1, np.int64)
+    tpos = np.full(total, -1, np.int64)
+    bchars = np.full(total, 45, np.uint8)  # '-'
+    tchars = np.full(total, 45, np.uint8)
+    span_lo = np.full(chain.shape[0], -1, np.int64)
+    span_hi = np.full(chain.shape[0], -1, np.int64)
+    problem = np.zeros(ops_off.shape[0] - 1, np.int8)
+    for c in range(ops_off.shape[0] - 1):
+        e0, e1 = chain_off[c], chain_off[c + 1]
+        k_case = exon_off[c + 1] - exon_off[c]
+        if e1 == e0:
+            problem[c] = 2
+            continue
+        for e in range(e0, e1):
+            if chain[e] < 0 or chain[e] >= k_case or (
+                    e > e0 and (chain[e] <= chain[e - 1] or
+                                ends[exon_off[c] + chain[e - 1]] > starts[exon_off[c] + chain[e]])):
+                problem[c] = 2
+        if problem[c]:
+            continue
+        e = e0
+        i = 0  # symbols of chain exon e consumed
+        t = 0  # target symbols consumed
+        first_t = np.empty(e1 - e0, np.int64)
+        total_score = 0
+        for p in range(ops_off[c], ops_off[c + 1]):
+            op = ops[p]
+            if op > 2:
+                problem[c] = 1
+                break
+            if op != OP_TARGET_GAP:
+                k = exon_off[c] + chain[e]
+                if i == ends[k] - starts[k]:
+                    e += 1
+                    i = 0
+                    if e == e1:
+                        problem[c] = 3
+                        break
+                    k = exon_off[c] + chain[e]
+                if i == 0:
+                    first_t[e - e0] = t
+                b = starts[k] + i
+                bpos[p] = b
+                bchars[p] = letters[base[base_off[c] + b]]
+                i += 1
+            if op != OP_BASE_GAP:
+                if t == target_len[c]:
+                    problem[c] = 4
+                    break
+                tpos[p] = t
+                tchars[p] = letters[target[target_off[c] + t]]
+                if op == OP_MATCH:
+                    if span_lo[e] < 0:
+                        span_lo[e] = t
+                    span_hi[e] = t + 1
+                t += 1
+            if op == OP_MATCH:
+                total_score += matrix[base[base_off[c] + bpos[p]], target[target_off[c] + t - 1]]
+            else:
+                total_score += gap
+        if problem[c]:
+            continue
+        k = exon_off[c] + chain[e]
+        if e != e1 - 1 or i != ends[k] - starts[k]:
+            problem[c] = 3
+        elif t != target_len[c]:
+            problem[c] = 4
+        elif total_score != score[c]:
+            problem[c] = 5
+        for e in range(e0, e1):
+            if span_lo[e] < 0:  # no target symbol aligned inside: an empty span where the exon starts
+                span_lo[e] = first_t[e - e0]
+                span_hi[e] = first_t[e - e0]
+    return bpos, tpos, bchars, tchars, span_lo, span_hi, problem
+
+
+def build_results(batch: CaseBatch, tracebacks: Tracebacks, matrix: np.ndarray, gap: int, engine: str,
+                  error: Callable[[str], Exception] = RuntimeError) -> list[SpliceResult]:
+    """The :class:`SpliceResult` of every case of ``batch`` from its traceback.
+
+    Checks every case first (a chain of the case's exons in increasing, non-overlapping order, an
+    alignment that spells the chain and the target, and scores the reported optimum) and raises
+    ``error(message)`` naming the first inconsistent case: no result is returned unchecked.
+    """
+    tb = tracebacks
+    bpos, tpos, bchars, tchars, span_lo, span_hi, problem = _assemble(
+        tb.ops, tb.ops_off, tb.chain, tb.chain_off, tb.score, batch.exon_off, batch.starts, batch.ends, batch.base,
+        batch.base_off, batch.target, batch.target_off, batch.target_len, np.ascontiguousarray(matrix, np.int64),
+        np.int64(gap), _LETTERS)
+    bad = np.flatnonzero(problem)
+    if bad.size:
+        c = int(bad[0])
+        raise error(f"{batch.cases[c].name}: {PROBLEMS[int(problem[c])]} ({bad.size} of {len(batch)} cases "
+                    "inconsistent)")
+    owner = np.repeat(np.arange(len(batch)), np.diff(tb.chain_off))
+    chain_global = batch.exon_off[owner] + tb.chain
+    chain_in = batch.order[chain_global].tolist()
+    exon_pairs = list(zip(batch.starts[chain_global].tolist(), batch.ends[chain_global].tolist()))
+    spans = list(zip(span_lo.tolist(), span_hi.tolist()))
+    base_text = bchars.tobytes()
+    target_text = tchars.tobytes()
+    scores = tb.score.tolist()
+    cells = batch.cells.tolist()
+    c_off = tb.chain_off.tolist()
+    o_off = tb.ops_off.tolist()
+    results = []
+    for c, case in enumerate(batch.cases):
+        a, b = c_off[c], c_off[c + 1]
+        lo, hi = o_off[c], o_off[c + 1]
+        results.append(SpliceResult(
+            score=scores[c],
+            chain=chain_in[a:b],
+            exons=exon_pairs[a:b],
+            target_spans=spans[a:b],
+            alignment=SpliceAlignment(base_text[lo:hi].decode("ascii"), target_text[lo:hi].decode("ascii"),
+                                      bpos[lo:hi], tpos[lo:hi]),
+            name=case.name,
+            engine=engine,
+            cells=cells[c],
+        ))
+    return results

@@ -57,6 +57,91 @@ def _assign_slots(elig, slots):  # pragma: no cover - compiled
     return fin
 
 
+@njit(cache=True)
+def _plans(base, base_off, starts, ends, exon_off, slots, rows):  # pragma: no cover - compiled
+    """Streams and fold plans of a batch of cases (see :func:`build_plans`), one pass per case."""
+    n_cases = exon_off.shape[0] - 1
+    k_all = starts.shape[0]
+    seg_row = np.empty(k_all, np.int64)
+    stream_off = np.zeros(n_cases + 1, np.int64)
+    elig = np.empty(k_all, np.int64)
+    fin = np.empty(k_all, np.int32)
+    n_fold = 0
+    for c in range(n_cases):
+        lo, hi = exon_off[c], exon_off[c + 1]
+        acc = 0
+        for k in range(lo, hi):
+            seg_row[k] = acc
+            acc += (ends[k] - starts[k] + rows) // rows * rows
+        stream_off[c + 1] = stream_off[c] + acc
+        elig[lo:hi] = np.searchsorted(starts[lo:hi], ends[lo:hi])  # side="left"
+        fin[lo:hi] = _assign_slots(elig[lo:hi], slots)
+        for k in range(lo, hi):
+            if fin[k] >= FOLD_GLOBAL:
+                n_fold += 1
+    stream = np.full(stream_off[n_cases], PAD_CODE, np.uint8)
+    fold_ptr = np.zeros(k_all + n_cases, np.int32)
+    fold = np.empty((n_fold, 2), np.int32)
+    f = 0
+    for c in range(n_cases):
+        lo, hi = exon_off[c], exon_off[c + 1]
+        b = base_off[c]
+        for k in range(lo, hi):
+            row = stream_off[c] + seg_row[k]
+            stream[row] = ENTRY_CODE
+            length = ends[k] - starts[k]
+            for i in range(length):
+                stream[row + 1 + i] = base[b + starts[k] + i]
+            stream[row + length] |= FINISH_BIT
+        # Folds in order of the entry that reads them (stable: by exon index within an entry).
+        ptr = lo + c  # K + 1 pointers per case
+        count = np.zeros(hi - lo + 1, np.int64)
+        for k in range(lo, hi):
+            if fin[k] >= FOLD_GLOBAL:
+                count[elig[k]] += 1
+        fold_ptr[ptr] = f
+        pos = np.empty(hi - lo + 1, np.int64)
+        for e in range(hi - lo + 1):
+            pos[e] = f
+            f += count[e]
+            if e < hi - lo:
+                fold_ptr[ptr + e + 1] = f
+        for k in range(lo, hi):
+            if fin[k] >= FOLD_GLOBAL:
+                e = elig[k]
+                fold[pos[e], 0] = k - lo
+                fold[pos[e], 1] = fin[k]
+                pos[e] += 1
+    return stream, stream_off, seg_row, fin, fold_ptr, fold
+
+
+@dataclass(frozen=True)
+class StreamPlans:
+    """Streams and fold plans of a batch, concatenated (arrays as the kernels read them).
+
+    Case ``c``'s stream is ``stream[stream_off[c]:stream_off[c + 1]]``; exon ``k`` (an index
+    into the batch's concatenated exons) has its entry row at ``seg_row[k]`` of its case's
+    stream and finish action ``fin[k]``; the ``K + 1`` fold pointers of case ``c`` start at
+    ``fold_ptr[exon_off[c] + c]`` and index ``fold`` (rows ``(exon within the case, slot)``).
+    """
+
+    stream: np.ndarray  # uint8
+    stream_off: np.ndarray  # int64 (C + 1,)
+    seg_row: np.ndarray  # int64 (K,)
+    fin: np.ndarray  # int32 (K,)
+    fold_ptr: np.ndarray  # int32 (K + C,)
+    fold: np.ndarray  # int32 (F, 2)
+
+
+def build_plans(base: np.ndarray, base_off: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                exon_off: np.ndarray, slots: int, rows: int = ROWS) -> StreamPlans:
+    """Streams and fold plans of concatenated cases: case ``c`` has sorted exons
+    ``starts/ends[exon_off[c]:exon_off[c + 1]]`` on the base that begins at ``base[base_off[c]]``."""
+    out = _plans(np.ascontiguousarray(base, np.uint8), np.asarray(base_off, np.int64), np.asarray(starts, np.int64),
+                 np.asarray(ends, np.int64), np.asarray(exon_off, np.int64), int(slots), int(rows))
+    return StreamPlans(*out)
+
+
 @dataclass(frozen=True)
 class StreamPlan:
     """One case's padded stream and fold plan (arrays as the kernel reads them)."""
@@ -71,35 +156,8 @@ class StreamPlan:
         return int(self.stream.shape[0])
 
 
-def segment_lengths(starts: np.ndarray, ends: np.ndarray, rows: int = ROWS) -> np.ndarray:
-    """Stream rows of each exon: entry row plus its symbols, rounded up to a multiple of ``rows``."""
-    lengths = np.asarray(ends, np.int64) - np.asarray(starts, np.int64)
-    return (lengths + rows) // rows * rows
-
-
 def build_plan(base: np.ndarray, starts: np.ndarray, ends: np.ndarray, slots: int, rows: int = ROWS) -> StreamPlan:
     """The stream and fold plan of sorted exons ``(starts, ends)`` on ``base`` with ``slots`` park slots."""
-    starts = np.asarray(starts, np.int64)
-    ends = np.asarray(ends, np.int64)
-    k_total = starts.shape[0]
-    lengths = ends - starts
-    seg = segment_lengths(starts, ends, rows)
-    seg_off = np.zeros(k_total + 1, np.int64)
-    np.cumsum(seg, out=seg_off[1:])
-    stream = np.full(int(seg_off[-1]), PAD_CODE, np.uint8)
-    stream[seg_off[:-1]] = ENTRY_CODE
-    total = int(lengths.sum())
-    first = np.zeros(k_total, np.int64)
-    if k_total > 1:
-        np.cumsum(lengths[:-1], out=first[1:])
-    within = np.arange(total, dtype=np.int64) - np.repeat(first, lengths)
-    stream[np.repeat(seg_off[:-1] + 1, lengths) + within] = base[np.repeat(starts, lengths) + within]
-    stream[seg_off[:-1] + lengths] |= FINISH_BIT
-    elig = np.searchsorted(starts, ends, side="left").astype(np.int64)
-    fin = _assign_slots(elig, int(slots))
-    parked = np.flatnonzero(fin >= FOLD_GLOBAL)
-    order = parked[np.argsort(elig[parked], kind="stable")]
-    fold = np.stack([order, fin[order]], axis=1).astype(np.int32).reshape(-1, 2)
-    fold_ptr = np.zeros(k_total + 1, np.int32)
-    np.cumsum(np.bincount(elig[order], minlength=k_total + 1)[:k_total], out=fold_ptr[1:])
-    return StreamPlan(stream, fin, fold_ptr, fold)
+    k_total = len(starts)
+    plans = build_plans(base, np.zeros(1, np.int64), starts, ends, np.asarray([0, k_total], np.int64), slots, rows)
+    return StreamPlan(plans.stream, plans.fin, plans.fold_ptr, plans.fold)

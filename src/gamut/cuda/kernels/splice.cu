@@ -20,7 +20,8 @@
 // first exon that may follow it. Only each exon's last row (and the predecessor choice of its
 // entry row) is written globally. Many cases: one block per case (the batch mode), its warps
 // taking the chunks in turn. A few cases: one single-warp block per chunk (blocks_per_case), so
-// that a big case spans many SMs.
+// that a big case spans many SMs; a few very wide cases: several multi-warp blocks per case, all
+// resident at once, taking the chunks in passes.
 //
 // Tie rule, shared with the CPU engines: entry value = max(j*gap, best predecessor last row);
 // ties go to the chain start (-1), then to the smallest sorted exon index.
@@ -103,8 +104,11 @@ extern "C" __global__ void splice_forward(
     RowVec* park = reinterpret_cast<RowVec*>(smem + warp * per_warp + CODES * 32 * sizeof(ScoreVec));  // [slots][32]
 
     // blocks_per_case > 1 (a few big cases): the chunks of a case are spread over several
-    // blocks, hence SMs; chunk c goes to warp (c % (warps * blocks_per_case)) of the case's
-    // blocks. Only used when every block is resident at once (the host makes sure).
+    // blocks, hence SMs, round robin (consecutive chunks, which run together in the pipeline, on
+    // different blocks): chunk c goes to block c % blocks_per_case of the case, warp
+    // (c / blocks_per_case) % warps. Each warp takes its chunks in increasing order, so the
+    // lowest unfinished chunk can always proceed, provided every block is resident at once (the
+    // host sizes the grid from the device's occupancy).
     const int cs = case_order[blockIdx.x / blocks_per_case];
     const int sub = blockIdx.x % blocks_per_case;
     const LetterWord* str = reinterpret_cast<const LetterWord*>(stream + stream_off[cs]);
@@ -121,7 +125,7 @@ extern "C" __global__ void splice_forward(
     const int chunk_cols = 32 * COLS;
     const int chunks = (width + chunk_cols - 1) / chunk_cols;
 
-    for (int c = sub * warps + warp; c < chunks; c += warps * blocks_per_case) {
+    for (int c = warp * blocks_per_case + sub; c < chunks; c += warps * blocks_per_case) {
         const int col0 = c * chunk_cols + lane * COLS;  // this lane's first column
         // Score profile of this chunk: profile[a][lane].v[q] = matrix[a][target[col0 + q - 1]].
         __syncwarp();

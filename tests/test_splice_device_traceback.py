@@ -1,0 +1,198 @@
+"""The GPU traceback kernel (``splice_traceback.cu``) built for the host with g++ and run
+block-serially (no GPU needed): it must give exactly :func:`gamut.splice.cpu.traceback`'s score,
+chain and alignment (same tie rules) on every case of a batch, and the GPU engine's host side
+(packing, collection, result building) must give the CPU engines' results."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from splice_harness import SpliceHarness, concatenated, host_solve_gpu
+
+from gamut.errors import DeviceError
+from gamut.splice import api, cpu
+from gamut.splice import gpu as splice_gpu
+from gamut.splice.batch import CaseBatch
+from gamut.splice.generate import il1rapl1_like_case, paper_like_cases, wide_case
+from gamut.splice.gpu import PackedBatch, collect_tracebacks
+from gamut.splice.model import ScoreParams, make_case
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory) -> SpliceHarness:
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available to build the host version of the splice traceback kernel")
+    return SpliceHarness(tmp_path_factory.mktemp("splice_tb"))
+
+
+def device_tracebacks(harness, cases, params, threads=256, slots=4):
+    """Tracebacks of the host-built kernel for ``cases`` (CPU forward pass)."""
+    packed = PackedBatch(cases, 8, slots)
+    last, pred = concatenated([cpu.forward_fast(c, params.matrix, params.gap) for c in cases])
+    return collect_tracebacks(packed, *harness.run(packed, last, pred, params.matrix, params.gap, threads))
+
+
+def assert_same_as_cpu(tracebacks, cases, params):
+    for c, case in enumerate(cases):
+        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
+        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        assert tracebacks.score[c] == score, case.name
+        np.testing.assert_array_equal(tracebacks.chain[tracebacks.chain_off[c]:tracebacks.chain_off[c + 1]], chain,
+                                      err_msg=case.name)
+        np.testing.assert_array_equal(tracebacks.ops[tracebacks.ops_off[c]:tracebacks.ops_off[c + 1]], ops,
+                                      err_msg=case.name)
+
+
+@st.composite
+def case_lists(draw, max_target=90, max_exon=14):
+    """1-4 small cases sharing the scores: ties (tiny alphabets, match 0), N symbols, custom
+    matrices, one-exon cases, overlapping and duplicate exons."""
+    alphabet = draw(st.sampled_from([1, 2, 4, 5]))
+    if draw(st.booleans()):
+        matrix = np.asarray(draw(st.lists(st.integers(-4, 4), min_size=16, max_size=16))).reshape(4, 4)
+        params = ScoreParams(gap=draw(st.integers(-4, -1)), matrix=matrix)
+    else:
+        params = ScoreParams(match=draw(st.integers(0, 3)), mismatch=draw(st.integers(-3, 1)),
+                             gap=draw(st.integers(-3, -1)))
+    cases = []
+    for index in range(draw(st.integers(1, 4))):
+        m = draw(st.integers(1, 50))
+        base = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=m, max_size=m)), np.uint8)
+        exons = []
+        for _ in range(draw(st.integers(1, 7))):
+            start = draw(st.integers(0, m - 1))
+            exons.append((start, draw(st.integers(start + 1, min(m, start + max_exon)))))
+        if draw(st.booleans()):
+            exons.append(exons[0])  # a duplicate
+        n = draw(st.integers(1, max_target))
+        target = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=n, max_size=n)), np.uint8)
+        cases.append(make_case(base, exons, target, params, name=f"h{index}"))
+    return cases, params
+
+
+@settings(max_examples=150, deadline=None)
+@given(case_lists(), st.sampled_from([1, 2, 3, 5, 32, 33, 64, 256]))
+def test_device_traceback_equals_cpu_on_random_cases(harness, data, threads):
+    cases, params = data
+    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case_lists(max_target=700, max_exon=6), st.sampled_from([40, 96, 160, 1024]))
+def test_device_traceback_row_scan_across_warps(harness, data, threads):
+    """Targets much longer than the exons: long runs of horizontal moves that cross the segments
+    of many threads and warps (the block-wide max-scan)."""
+    cases, params = data
+    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
+
+
+@pytest.mark.parametrize("threads", [64, 256])
+def test_device_traceback_equals_cpu_on_generated_cases(harness, threads):
+    params = ScoreParams()
+    generated = paper_like_cases(30, seed=4, scale=0.3)
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
+
+
+def test_device_traceback_on_full_size_cases(harness):
+    """A few cases of the paper-shaped set at full scale (targets of thousands of columns)."""
+    params = ScoreParams(match=2, mismatch=-1, gap=-2)
+    generated = paper_like_cases(6, seed=9)
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    assert_same_as_cpu(device_tracebacks(harness, cases, params), cases, params)
+
+
+def test_device_traceback_on_a_wide_case(harness):
+    """A target of 20,000 columns against grouped, overlapping exons (a small :func:`wide_case`)."""
+    params = ScoreParams()
+    g = wide_case(target_length=20_000, groups=3, exons_per_group=6, seed=2)
+    case = make_case(g.base, g.exons, g.target, params, name=g.name)
+    assert_same_as_cpu(device_tracebacks(harness, [case], params, threads=128), [case], params)
+
+
+def test_gpu_engine_host_side_gives_the_cpu_results(harness, monkeypatch):
+    """``api.solve(..., "gpu")`` with the host-built kernel in place of the device: packing,
+    collection and result building give exactly the CPU engine's results."""
+    params = ScoreParams(match=1, mismatch=-2, gap=-1)
+    generated = paper_like_cases(25, seed=6, scale=0.2)
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, threads=96))
+    monkeypatch.setattr(api, "GPU_BATCH_CELLS", 60_000)  # several launches
+    on_gpu = api.solve(cases, params, "gpu")
+    on_cpu = api.solve(cases, params, "fast")
+    assert len(on_gpu) == len(on_cpu) == len(cases)
+    for a, b in zip(on_gpu, on_cpu):
+        assert (a.score, a.chain, a.exons, a.target_spans, a.name, a.cells) == (
+            b.score, b.chain, b.exons, b.target_spans, b.name, b.cells)
+        assert (a.alignment.base, a.alignment.target, a.engine) == (b.alignment.base, b.alignment.target, "gpu")
+        np.testing.assert_array_equal(a.alignment.base_pos, b.alignment.base_pos)
+        np.testing.assert_array_equal(a.alignment.target_pos, b.alignment.target_pos)
+
+
+def test_gpu_launch_groups_cover_the_cases_in_order(monkeypatch):
+    params = ScoreParams()
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in paper_like_cases(40, seed=1, scale=0.2)]
+    batch = CaseBatch(cases)
+    cells = splice_gpu.state_cells(batch)
+    assert len(api._gpu_groups(batch)) == 1
+    monkeypatch.setattr(api, "GPU_BATCH_CELLS", int(cells.max()) * 3)
+    groups = api._gpu_groups(batch)
+    assert len(groups) > 1
+    assert [c for g in groups for c in g.cases] == cases
+    for g in groups:
+        assert len(g) == 1 or splice_gpu.state_cells(g).sum() <= api.GPU_BATCH_CELLS
+
+
+def small_case(params):
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 4, 400).astype(np.uint8)
+    exons = [(10, 60), (40, 90), (100, 180), (150, 220), (230, 300), (310, 390)]
+    target = np.concatenate([base[10:60], base[100:180], base[310:390]])
+    return make_case(base, exons, target, params, name="small")
+
+
+@pytest.mark.parametrize("edit,message", [
+    # Every exon names itself as predecessor: the walk's first step out of an exon.
+    (lambda packed, last, pred: pred.__setitem__(slice(None), np.repeat(
+        np.arange(packed.n_exons[0]), packed.target_len[0] + 1)), "pred names an exon that cannot precede"),
+    (lambda packed, last, pred: pred.__setitem__(slice(None), 99), "neither -1 nor an exon"),
+    (lambda packed, last, pred: pred.__setitem__(slice(None), -5), "neither -1 nor an exon"),
+    (lambda packed, last, pred: last.__setitem__(slice(None), last + 1), "score is not the reported optimum"),
+    (lambda packed, last, pred: packed.ops_off.__setitem__(slice(1, None), 30), "longer than the target"),
+])
+def test_inconsistent_forward_arrays_are_a_device_error(harness, monkeypatch, edit, message):
+    params = ScoreParams()
+    monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, edit=edit))
+    with pytest.raises(DeviceError, match=f"GPU engine gave an inconsistent result.*{message}"):
+        api.solve([small_case(params)], params, "gpu")
+
+
+def test_ops_capacity_bound():
+    """The ops capacity (target length plus the exons' union) holds every chain's alignment."""
+    params = ScoreParams()
+    generated = paper_like_cases(30, seed=8, scale=0.2)
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    packed = PackedBatch(cases, 8, 4)
+    for c, case in enumerate(cases):
+        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
+        _, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        assert ops.size <= packed.ops_off[c + 1] - packed.ops_off[c]
+        covered = len({p for s, e in zip(case.starts, case.ends) for p in range(s, e)})
+        assert packed.ops_off[c + 1] - packed.ops_off[c] == case.target.size + covered
+
+
+def test_il1rapl1_sized_case_packs_quickly():
+    """Packing (streams, fold plans, traceback offsets) is one compiled pass over the batch."""
+    import time
+
+    params = ScoreParams()
+    g = il1rapl1_like_case(seed=1)
+    case = make_case(g.base, g.exons, g.target, params)
+    PackedBatch([case], 4, 8)  # compile
+    t0 = time.perf_counter()
+    packed = PackedBatch([case], 4, 8)
+    assert time.perf_counter() - t0 < 0.5
+    assert packed.stream_rows[0] == packed.stream.size
