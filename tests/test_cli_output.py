@@ -89,3 +89,26 @@ def test_sigterm_on_a_running_scan_leaves_no_file(tmp_path):
     assert code == 128 + signal.SIGTERM, err
     assert "gamut: terminated" in err and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob(".out.txt.*.tmp"))
+
+
+def test_cli_skips_numba_blas_probe_without_hiding_scipy(tmp_path):
+    """The CLI loads Numba's array-math registry with SciPy hidden (its BLAS probe would import
+    scipy.linalg); afterwards SciPy imports as usual. A stand-in 'scipy' package records imports."""
+    fake = tmp_path / "scipy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import builtins\nbuiltins.SCIPY_IMPORTS = getattr(builtins, 'SCIPY_IMPORTS', 0) + 1\n")
+    code = (
+        "import builtins, sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from gamut.cli import skip_numba_blas_probe\n"
+        "skip_numba_blas_probe()\n"
+        "import numba.np.arraymath as am\n"
+        "assert getattr(builtins, 'SCIPY_IMPORTS', 0) == 0, 'scipy was imported by the probe'\n"
+        "assert not am._HAVE_BLAS\n"
+        "import scipy\n"
+        "assert builtins.SCIPY_IMPORTS == 1\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -58,8 +58,29 @@ def exit_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def skip_numba_blas_probe() -> None:
+    """Load Numba's array-math registry with SciPy hidden, so that its BLAS probe fails fast.
+
+    When Numba loads its first compiled function it imports ``numba.np.arraymath``, whose BLAS
+    probe imports ``scipy.linalg`` (0.3-0.5 s where SciPy is installed) only to enable ``np.dot``
+    and friends in compiled code; gamut's compiled code uses none of them. The command-line
+    process, whose only compiled code is gamut's, therefore loads that module with ``scipy``
+    hidden; ``sys.modules`` is restored right after, so SciPy stays importable.
+    """
+    if "numba.np.arraymath" in sys.modules or "scipy" in sys.modules:
+        return
+    sys.modules["scipy"] = None  # type: ignore[assignment]  # 'import scipy...' raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except ImportError:  # no Numba: the commands that need it say so themselves
+        pass
+    finally:
+        del sys.modules["scipy"]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    skip_numba_blas_probe()
     with exit_on_sigterm():
         return _dispatch(argv)
 
