@@ -4,6 +4,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from hypothesis import strategies as st
+
+from gamut.splice.model import ScoreParams, make_case
 
 
 def global_score(a, b, matrix, gap) -> int:
@@ -42,3 +45,30 @@ def rescore(result, base, target, matrix, gap) -> int:
     for b, t in zip(aln.base_pos.tolist(), aln.target_pos.tolist()):
         total += gap if b < 0 or t < 0 else int(matrix[base[b], target[t]])
     return total
+
+
+@st.composite
+def case_lists(draw, max_target=90, max_exon=14):
+    """1-4 small cases sharing the scores: ties (tiny alphabets, match 0), N symbols, custom
+    matrices, one-exon cases, overlapping and duplicate exons."""
+    alphabet = draw(st.sampled_from([1, 2, 4, 5]))
+    if draw(st.booleans()):
+        matrix = np.asarray(draw(st.lists(st.integers(-4, 4), min_size=16, max_size=16))).reshape(4, 4)
+        params = ScoreParams(gap=draw(st.integers(-4, -1)), matrix=matrix)
+    else:
+        params = ScoreParams(match=draw(st.integers(0, 3)), mismatch=draw(st.integers(-3, 1)),
+                             gap=draw(st.integers(-3, -1)))
+    cases = []
+    for index in range(draw(st.integers(1, 4))):
+        m = draw(st.integers(1, 50))
+        base = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=m, max_size=m)), np.uint8)
+        exons = []
+        for _ in range(draw(st.integers(1, 7))):
+            start = draw(st.integers(0, m - 1))
+            exons.append((start, draw(st.integers(start + 1, min(m, start + max_exon)))))
+        if draw(st.booleans()):
+            exons.append(exons[0])  # a duplicate
+        n = draw(st.integers(1, max_target))
+        target = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=n, max_size=n)), np.uint8)
+        cases.append(make_case(base, exons, target, params, name=f"h{index}"))
+    return cases, params

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from splice_harness import SpliceHarness, concatenated, host_solve_gpu
+from splice_helpers import case_lists
 
 from gamut.errors import DeviceError
 from gamut.splice import api, cpu
@@ -44,33 +45,6 @@ def assert_same_as_cpu(tracebacks, cases, params):
                                       err_msg=case.name)
         np.testing.assert_array_equal(tracebacks.ops[tracebacks.ops_off[c]:tracebacks.ops_off[c + 1]], ops,
                                       err_msg=case.name)
-
-
-@st.composite
-def case_lists(draw, max_target=90, max_exon=14):
-    """1-4 small cases sharing the scores: ties (tiny alphabets, match 0), N symbols, custom
-    matrices, one-exon cases, overlapping and duplicate exons."""
-    alphabet = draw(st.sampled_from([1, 2, 4, 5]))
-    if draw(st.booleans()):
-        matrix = np.asarray(draw(st.lists(st.integers(-4, 4), min_size=16, max_size=16))).reshape(4, 4)
-        params = ScoreParams(gap=draw(st.integers(-4, -1)), matrix=matrix)
-    else:
-        params = ScoreParams(match=draw(st.integers(0, 3)), mismatch=draw(st.integers(-3, 1)),
-                             gap=draw(st.integers(-3, -1)))
-    cases = []
-    for index in range(draw(st.integers(1, 4))):
-        m = draw(st.integers(1, 50))
-        base = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=m, max_size=m)), np.uint8)
-        exons = []
-        for _ in range(draw(st.integers(1, 7))):
-            start = draw(st.integers(0, m - 1))
-            exons.append((start, draw(st.integers(start + 1, min(m, start + max_exon)))))
-        if draw(st.booleans()):
-            exons.append(exons[0])  # a duplicate
-        n = draw(st.integers(1, max_target))
-        target = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=n, max_size=n)), np.uint8)
-        cases.append(make_case(base, exons, target, params, name=f"h{index}"))
-    return cases, params
 
 
 @settings(max_examples=150, deadline=None)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from gamut.splice.batch import CaseBatch, offsets
 from gamut.splice.cpu import OP_BASE_GAP, OP_MATCH, OP_TARGET_GAP
@@ -113,85 +113,91 @@ PROBLEMS = {
 }
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def _assemble_case(c, ops, ops_off, chain, chain_off, score, exon_off, starts, ends, base, base_off, target,
+                   target_off, target_len, matrix, gap, letters, bpos, tpos, bchars, tchars, span_lo,
+                   span_hi):  # pragma: no cover - compiled
+    """Case ``c`` of :func:`_assemble`; returns its problem code."""
+    e0, e1 = chain_off[c], chain_off[c + 1]
+    x0 = exon_off[c]
+    if e1 == e0:
+        return 2
+    for e in range(e0, e1):
+        if chain[e] < 0 or chain[e] >= exon_off[c + 1] - x0:
+            return 2
+        if e > e0 and (chain[e] <= chain[e - 1] or ends[x0 + chain[e - 1]] > starts[x0 + chain[e]]):
+            return 2
+    e = e0
+    i = 0  # symbols of chain exon e consumed
+    t = 0  # target symbols consumed
+    total = 0
+    b0, t0 = base_off[c], target_off[c]
+    for p in range(ops_off[c], ops_off[c + 1]):
+        op = ops[p]
+        if op > 2:
+            return 1
+        if op != OP_TARGET_GAP:
+            k = x0 + chain[e]
+            if i == ends[k] - starts[k]:
+                e += 1
+                i = 0
+                if e == e1:
+                    return 3
+                k = x0 + chain[e]
+            if i == 0:
+                span_lo[e] = t  # where the exon starts on the target (kept if nothing is aligned inside)
+                span_hi[e] = -1
+            bpos[p] = starts[k] + i
+            bchars[p] = letters[base[b0 + bpos[p]]]
+            i += 1
+        if op != OP_BASE_GAP:
+            if t == target_len[c]:
+                return 4
+            tpos[p] = t
+            tchars[p] = letters[target[t0 + t]]
+            t += 1
+        if op == OP_MATCH:
+            if span_hi[e] < 0:
+                span_lo[e] = t - 1
+            span_hi[e] = t
+            total += matrix[base[b0 + bpos[p]], target[t0 + t - 1]]
+        else:
+            total += gap
+    if e != e1 - 1 or i != ends[x0 + chain[e]] - starts[x0 + chain[e]]:
+        return 3
+    if t != target_len[c]:
+        return 4
+    if total != score[c]:
+        return 5
+    for e in range(e0, e1):
+        if span_hi[e] < 0:  # no target symbol aligned inside: an empty span where the exon starts
+            span_hi[e] = span_lo[e]
+    return 0
+
+
+@njit(cache=True, parallel=True)
 def _assemble(ops, ops_off, chain, chain_off, score, exon_off, starts, ends, base, base_off, target, target_off,
               target_len, matrix, gap, letters):  # pragma: no cover - compiled
     """Positions and letters of every alignment column, the target span of every chain exon, and
-    a problem code per case (0: consistent; see :data:`PROBLEMS`)."""
+    a problem code per case (0: consistent; see :data:`PROBLEMS`), cases in parallel."""
     total = ops.shape[0]
-    bpos = np.full(total, -1, np.int64)
-    tpos = np.full(total, -1, np.int64)
-    bchars = np.full(total, 45, np.uint8)  # '-'
-    tchars = np.full(total, 45, np.uint8)
-    span_lo = np.full(chain.shape[0], -1, np.int64)
-    span_hi = np.full(chain.shape[0], -1, np.int64)
-    problem = np.zeros(ops_off.shape[0] - 1, np.int8)
-    for c in range(ops_off.shape[0] - 1):
-        e0, e1 = chain_off[c], chain_off[c + 1]
-        k_case = exon_off[c + 1] - exon_off[c]
-        if e1 == e0:
-            problem[c] = 2
-            continue
-        for e in range(e0, e1):
-            if chain[e] < 0 or chain[e] >= k_case or (
-                    e > e0 and (chain[e] <= chain[e - 1] or
-                                ends[exon_off[c] + chain[e - 1]] > starts[exon_off[c] + chain[e]])):
-                problem[c] = 2
-        if problem[c]:
-            continue
-        e = e0
-        i = 0  # symbols of chain exon e consumed
-        t = 0  # target symbols consumed
-        first_t = np.empty(e1 - e0, np.int64)
-        total_score = 0
+    n_cases = ops_off.shape[0] - 1
+    bpos = np.empty(total, np.int64)
+    tpos = np.empty(total, np.int64)
+    bchars = np.empty(total, np.uint8)
+    tchars = np.empty(total, np.uint8)
+    span_lo = np.empty(chain.shape[0], np.int64)
+    span_hi = np.empty(chain.shape[0], np.int64)
+    problem = np.zeros(n_cases, np.int8)
+    for c in prange(n_cases):
         for p in range(ops_off[c], ops_off[c + 1]):
-            op = ops[p]
-            if op > 2:
-                problem[c] = 1
-                break
-            if op != OP_TARGET_GAP:
-                k = exon_off[c] + chain[e]
-                if i == ends[k] - starts[k]:
-                    e += 1
-                    i = 0
-                    if e == e1:
-                        problem[c] = 3
-                        break
-                    k = exon_off[c] + chain[e]
-                if i == 0:
-                    first_t[e - e0] = t
-                b = starts[k] + i
-                bpos[p] = b
-                bchars[p] = letters[base[base_off[c] + b]]
-                i += 1
-            if op != OP_BASE_GAP:
-                if t == target_len[c]:
-                    problem[c] = 4
-                    break
-                tpos[p] = t
-                tchars[p] = letters[target[target_off[c] + t]]
-                if op == OP_MATCH:
-                    if span_lo[e] < 0:
-                        span_lo[e] = t
-                    span_hi[e] = t + 1
-                t += 1
-            if op == OP_MATCH:
-                total_score += matrix[base[base_off[c] + bpos[p]], target[target_off[c] + t - 1]]
-            else:
-                total_score += gap
-        if problem[c]:
-            continue
-        k = exon_off[c] + chain[e]
-        if e != e1 - 1 or i != ends[k] - starts[k]:
-            problem[c] = 3
-        elif t != target_len[c]:
-            problem[c] = 4
-        elif total_score != score[c]:
-            problem[c] = 5
-        for e in range(e0, e1):
-            if span_lo[e] < 0:  # no target symbol aligned inside: an empty span where the exon starts
-                span_lo[e] = first_t[e - e0]
-                span_hi[e] = first_t[e - e0]
+            bpos[p] = -1
+            tpos[p] = -1
+            bchars[p] = 45  # '-'
+            tchars[p] = 45
+        problem[c] = _assemble_case(c, ops, ops_off, chain, chain_off, score, exon_off, starts, ends, base, base_off,
+                                    target, target_off, target_len, matrix, gap, letters, bpos, tpos, bchars,
+                                    tchars, span_lo, span_hi)
     return bpos, tpos, bchars, tchars, span_lo, span_hi, problem
 
 

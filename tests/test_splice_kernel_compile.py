@@ -1,0 +1,41 @@
+"""Compile the splice kernels for sm_90 with ``nvcc`` (no GPU needed; skipped without nvcc), with
+the options the engine passes: catches syntax errors and register spills on machines without a GPU."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gamut.splice.gpu import STREAM_OPTIONS, TB_THREADS, TRACEBACK_OPTIONS
+
+KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
+
+
+def nvcc_compile(tmp_path: Path, name: str, options: tuple[str, ...]) -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not installed")
+    wrapper = tmp_path / f"{name}.cu"
+    wrapper.write_text(f'#include "{KERNELS / name}"\n')
+    run = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-Xptxas", "-v", *options, "-c", "-o", "/dev/null",
+                          str(wrapper)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stderr
+
+
+@pytest.mark.parametrize("cols", [4, 8, 16])
+def test_forward_kernel_compiles_without_spills(tmp_path, cols):
+    log = nvcc_compile(tmp_path, "splice.cu", (f"-DCOLS={cols}", *STREAM_OPTIONS))
+    assert "splice_forward" in log
+    assert re.findall(r"(\d+) bytes spill stores", log) == ["0"], log
+
+
+def test_traceback_kernel_compiles_without_spills(tmp_path):
+    log = nvcc_compile(tmp_path, "splice_traceback.cu", (f"-DTB_THREADS={TB_THREADS}", *TRACEBACK_OPTIONS))
+    assert "splice_traceback" in log
+    assert re.findall(r"(\d+) bytes spill stores", log) == ["0"], log
+    registers = int(re.search(r"Used (\d+) registers", log).group(1))
+    assert registers * TB_THREADS <= 65536 // 4, log  # at least four blocks per SM
