@@ -58,3 +58,16 @@ def test_kernel_compiles_for_hopper_without_spills():
     assert re.findall(r"(\d+) bytes spill stores", text) == ["0"] * len(names), text
     shared = [int(x) for x in re.findall(r"(\d+) bytes smem", text)]
     assert shared and max(shared) <= 48 * 1024, text  # static shared memory only
+
+
+def test_finish_shared_memory_matches_the_kernel_layout():
+    """``gamut.fold.gpu.FINISH_SHARED_BYTES`` (what the launch reserves) equals the layout
+    ``nussinov_finish`` carves out of its dynamic shared memory (FINISH_SHARED_BYTES in the .cu)."""
+    from gamut.fold.gpu import FINISH_SHARED_BYTES, TILE
+
+    text = KERNEL.read_text()
+    macros = dict(re.findall(r"^#define (FPITCH|FINISH_SHARED_BYTES) (\(.*\))", text, re.M))
+    expression = macros["FINISH_SHARED_BYTES"].replace("FPITCH", macros["FPITCH"]).replace("TILE", str(TILE))
+    assert re.fullmatch(r"[\d\s()+*]+", expression)
+    assert eval(expression) == FINISH_SHARED_BYTES  # noqa: S307 - digits and + * ( ) only
+    assert FINISH_SHARED_BYTES <= 227 * 1024

@@ -27,7 +27,10 @@ PACKED_KERNEL = "nussinov_maxplus16"  # 4 x 8 measured 36.8 ms against 34.5 at n
 #: every score is a pair count of at most n / 2 <= 65,535. Longer sequences use int32.
 PACKED_MAX_LENGTH = 131_071
 TRACEBACK_THREADS = 256  # TB_THREADS in nussinov.cu
-FINISH_SPLIT = 4  # threads per cell of a finishing sweep (-DFINISH_SPLIT for nussinov.cu)
+FINISH_SPLIT = 8  # threads per cell of a finishing sweep (-DFINISH_SPLIT for nussinov.cu)
+#: Dynamic shared memory of ``nussinov_finish`` (FINISH_SHARED_BYTES in nussinov.cu): the tile, its
+#: transpose and the two diagonal tiles in rows of TILE + 16 ints, two edge vectors, the bond table.
+FINISH_SHARED_BYTES = 3 * TILE * (TILE + 16) * 4 + 2 * TILE * 4 + TILE * (TILE + 1)
 BATCH_THREADS = 256  # BATCH_THREADS in nussinov.cu
 #: Longest sequence the batch kernel folds (its matrix of bytes lives in shared memory).
 BATCH_MAX_LENGTH = 400
@@ -62,7 +65,9 @@ def _module(device_id: int):
 
 def _kernels(device_id: int, packed_kernel: str):
     module = _module(device_id)
-    return tuple(module.get_function(name) for name in (*KERNELS, packed_kernel))
+    kernels = tuple(module.get_function(name) for name in (*KERNELS, packed_kernel))
+    kernels[KERNELS.index("nussinov_finish")].max_dynamic_shared_size_bytes = FINISH_SHARED_BYTES
+    return kernels
 
 
 def fill_gpu(
@@ -113,13 +118,13 @@ def fill_gpu(
         i32 = np.int32
         events: list[tuple[str, object, object]] = []
 
-        def launch(kernel, grid, block, args):
+        def launch(kernel, grid, block, args, shared_mem=0):
             if profile is None:
-                kernel(grid, block, args)
+                kernel(grid, block, args, shared_mem=shared_mem)
                 return
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            kernel(grid, block, args)
+            kernel(grid, block, args, shared_mem=shared_mem)
             stop.record()
             events.append((getattr(kernel, "name", "kernel"), start, stop))
 
@@ -133,7 +138,8 @@ def fill_gpu(
                 chunk = -(-depth // splits)
                 splits = -(-depth // chunk)
                 launch(maxplus, (width, splits), (maxplus_threads,), (tiles, i32(nb), i32(d), i32(chunk)))
-            launch(finish, (width,), (FINISH_SPLIT * TILE,), (tiles, seq, i32(n), i32(nb), i32(d), i32(min_loop)))
+            launch(finish, (width,), (FINISH_SPLIT * TILE,), (tiles, seq, i32(n), i32(nb), i32(d), i32(min_loop)),
+                   FINISH_SHARED_BYTES)
         if profile is not None:
             device.synchronize()
             for name, start, stop in events:

@@ -257,29 +257,46 @@ nussinov_maxplus16w(int* tiles, int nb, int d, int kchunk) {
 }
 
 #ifndef FINISH_SPLIT
-#define FINISH_SPLIT 4  // threads per cell of the finishing sweep (gamut.fold.gpu passes its own)
+#define FINISH_SPLIT 8  // threads per cell of the finishing sweep (gamut.fold.gpu passes its own)
 #endif
 #define FINISH_THREADS (FINISH_SPLIT * TILE)
 static_assert(FINISH_SPLIT >= 1 && 32 % FINISH_SPLIT == 0, "a cell's threads must be lanes of one warp");
+// Rows of the finishing sweep's shared arrays: 16-byte aligned for int4 loads, and adjacent rows
+// 4 int4 slots apart, so that the int4 loads of two neighbouring rows hit different banks.
+#define FPITCH (TILE + 16)
+// Dynamic shared memory of nussinov_finish (gamut.fold.gpu.FINISH_SHARED_BYTES): S, ST, X, below,
+// left and the bond table.
+#define FINISH_SHARED_BYTES (3 * TILE * FPITCH * 4 + 2 * TILE * 4 + TILE * (TILE + 1))
 
+// The pair term and the splits inside tiles I and J, swept by anti-diagonals from the tile's
+// lower-left corner. Both split sums of cell (li, lj) read two shared-memory rows along k:
+// inside tile J, S[li][k] + X[lj][k] for k < lj; inside tile I, X[li][k] + ST[lj][k] for k > li,
+// where ST is S transposed (written together with S). The FINISH_SPLIT lanes of a cell take the
+// 16-byte blocks of k in turn (two int4 loads and four DPX steps per block).
 extern "C" __global__ void __launch_bounds__(FINISH_THREADS)
 nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int min_loop) {
-    __shared__ int S[TILE][PITCH];  // this tile: starts with the product over tiles between I and J
-    __shared__ int X[TILE][PITCH];  // above the diagonal: tile (I, I); below: tile (J, J) transposed
-    __shared__ int below[TILE];     // below[c] = D((I+1)T, JT + c - 1), c >= 1
-    __shared__ int left[TILE];      // left[r] = D(IT + r + 1, JT - 1); left[T-1] = D((I+1)T, JT - 1)
-    __shared__ bool bond[TILE][TILE + 1];  // bond[r][c]: s[IT + r] and s[JT + c - 1] close (IT + r, JT + c)
+    extern __shared__ __align__(16) int finish_shared[];
+    int (*S)[FPITCH] = reinterpret_cast<int (*)[FPITCH]>(finish_shared);                    // this tile
+    int (*ST)[FPITCH] = reinterpret_cast<int (*)[FPITCH]>(finish_shared + TILE * FPITCH);   // S transposed
+    // above the diagonal: tile (I, I); below: tile (J, J) transposed (X[c][r] = R[r][c], r < c)
+    int (*X)[FPITCH] = reinterpret_cast<int (*)[FPITCH]>(finish_shared + 2 * TILE * FPITCH);
+    int* below = finish_shared + 3 * TILE * FPITCH;  // below[c] = D((I+1)T, JT + c - 1), c >= 1
+    int* left = below + TILE;  // left[r] = D(IT + r + 1, JT - 1); left[T-1] = D((I+1)T, JT - 1)
+    // bond[r][c]: s[IT + r] and s[JT + c - 1] close (IT + r, JT + c)
+    bool (*bond)[TILE + 1] = reinterpret_cast<bool (*)[TILE + 1]>(left + TILE);
     const int I = blockIdx.x, J = I + d, tid = threadIdx.x;
     int* C = tile_ptr(tiles, I, J, nb);
     const int* L = tile_ptr(tiles, I, I, nb);
     const int* R = tile_ptr(tiles, J, J, nb);
     for (int e = tid; e < TILE * TILE; e += FINISH_THREADS) {
         const int r = e / TILE, c = e % TILE;
-        S[r][c] = C[e];
+        const int v = C[e];  // the product over the tiles between I and J
+        S[r][c] = v;
+        ST[c][r] = v;
         bond[r][c] = closes(seq, n, min_loop, I * TILE + r, J * TILE + c);
         if (c > r) {
             X[r][c] = L[e];
-            X[c][r] = R[e];  // R[r][c], r < c, stored at X[c][r]
+            X[c][r] = R[e];
         }
     }
     if (tid < TILE) {
@@ -291,8 +308,7 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
     __syncthreads();
 
     // Thread group t (FINISH_SPLIT consecutive lanes) owns row li; at step s it computes column
-    // s - t, each lane taking every FINISH_SPLIT-th split (every D >= 0: 0 is a neutral start),
-    // the group's maximum found with shuffles.
+    // s - t (every D >= 0: 0 is a neutral start), the group's maximum found with shuffles.
     const int t = tid / FINISH_SPLIT, q = tid % FINISH_SPLIT;
     const int li = TILE - 1 - t;
     for (int s = 0; s < 2 * TILE - 1; ++s) {
@@ -301,8 +317,24 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
         int v = 0;
         if (active) {
             if (q == 0) v = S[li][lj];
-            for (int k = li + 1 + q; k < TILE; k += FINISH_SPLIT) v = addmax(X[li][k], S[k][lj], v);  // k in tile I
-            for (int k = q; k < lj; k += FINISH_SPLIT) v = addmax(S[li][k], X[lj][k], v);             // k in tile J
+            for (int g = q; 4 * g < lj; g += FINISH_SPLIT) {  // k in tile J: [0, lj)
+                const int k = 4 * g;
+                const int4 a = *reinterpret_cast<const int4*>(&S[li][k]);
+                const int4 b = *reinterpret_cast<const int4*>(&X[lj][k]);
+                v = addmax(a.x, b.x, v);
+                if (k + 1 < lj) v = addmax(a.y, b.y, v);
+                if (k + 2 < lj) v = addmax(a.z, b.z, v);
+                if (k + 3 < lj) v = addmax(a.w, b.w, v);
+            }
+            for (int g = (li + 1) / 4 + q; g < TILE / 4; g += FINISH_SPLIT) {  // k in tile I: (li, TILE)
+                const int k = 4 * g;
+                const int4 a = *reinterpret_cast<const int4*>(&X[li][k]);
+                const int4 b = *reinterpret_cast<const int4*>(&ST[lj][k]);
+                if (k > li) v = addmax(a.x, b.x, v);
+                if (k + 1 > li) v = addmax(a.y, b.y, v);
+                if (k + 2 > li) v = addmax(a.z, b.z, v);
+                v = addmax(a.w, b.w, v);
+            }
         }
 #pragma unroll
         for (int o = 1; o < FINISH_SPLIT; o <<= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -314,6 +346,7 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
                 v = max(v, inner + 1);
             }
             S[li][lj] = v;
+            ST[lj][li] = v;
         }
         __syncthreads();
     }
