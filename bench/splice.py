@@ -1,12 +1,16 @@
 """Benchmark of the exact spliced alignment: MCUPS and time per case.
 
 Workloads (generated, seeded): the paper-shaped set of 1,010 cases (Tables I-II of Nolasco &
-Moreano), an IL1RAPL1-sized case (2,168,787 nt base, 1,878 exons, ~2,355 nt target) and the
-largest cases of the set. Cells = target length x total exon length (the paper's equation 3).
-Writes ``bench/results/splice_<device-kind>.json`` (raw) and ``.md`` (table).
+Moreano), an IL1RAPL1-sized case (2,168,787 nt base, 1,878 exons, ~2,355 nt target), the
+largest cases of the set and, with ``--wide``, one case of a 300,000 nt target
+(:func:`gamut.splice.generate.wide_case`). Cells = target length x total exon length (the
+paper's equation 3). End-to-end rows time what ``api.solve`` returns (scores, chains and
+alignments), next to the forward and traceback kernel times of the same runs. Writes
+``bench/results/splice_<device-kind>.json`` (raw) and ``.md`` (tables).
 
     python bench/splice.py                       # GPU when present, plus the CPU fast engine
     python bench/splice.py --device cpu --cases 100 --scale 0.5
+    python bench/splice.py --device cuda --check --variants auto --repeat 3 --wide
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from gamut.splice import cpu
-from gamut.splice.generate import il1rapl1_like_case, paper_like_cases
+from gamut.splice.api import solve
+from gamut.splice.generate import il1rapl1_like_case, paper_like_cases, wide_case
 from gamut.splice.model import ScoreParams, make_case
 
 
@@ -34,6 +39,14 @@ def median_time(fn, repeat: int) -> tuple[float, list[float]]:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), times
+
+
+def same_result(a, b) -> bool:
+    """Two engines' results agree: score, chain, exons, spans and the alignment column by column."""
+    return ((a.score, a.chain, a.exons, a.target_spans) == (b.score, b.chain, b.exons, b.target_spans)
+            and a.alignment.base == b.alignment.base and a.alignment.target == b.alignment.target
+            and np.array_equal(a.alignment.base_pos, b.alignment.base_pos)
+            and np.array_equal(a.alignment.target_pos, b.alignment.target_pos))
 
 
 def device_kind(device: str) -> tuple[str, str]:
@@ -63,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="GPU COLS:MAX_WARPS variants to time ('auto': the engine's defaults)")
     parser.add_argument("--skip-il1", action="store_true")
     parser.add_argument("--skip-cpu", action="store_true", help="do not time the CPU fast engine")
-    parser.add_argument("--check", action="store_true", help="check GPU last/pred arrays against the CPU fast engine")
+    parser.add_argument("--check", action="store_true",
+                        help="check GPU last/pred arrays and results (score, chain, alignment) against the CPU fast engine")
+    parser.add_argument("--wide", action="store_true", help="add one case of a --wide-target nt target")
+    parser.add_argument("--wide-target", type=int, default=300_000)
     parser.add_argument("--largest", type=int, default=132, help="size of the 'largest cases' batch")
     parser.add_argument("--out-dir", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--json-only", help="write the JSON here instead (no .md)")
@@ -84,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_il1:
         g = il1rapl1_like_case(seed=args.seed)
         workloads["il1rapl1_like"] = [make_case(g.base, g.exons, g.target, params, name=g.name)]
+    if args.wide:
+        g = wide_case(target_length=args.wide_target, seed=args.seed)
+        workloads["wide"] = [make_case(g.base, g.exons, g.target, params, name=g.name)]
     info = {
         name: {
             "cases": len(cs),
@@ -107,13 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         results["runs"].append(row)
         print(f"{workload:14s} {engine:28s} {seconds * 1000:10.2f} ms  {row['mcups']:12.1f} MCUPS", flush=True)
 
+    cpu_results: dict[str, list] = {}
     if device == "cuda":
-        from gamut.splice.api import solve
         from gamut.splice.gpu import MAX_WARPS, GpuTiming, forward_gpu_many
 
         variants = [(None, MAX_WARPS) if v == "auto" else tuple(int(x) for x in v.split(":"))
                     for v in args.variants.split(",") if v]
-        for cols, warps in variants:
+        for cols, warps in variants:  # the forward pass alone, last/pred downloaded
             label = "auto" if cols is None else cols
             forward_gpu_many(cases[:4], params.matrix, params.gap, cols=cols, max_warps=warps)  # compile
             for name, cs in workloads.items():
@@ -125,38 +144,60 @@ def main(argv: list[str] | None = None) -> int:
                     kernel_times.append(timing.kernel)
 
                 wall, times = median_time(run, args.repeat)
-                record(name, f"gpu cols={label} warps={warps} forward", wall, times)
+                record(name, f"gpu cols={label} warps={warps} forward (last/pred downloaded)", wall, times)
                 record(name, f"gpu cols={label} warps={warps} kernel", statistics.median(kernel_times), kernel_times)
-        solve(cases[:4], params, "gpu")  # compile (or load) the traceback before timing it
-        for name, cs in workloads.items():  # what the API does: forward on the GPU, tracebacks on all cores
-            wall, times = median_time(lambda: solve(cs, params, "gpu"), max(3, args.repeat))
-            record(name, f"gpu end-to-end (api solve: forward + tracebacks on {os.cpu_count()} threads)", wall, times)
+        solve(cases[:4], params, "gpu")  # compile (or load) both kernels before timing
+        for name, cs in workloads.items():  # what the API returns: chains and alignments, all on the device
+            timings: list[GpuTiming] = []
+
+            def run_solve():
+                timing = GpuTiming()
+                solve(cs, params, "gpu", timing=timing)
+                timings.append(timing)
+
+            wall, times = median_time(run_solve, max(3, args.repeat))
+            forward_k = statistics.median(t.kernel for t in timings)
+            traceback_k = statistics.median(t.traceback for t in timings)
+            record(name, "gpu end to end (api solve: scores, chains, alignments)", wall, times,
+                   forward_kernel_s=forward_k, traceback_kernel_s=traceback_k,
+                   device_s=statistics.median(t.total for t in timings), e2e_over_kernels=wall / (forward_k + traceback_k))
+            record(name, "gpu forward kernel (same runs)", forward_k, [t.kernel for t in timings])
+            record(name, "gpu traceback kernel (same runs)", traceback_k, [t.traceback for t in timings])
         if args.check:
-            mismatches = 0
+            arrays_differ = results_differ = 0
             for name, cs in workloads.items():
                 got = forward_gpu_many(cs, params.matrix, params.gap)  # the engine's defaults
                 want = cpu.forward_fast_many(cs, params.matrix, params.gap)
                 for (a, b), (c, d) in zip(got, want):
-                    mismatches += int(not (np.array_equal(a, c) and np.array_equal(b, d)))
-            results["check_mismatches"] = mismatches
-            print(f"check: {mismatches} cases differ between GPU and CPU fast engine", flush=True)
+                    arrays_differ += int(not (np.array_equal(a, c) and np.array_equal(b, d)))
+                del got, want
+                cpu_results[name] = solve(cs, params, "fast")
+                on_gpu = solve(cs, params, "gpu")
+                results_differ += sum(not same_result(a, b) for a, b in zip(on_gpu, cpu_results[name]))
+            results["check_mismatches"] = arrays_differ
+            results["check_result_mismatches"] = results_differ
+            print(f"check: {arrays_differ} cases with last/pred differing between GPU and CPU fast engine, "
+                  f"{results_differ} with results (score, chain, alignment) differing", flush=True)
 
     if not args.skip_cpu:
         threads = os.cpu_count()
-        cpu.forward_fast_many(cases[:2], params.matrix, params.gap)  # compile
+        solve(cases[:2], params, "fast")  # compile
         cpu.forward_reference(cases[0], params.matrix, params.gap)
         for name, cs in workloads.items():
             if name == "largest" and device == "cpu":
                 continue
+            wall, times = median_time(lambda: cpu_results.__setitem__(name, solve(cs, params, "fast")), 1)
+            record(name, f"cpu fast end to end (api solve, {threads} threads)", wall, times)
             if len(cs) == 1:
                 wall, times = median_time(lambda: cpu.forward_fast(cs[0], params.matrix, params.gap), 1)
                 record(name, f"cpu fast forward (one case, {threads} threads tiled)", wall, times)
-                wall, times = median_time(lambda: cpu.forward_fast(cs[0], params.matrix, params.gap, parallel=False), 1)
-                record(name, "cpu fast forward (one case, 1 thread)", wall, times)
+                if name != "wide":
+                    wall, times = median_time(lambda: cpu.forward_fast(cs[0], params.matrix, params.gap, parallel=False), 1)
+                    record(name, "cpu fast forward (one case, 1 thread)", wall, times)
             else:
                 wall, times = median_time(lambda: cpu.forward_fast_many(cs, params.matrix, params.gap), 1)
                 record(name, f"cpu fast forward ({threads} threads, case per thread)", wall, times)
-            if name != "paper_set" and name != "largest":
+            if name not in ("paper_set", "largest", "wide"):
                 wall, times = median_time(lambda: [cpu.forward_reference(c, params.matrix, params.gap) for c in cs], 1)
                 record(name, "cpu reference forward (1 thread)", wall, times)
 
@@ -178,8 +219,20 @@ def main(argv: list[str] | None = None) -> int:
         w = info[r["workload"]]
         lines.append(f"| {r['workload']} | {w['cases']} | {w['cells'] / 1e9:.3f} | {r['engine']} | "
                      f"{r['seconds'] * 1000:.2f} | {r['ms_per_case']:.3f} | {r['mcups']:.0f} |")
+    e2e = [r for r in results["runs"] if "forward_kernel_s" in r]
+    if e2e:
+        lines += ["", "End to end on the GPU (what `api.solve` returns) against the kernels of the same runs:", "",
+                  "| workload | end to end (ms) | forward kernel (ms) | traceback kernel (ms) | e2e / kernels | "
+                  "CPU fast end to end (ms) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in e2e:
+            cpu_row = next((c for c in results["runs"] if c["workload"] == r["workload"]
+                            and c["engine"].startswith("cpu fast end to end")), None)
+            cpu_ms = f"{cpu_row['seconds'] * 1000:.0f}" if cpu_row else ""
+            lines.append(f"| {r['workload']} | {r['seconds'] * 1000:.2f} | {r['forward_kernel_s'] * 1000:.2f} | "
+                         f"{r['traceback_kernel_s'] * 1000:.2f} | {r['e2e_over_kernels']:.2f} | {cpu_ms} |")
     if "check_mismatches" in results:
-        lines += ["", f"GPU vs CPU fast engine: {results['check_mismatches']} differing cases."]
+        lines += ["", f"GPU vs CPU fast engine: {results['check_mismatches']} cases with differing last/pred arrays, "
+                  f"{results['check_result_mismatches']} with differing results (score, chain, alignment)."]
     (out / f"splice_{kind}.md").write_text("\n".join(lines) + "\n")
     return 0
 

@@ -72,3 +72,37 @@ def case_lists(draw, max_target=90, max_exon=14):
         target = np.asarray(draw(st.lists(st.integers(0, alphabet - 1), min_size=n, max_size=n)), np.uint8)
         cases.append(make_case(base, exons, target, params, name=f"h{index}"))
     return cases, params
+
+
+def reference_fields(case, chain, ops):
+    """What a result holds, from a traceback's sorted chain and ops, computed per column in plain
+    Python (the definitions): ``(base_pos, target_pos, base_text, target_text, spans)``."""
+    letters = "ACGTN"
+    positions = [p for k in chain for p in range(int(case.starts[k]), int(case.ends[k]))]
+    bpos, tpos, b_text, t_text = [], [], [], []
+    b = t = 0
+    for op in ops.tolist():
+        if op != 2:  # consumes a base symbol
+            bpos.append(positions[b])
+            b_text.append(letters[case.base[positions[b]]])
+            b += 1
+        else:
+            bpos.append(-1)
+            b_text.append("-")
+        if op != 1:  # consumes a target symbol
+            tpos.append(t)
+            t_text.append(letters[case.target[t]])
+            t += 1
+        else:
+            tpos.append(-1)
+            t_text.append("-")
+    spans = []
+    for k in chain:
+        inside = [i for i, p in enumerate(bpos) if case.starts[k] <= p < case.ends[k]]
+        aligned = [tpos[i] for i in inside if tpos[i] >= 0]
+        if aligned:
+            spans.append((min(aligned), max(aligned) + 1))
+        else:
+            before = [x for x in tpos[:inside[0]] if x >= 0]
+            spans.append((max(before) + 1 if before else 0,) * 2)
+    return bpos, tpos, "".join(b_text), "".join(t_text), spans

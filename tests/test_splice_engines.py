@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from splice_helpers import brute_force, rescore
+from splice_helpers import brute_force, case_lists, reference_fields, rescore
 from splice_schedule import emulate_forward
 
 from gamut.splice import cpu
@@ -231,3 +231,22 @@ def test_traceback_prefers_diagonal_then_vertical(engine):
     # the last cell's diagonal takes the second target A.
     r = gamut.splice("A", [(0, 1)], "AA", match=1, mismatch=-1, gap=-1, engine=engine)
     assert (r.score, r.alignment.base, r.alignment.target) == (0, "-A", "AA")
+
+
+@settings(max_examples=60, deadline=None)
+@given(case_lists(max_target=60))
+def test_results_hold_the_traceback_column_by_column(data):
+    """The batch result builder (one compiled pass for all cases) gives, for every case, the
+    positions, aligned strings and target spans that the traceback defines."""
+    cases, params = data
+    results = solve(cases, params, "fast")
+    for case, result in zip(cases, results):
+        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
+        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        bpos, tpos, b_text, t_text, spans = reference_fields(case, chain, ops)
+        assert result.score == score and result.chain == [int(case.order[k]) for k in chain]
+        assert result.exons == [(int(case.starts[k]), int(case.ends[k])) for k in chain]
+        assert result.alignment.base_pos.tolist() == bpos and result.alignment.target_pos.tolist() == tpos
+        assert (result.alignment.base, result.alignment.target) == (b_text, t_text)
+        assert result.target_spans == spans
+        assert result.cells == case.cells and result.engine == "fast"

@@ -40,3 +40,18 @@ def test_mutate_rates():
     assert same.size == seq.size and 0.08 < np.mean(same != seq) < 0.12
     assert np.array_equal(mutate(rng, seq, 0.0, 0.0), seq)
     assert mutate(rng, seq, 0.0, 0.01).size != seq.size
+
+
+def test_wide_case_clusters_overlap_pairwise():
+    """Exons of a cluster all share its middle position, so a chain takes at most one per cluster."""
+    from gamut.splice.generate import wide_case
+
+    g = wide_case(target_length=50_000, groups=4, exons_per_group=10, exon_mean=80, seed=3)
+    assert g.target.size == 50_000 and len(g.exons) == 40 and len(g.true_exons) == 4
+    assert np.all(g.exons[:, 0] < g.exons[:, 1]) and g.exons.max() <= g.base.size
+    order = np.argsort(g.exons[:, 0], kind="stable")
+    clusters = np.split(g.exons[order], 4)
+    for cluster in clusters:
+        assert cluster[:, 0].max() < cluster[:, 1].min()  # a common position
+    true = g.exons[g.true_exons]
+    assert np.all(true[:-1, 1] <= true[1:, 0])

@@ -146,7 +146,7 @@ def il1rapl1_like_case(seed: int = 0) -> GeneratedCase:
     return GeneratedCase("IL1RAPL1-like", base, exons, target, true_exons)
 
 
-def wide_case(target_length: int = 300_000, groups: int = 12, exons_per_group: int = 25, exon_mean: float = 200.0,
+def wide_case(target_length: int = 300_000, groups: int = 8, exons_per_group: int = 40, exon_mean: float = 150.0,
               seed: int = 0) -> GeneratedCase:
     """A very wide case (a target of ``target_length`` nt) whose traceback stays affordable.
 
