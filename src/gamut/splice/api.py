@@ -22,6 +22,10 @@ CaseLike = Union[SpliceCase, tuple]
 #: GPU launches are split so that one holds at most this many 4-byte cells of device state
 #: (:func:`gamut.splice.gpu.state_cells`: last/pred, chunk edges, traceback scratch).
 GPU_BATCH_CELLS = 400_000_000
+#: Cases per :func:`solve` call in :func:`splice_many` by default: on the GPU (whose launches are
+#: split by memory anyway; fewer calls, fuller launches), and on CPUs or a cluster.
+GPU_CASES_PER_CALL = 4096
+CASES_PER_CALL = 256
 
 
 def choose_engine(device: str = "auto", engine: str | None = None) -> str:
@@ -146,15 +150,16 @@ def splice_many(
     device: str = "auto",
     engine: str | None = None,
     threads: int | None = None,
-    batch_size: int = 256,
+    batch_size: int | None = None,
     progress: Callable[[int], None] | None = None,
     cluster: Any = None,
     retries: int = 2,
 ) -> list[SpliceResult]:
     """Batch mode: ``cases`` are ``(base, exons, target[, name])`` tuples or :class:`SpliceCase`.
 
-    Cases run ``batch_size`` at a time (one GPU launch, or one case per CPU thread); ``progress``
-    is called with the number of cases finished after each batch. With ``cluster`` (``"local:N"``,
+    Cases run ``batch_size`` at a time (on the GPU, launches split by device memory; on CPUs, one
+    case per thread; default :data:`GPU_CASES_PER_CALL` on the GPU, :data:`CASES_PER_CALL`
+    otherwise); ``progress`` is called with the number of cases finished after each batch. With ``cluster`` (``"local:N"``,
     ``"tcp://HOST:PORT"`` or a ``distributed.Client``) the batches run on Dask workers (each one
     as here, on its CPU or GPU); results come back in the order of ``cases``.
     """
@@ -169,6 +174,8 @@ def splice_many(
         c if isinstance(c, SpliceCase) else make_case(c[0], c[1], c[2], params, name=c[3] if len(c) > 3 else f"case{i}")
         for i, c in enumerate(cases)
     ]
+    if batch_size is None:
+        batch_size = GPU_CASES_PER_CALL if cluster is None and chosen == "gpu" else CASES_PER_CALL
     if cluster is not None:
         settings = {"match": match, "mismatch": mismatch, "gap": gap, "matrix": matrix, "device": device,
                     "engine": engine, "threads": threads, "batch_size": batch_size}

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     with progress_bar("spliced alignment", len(cases), len(cases) > 1 and sys.stderr.isatty()) as advance:
         results = splice_many(cases, match=args.match, mismatch=args.mismatch, gap=args.gap,
                               device=args.device, engine=args.engine, threads=args.threads,
-                              batch_size=64, progress=advance, cluster=args.cluster)
+                              progress=advance, cluster=args.cluster)
     with atomic_output(args.output) as handle:
         for fc, result in zip(file_cases, results):
             handle.write(format_report(fc.base_name, result, alignment=not args.no_alignment))
