@@ -194,16 +194,26 @@ TB_DEV void tb_entry_row(TbShared& S, const TbCase& C, int t) {
 }
 
 // Row i (1..len) of the current exon, phase A: the maximum over the thread's segment of
-// C[c] - c*gap (TB_NEG for an empty segment).
+// C[c] - c*gap (TB_NEG for an empty segment), C[0] = prev[0] + gap.
 TB_DEV int tb_row_a(TbShared& S, const TbCase& C, int i, int t) {
     const int* prev = C.rows + ((i - 1) & 1) * C.width;
     const int* sc = S.mat + 5 * (C.stream[C.seg_row[S.k] + i] & ~FINISH_BIT);
     const int gap = S.gap;
-    const int c0 = t * S.seg, c1 = min(c0 + S.seg, S.j + 1);
+    int c = t * S.seg;
+    const int c1 = min(c + S.seg, S.j + 1);
     int run = TB_NEG;
-    for (int c = c0; c < c1; ++c) {
-        const int v = (c == 0) ? prev[0] + gap : max(prev[c - 1] + sc[C.target[c - 1]], prev[c] + gap);
-        run = max(run, v - c * gap);
+    if (c >= c1) return run;
+    int diag = prev[c == 0 ? 0 : c - 1];  // prev[c - 1], carried along the segment
+    if (c == 0) {
+        run = prev[0] + gap;
+        c = 1;
+    }
+    int ramp = c * gap;
+    for (; c < c1; ++c) {
+        const int up = prev[c];
+        run = max(run, max(diag + sc[C.target[c - 1]], up + gap) - ramp);
+        diag = up;
+        ramp += gap;
     }
     return run;
 }
@@ -214,35 +224,45 @@ TB_DEV void tb_row_c(TbShared& S, const TbCase& C, int i, int t) {
     int* cur = C.rows + (i & 1) * C.width;
     const int* sc = S.mat + 5 * (C.stream[C.seg_row[S.k] + i] & ~FINISH_BIT);
     const int gap = S.gap;
-    const int c0 = t * S.seg, c1 = min(c0 + S.seg, S.j + 1);
-    if (c0 >= c1) return;
-    int run = S.wexcl[t];
-    for (int w = 0; w < t / 32; ++w) run = max(run, S.wtot[w]);
-    int left = run + (c0 - 1) * gap;  // H[c0 - 1] (unused when c0 = 0)
+    int c = t * S.seg;
+    const int c1 = min(c + S.seg, S.j + 1);
+    if (c >= c1) return;
     unsigned char* mv = C.moves + (long long)(i - 1) * S.pitch;
     unsigned int bits = 0;
-    for (int c = c0; c < c1; ++c) {
-        int h, move;
-        if (c == 0) {
-            h = prev[0] + gap;
-            run = h;
-            move = OP_BASE_GAP;
-        } else {
-            const int d = prev[c - 1] + sc[C.target[c - 1]];
-            const int u = prev[c] + gap;
-            run = max(run, max(d, u) - c * gap);
-            h = run + c * gap;
-            const int hl = left + gap;
-            move = (d >= u && d >= hl) ? OP_MATCH : (u >= hl ? OP_BASE_GAP : OP_TARGET_GAP);
-        }
+    int run, left, diag;  // the shifted running maximum, H[c - 1], prev[c - 1]
+    if (c == 0) {
+        diag = prev[0];
+        left = diag + gap;  // H[0]: column 0 is always a vertical move
+        run = left;
+        cur[0] = left;
+        bits = OP_BASE_GAP;
+        c = 1;
+    } else {
+        run = S.wexcl[t];
+        for (int w = 0; w < t / 32; ++w) run = max(run, S.wtot[w]);
+        left = run + (c - 1) * gap;
+        diag = prev[c - 1];
+    }
+    int ramp = c * gap;
+    for (; c < c1; ++c) {
+        const int d = diag + sc[C.target[c - 1]];
+        const int up = prev[c];
+        const int u = up + gap;
+        run = max(run, max(d, u) - ramp);
+        const int h = run + ramp;
+        const int hl = left + gap;
+        const int move = (d >= u && d >= hl) ? OP_MATCH : (u >= hl ? OP_BASE_GAP : OP_TARGET_GAP);
         cur[c] = h;
         left = h;
+        diag = up;
+        ramp += gap;
         bits |= (unsigned int)move << (2 * (c & 3));
-        if ((c & 3) == 3 || c == c1 - 1) {
+        if ((c & 3) == 3) {
             mv[c >> 2] = (unsigned char)bits;
             bits = 0;
         }
     }
+    if (c1 & 3) mv[(c1 - 1) >> 2] = (unsigned char)bits;  // a last, partial byte
 }
 
 // The walk through the current exon's moves, then to its predecessor (thread 0).
