@@ -26,8 +26,10 @@ CODES = PAD_CODE + 1  # profile rows in the kernel: A C G T N and two unused (en
 #: The stream layout the kernel reads, defined once in :mod:`gamut.splice.stream`.
 STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={PAD_CODE}",
                   f"-DFINISH_BIT={FINISH_BIT}", f"-DFOLD_NOW=({FOLD_NOW})")
-#: Threads per traceback block (one block per case).
+#: Threads per traceback block (one block per case): many cases share the SMs; a launch of a
+#: few cases (at most a quarter of the SM count) gives each a whole SM, for shorter rows per thread.
 TB_THREADS = 256
+TB_THREADS_FEW = 1024
 #: Options of the traceback kernel (and of its host build in the tests).
 TRACEBACK_OPTIONS = (f"-DFINISH_BIT={FINISH_BIT}", f"-DOP_MATCH={OP_MATCH}", f"-DOP_BASE_GAP={OP_BASE_GAP}",
                      f"-DOP_TARGET_GAP={OP_TARGET_GAP}")
@@ -354,7 +356,8 @@ def solve_gpu(
     launch = _forward(batch, matrix, gap, cols, max_warps, device_id, slots, max_blocks)
     packed, d = launch.packed, launch.d
     with launch.dev:
-        module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={TB_THREADS}", *TRACEBACK_OPTIONS),
+        threads = traceback_threads(packed.n_cases, launch.dev.attributes["MultiProcessorCount"])
+        module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={threads}", *TRACEBACK_OPTIONS),
                              device_id=launch.dev.id)
         kernel = module.get_function("splice_traceback")
         for name in ("seg_row", "starts", "ends", "moves_off", "rows_off", "ops_off", "tb_order"):
@@ -366,7 +369,7 @@ def solve_gpu(
         result = cp.empty(4 * packed.n_cases, cp.int32)
         start = cp.cuda.Event()
         start.record()
-        kernel((packed.n_cases,), (TB_THREADS,), (
+        kernel((packed.n_cases,), (threads,), (
             launch.last, launch.pred, d["out_off"], d["stream"], d["stream_off"], d["seg_row"], d["starts"],
             d["ends"], d["exon_off"], d["n_exons"], d["target"], d["target_off"], d["target_len"], d["matrix"],
             np.int32(gap), moves, d["moves_off"], rows, d["rows_off"], ops, d["ops_off"], chain, result,
@@ -384,6 +387,11 @@ def solve_gpu(
             timing.traceback += cp.cuda.get_elapsed_time(start, done) / 1000.0
             timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
     return collect_tracebacks(packed, host_result, host_ops, host_chain)
+
+
+def traceback_threads(n_cases: int, sms: int) -> int:
+    """Threads per block of the traceback kernel for a launch of ``n_cases`` cases."""
+    return TB_THREADS_FEW if n_cases <= sms // 4 else TB_THREADS
 
 
 @njit(cache=True)

@@ -24,7 +24,9 @@
 
 #ifndef SPLICE_HOST_TEST
 #define TB_DEV __device__ __forceinline__
+#define TB_UNROLL4 _Pragma("unroll 4")
 #else
+#define TB_UNROLL4
 #define TB_DEV inline
 #include <algorithm>
 using std::max;
@@ -196,7 +198,7 @@ TB_DEV void tb_entry_row(TbShared& S, const TbCase& C, int t) {
 // Row i (1..len) of the current exon, phase A: the maximum over the thread's segment of
 // C[c] - c*gap (TB_NEG for an empty segment), C[0] = prev[0] + gap.
 TB_DEV int tb_row_a(TbShared& S, const TbCase& C, int i, int t) {
-    const int* prev = C.rows + ((i - 1) & 1) * C.width;
+    const int* __restrict__ prev = C.rows + ((i - 1) & 1) * C.width;
     const int* sc = S.mat + 5 * (C.stream[C.seg_row[S.k] + i] & ~FINISH_BIT);
     const int gap = S.gap;
     int c = t * S.seg;
@@ -209,6 +211,7 @@ TB_DEV int tb_row_a(TbShared& S, const TbCase& C, int i, int t) {
         c = 1;
     }
     int ramp = c * gap;
+    TB_UNROLL4
     for (; c < c1; ++c) {
         const int up = prev[c];
         run = max(run, max(diag + sc[C.target[c - 1]], up + gap) - ramp);
@@ -220,8 +223,8 @@ TB_DEV int tb_row_a(TbShared& S, const TbCase& C, int i, int t) {
 
 // Row i, phase C: H over the segment from the exclusive prefix, and the moves.
 TB_DEV void tb_row_c(TbShared& S, const TbCase& C, int i, int t) {
-    const int* prev = C.rows + ((i - 1) & 1) * C.width;
-    int* cur = C.rows + (i & 1) * C.width;
+    const int* __restrict__ prev = C.rows + ((i - 1) & 1) * C.width;  // the two row buffers do not overlap
+    int* __restrict__ cur = C.rows + (i & 1) * C.width;
     const int* sc = S.mat + 5 * (C.stream[C.seg_row[S.k] + i] & ~FINISH_BIT);
     const int gap = S.gap;
     int c = t * S.seg;
@@ -244,6 +247,7 @@ TB_DEV void tb_row_c(TbShared& S, const TbCase& C, int i, int t) {
         diag = prev[c - 1];
     }
     int ramp = c * gap;
+    TB_UNROLL4
     for (; c < c1; ++c) {
         const int d = diag + sc[C.target[c - 1]];
         const int up = prev[c];
