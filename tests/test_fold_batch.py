@@ -64,7 +64,7 @@ def test_list_mixes_batch_and_long_sequences():
 def test_list_options_and_errors():
     assert [r.name for r in gamut.fold(["ACGU", "GGGAAACCC"])] == ["sequence_1", "sequence_2"]
     assert [r.structure for r in gamut.fold(["GGGAAACCC"], traceback=False)] == [None]
-    with_corner = gamut.fold(["GGGAAACCC"], corner=2)
+    with_corner = gamut.fold(["GGGAAACCC"], corner=2, device="cpu")
     assert with_corner[0].engine == "blocked" and with_corner[0].corner.shape == (2, 2)
     assert gamut.fold(["GGGAAACCC"], engine="cpu1")[0].engine == "cpu1"
     assert gamut.fold([]) == []

@@ -74,3 +74,16 @@ def test_traceback_rejects_inconsistent_arrays(monkeypatch):
     monkeypatch.setattr(api, "forward", wrong_forward)
     with pytest.raises(RuntimeError, match="alignment's score is not the reported optimum"):
         api.solve([case], params, "fast")
+
+
+def test_blocks_per_sm_lower_bound():
+    """The fallback occupancy bound takes the tightest of threads, registers, shared memory, blocks."""
+    from gamut.splice.gpu import _blocks_per_sm
+
+    h100 = {"MaxThreadsPerMultiProcessor": 2048, "MaxRegistersPerMultiprocessor": 65536,
+            "MaxSharedMemoryPerMultiprocessor": 233472, "MaxBlocksPerMultiprocessor": 32}
+    assert _blocks_per_sm({"num_regs": 32, "shared_size_bytes": 0}, h100, 32, 0) == 32  # block limit
+    assert _blocks_per_sm({"num_regs": 64, "shared_size_bytes": 0}, h100, 512, 0) == 2  # registers
+    assert _blocks_per_sm({"num_regs": 16, "shared_size_bytes": 0}, h100, 1024, 0) == 2  # threads
+    assert _blocks_per_sm({"num_regs": 16, "shared_size_bytes": 1024}, h100, 128, 100_000) == 2  # shared
+    assert _blocks_per_sm({"num_regs": 16, "shared_size_bytes": 0}, h100, 128, 300_000) == 0

@@ -208,7 +208,24 @@ def _resident_blocks(kernel, threads: int, shared: int, sms: int) -> int:
 
     if shared > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = shared
-    return sms * int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.ptr, threads, shared))
+    function = getattr(kernel, "kernel", None)  # the loaded CUfunction behind CuPy's RawKernel
+    if getattr(function, "ptr", None) is not None:
+        return sms * int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, threads, shared))
+    return sms * _blocks_per_sm(kernel.attributes, cp.cuda.Device().attributes, threads, shared)
+
+
+def _blocks_per_sm(kernel: dict, device: dict, threads: int, shared: int) -> int:
+    """Blocks one SM holds at once by the kernel's registers and shared memory and the SM's limits
+    (a lower bound of the occupancy calculator's answer: registers rounded up to whole 256-register
+    warp allocations, 1 KB of shared memory reserved per block)."""
+    warps = -(-threads // 32)
+    regs = -(-int(kernel["num_regs"]) * 32 // 256) * 256 * warps
+    smem = int(kernel.get("shared_size_bytes", 0)) + shared + 1024
+    limits = [int(device["MaxThreadsPerMultiProcessor"]) // (warps * 32),
+              int(device["MaxRegistersPerMultiprocessor"]) // max(regs, 1),
+              int(device["MaxSharedMemoryPerMultiprocessor"]) // smem,
+              int(device.get("MaxBlocksPerMultiprocessor", 16))]
+    return max(0, min(limits))
 
 
 @dataclass
