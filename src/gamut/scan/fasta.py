@@ -15,7 +15,7 @@ from gamut.errors import InputError
 from gamut.scan.alphabet import ALLOWED_LETTERS
 
 _WHITESPACE = b" \t\r\n"
-_ALLOWED = frozenset(ord(c) for c in ALLOWED_LETTERS | {c.lower() for c in ALLOWED_LETTERS})
+_ALLOWED = bytes(sorted({ord(c) for c in ALLOWED_LETTERS | {c.lower() for c in ALLOWED_LETTERS}}))
 _DROP = bytes.maketrans(b"", b"")
 
 
@@ -43,6 +43,12 @@ def _read_bytes(path: str | os.PathLike) -> bytes:
         except (OSError, EOFError) as exc:
             raise InputError(f"{os.fspath(path)}: corrupt gzip file ({exc})") from None
     return data
+
+
+def _first_illegal(sequence: bytes) -> int:
+    """The first byte of ``sequence`` that is not an allowed letter (there is one)."""
+    others = set(sequence.translate(None, _ALLOWED))
+    return sequence[min(sequence.index(b) for b in others)]
 
 
 def parse_miranda_fasta(data: bytes, name: str = "<input>") -> list[SeqRecord]:
@@ -76,8 +82,8 @@ def parse_miranda_fasta(data: bytes, name: str = "<input>") -> list[SeqRecord]:
         pos = end
         if not ident:
             raise InputError(f"{name}: record {len(records) + 1} has an empty id")
-        bad = next((b for b in sequence if b not in _ALLOWED), None)
-        if bad is not None:
+        if sequence.translate(None, _ALLOWED):  # some byte is not an allowed letter
+            bad = _first_illegal(sequence)
             raise InputError(f"{name}: illegal character '{chr(bad)}' in sequence of record '{ident}'")
         if not sequence:
             raise InputError(f"{name}: record '{ident}' has no sequence")
