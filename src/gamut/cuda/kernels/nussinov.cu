@@ -368,8 +368,12 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
 // between; the host harness runs the same functions block-serially.
 // ---------------------------------------------------------------------------------------------
 #define TB_THREADS 256
+#ifndef TB_WIN
 #define TB_WIN 32
+#endif
+#ifndef TB_PER_THREAD
 #define TB_PER_THREAD 2
+#endif
 #define TB_NONE 0x7fffffff
 
 enum { TB_LOAD = 0, TB_SPLIT = 1, TB_DONE = 2, TB_FAILED = 3 };
