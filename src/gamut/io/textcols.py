@@ -3,11 +3,11 @@
 A writer describes each kind of output record (a hit block, a per-pair header, ...) as a list of
 pieces: constant text, or a per-row column of strings (a byte buffer with per-row start and
 length). :class:`TextBuilder` collects the records of a chunk with sort keys, orders them and
-copies every piece into one output buffer in a single compiled pass.
+copies every piece into one output buffer in a single compiled pass (parallel over rows).
 
-Numbers become text once per distinct value (:meth:`TextBuilder.formatted`), so the formatting
-is Python's own (exactly what ``f"{x:f}"`` prints) while the cost follows the number of distinct
-values, not the number of rows.
+Integers and fixed-point numbers become text in compiled code (exactly what ``str(int)`` and
+printf's ``%.Nf`` print); other formats (:meth:`TextBuilder.formatted`) are Python's own, once
+per distinct value, so their cost follows the number of distinct values, not of rows.
 """
 from __future__ import annotations
 
@@ -15,60 +15,92 @@ import math
 from typing import Callable, Sequence, Union
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from gamut.io.threads import run_kernel
 
 #: A piece of a record: constant text, or ``(starts, lengths)`` of per-row strings in the pool.
 Piece = Union[str, tuple[np.ndarray, np.ndarray]]
 
 
-@njit(cache=True, nogil=True)
-def _copy_records(pool, starts, lengths, order):
-    """Concatenate, for the rows ``r`` in ``order``, the pieces ``pool[starts[r, k]:starts[r, k] +
-    lengths[r, k]]`` of that row in piece order."""
-    width = starts.shape[1]
-    total = 0
-    for r in range(starts.shape[0]):
-        for k in range(width):
-            total += lengths[r, k]
-    out = np.empty(total, np.uint8)
-    pos = 0
-    for x in range(order.shape[0]):
+@njit(cache=True, nogil=True, parallel=True)
+def _render_rows(pool, col_starts, col_lengths, spec_pos, spec_step, spec_off, row_base, order):
+    """Rows ``order`` (row numbers over all groups) concatenated, in parallel over rows.
+
+    Group g holds rows ``row_base[g]:row_base[g+1]``; its pieces are ``spec_off[g]:spec_off[g+1]``.
+    Piece p of local row i is the string ``pool[col_starts[j]:col_starts[j] + col_lengths[j]]`` with
+    ``j = spec_pos[p] + spec_step[p] * i`` (step 0: a constant, 1: a column). Each row's output
+    offset comes from a prefix sum of the row lengths, so rows are copied independently.
+    """
+    n = order.shape[0]
+    group = np.empty(n, np.int64)
+    offsets = np.zeros(n + 1, np.int64)
+    for x in prange(n):
         r = order[x]
-        for k in range(width):
-            a = starts[r, k]
-            n = lengths[r, k]
-            for y in range(n):
+        g = np.searchsorted(row_base, r, side="right") - 1
+        i = r - row_base[g]
+        size = 0
+        for p in range(spec_off[g], spec_off[g + 1]):
+            size += col_lengths[spec_pos[p] + spec_step[p] * i]
+        group[x] = g
+        offsets[x + 1] = size
+    for x in range(n):
+        offsets[x + 1] += offsets[x]
+    out = np.empty(offsets[n], np.uint8)
+    for x in prange(n):
+        g = group[x]
+        i = order[x] - row_base[g]
+        pos = offsets[x]
+        for p in range(spec_off[g], spec_off[g + 1]):
+            j = spec_pos[p] + spec_step[p] * i
+            a = col_starts[j]
+            size = col_lengths[j]
+            for y in range(size):
                 out[pos + y] = pool[a + y]
-            pos += n
+            pos += size
     return out
 
 
 @njit(cache=True, nogil=True)
-def _int_text(values):
-    """Decimal text of int64 ``values``: one buffer and per-value start/length."""
+def _packed_starts(lengths):
+    """Start of each string when strings of ``lengths`` are packed one after the other, and the total."""
+    starts = np.empty(lengths.shape[0], np.int64)
+    total = 0
+    for k in range(lengths.shape[0]):
+        starts[k] = total
+        total += lengths[k]
+    return starts, total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _int_text(values, decimals):
+    """Decimal text of int64 ``values``, followed by '.' and ``decimals`` zeros if ``decimals`` > 0
+    (printf's ``%.Nf`` of the integer): one buffer and per-value start/length."""
     n = values.shape[0]
+    tail = decimals + 1 if decimals > 0 else 0
     lengths = np.empty(n, np.int64)
-    for k in range(n):
+    for k in prange(n):
         v = values[k]
         d = 1
         a = -v if v < 0 else v
         while a >= 10:
             a //= 10
             d += 1
-        lengths[k] = d + (1 if v < 0 else 0)
-    starts = np.zeros(n, np.int64)
-    total = 0
-    for k in range(n):
-        starts[k] = total
-        total += lengths[k]
+        lengths[k] = d + (1 if v < 0 else 0) + tail
+    starts, total = _packed_starts(lengths)
     buf = np.empty(total, np.uint8)
-    for k in range(n):
+    for k in prange(n):
         v = values[k]
-        end = starts[k] + lengths[k]
         if v < 0:
             buf[starts[k]] = 45  # '-'
             v = -v
-        pos = end - 1
+        pos = starts[k] + lengths[k] - 1
+        for _ in range(decimals):
+            buf[pos] = 48  # '0'
+            pos -= 1
+        if tail:
+            buf[pos] = 46  # '.'
+            pos -= 1
         while True:
             buf[pos] = 48 + v % 10
             v //= 10
@@ -79,6 +111,36 @@ def _int_text(values):
 
 
 @njit(cache=True, nogil=True)
+def _scaled(v, scale, limit):
+    """``round(|v| * scale)`` (half to even on the exact binary value) and whether it fits int64."""
+    a = abs(v)
+    if not math.isfinite(a):
+        return np.int64(0), False
+    m, e = math.frexp(a)
+    M = np.int64(m * 9007199254740992.0)  # m * 2^53, exact
+    E = e - 53
+    while M != 0 and (M & 1) == 0 and E < 0:
+        M >>= 1
+        E += 1
+    if M > limit:
+        return np.int64(0), False
+    N = M * scale
+    if E >= 0:
+        if E > 62 or N > (9223372036854775807 >> E):
+            return np.int64(0), False
+        return N << E, True
+    sh = -E
+    if sh > 62:
+        return np.int64(0), True
+    q = N >> sh
+    rem = N - (q << sh)
+    half = np.int64(1) << (sh - 1)
+    if rem > half or (rem == half and (q & 1) == 1):
+        q += 1
+    return q, True
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def _fixed_text(values, decimals):
     """``printf("%.{decimals}f")`` of float64 ``values``, exactly (round half to even on the exact
     binary value, as glibc does), in integer arithmetic. Rows whose scaled value does not fit
@@ -92,38 +154,13 @@ def _fixed_text(values, decimals):
     neg = np.zeros(n, np.bool_)
     ok = np.ones(n, np.bool_)
     lengths = np.zeros(n, np.int64)
-    for k in range(n):
+    for k in prange(n):
         v = values[k]
         neg[k] = v < 0 or (v == 0 and math.copysign(1.0, v) < 0)
-        a = abs(v)
-        if not math.isfinite(a):
+        q, fits = _scaled(v, scale, limit)
+        if not fits:
             ok[k] = False
             continue
-        m, e = math.frexp(a)
-        M = np.int64(m * 9007199254740992.0)  # m * 2^53, exact
-        E = e - 53
-        while M != 0 and (M & 1) == 0 and E < 0:
-            M >>= 1
-            E += 1
-        if M > limit:
-            ok[k] = False
-            continue
-        N = M * scale
-        if E >= 0:
-            if E > 62 or N > (9223372036854775807 >> E):
-                ok[k] = False
-                continue
-            q = N << E
-        else:
-            sh = -E
-            if sh > 62:
-                q = np.int64(0)
-            else:
-                q = N >> sh
-                rem = N - (q << sh)
-                half = np.int64(1) << (sh - 1)
-                if rem > half or (rem == half and (q & 1) == 1):
-                    q += 1
         q_all[k] = q
         digits = 1
         t = q // scale
@@ -131,13 +168,9 @@ def _fixed_text(values, decimals):
             t //= 10
             digits += 1
         lengths[k] = digits + (1 + decimals if decimals > 0 else 0) + (1 if neg[k] else 0)
-    starts = np.zeros(n, np.int64)
-    total = 0
-    for k in range(n):
-        starts[k] = total
-        total += lengths[k] if ok[k] else 0
+    starts, total = _packed_starts(lengths)  # a row not ok has length 0
     buf = np.empty(total, np.uint8)
-    for k in range(n):
+    for k in prange(n):
         if not ok[k]:
             continue
         pos = starts[k] + lengths[k] - 1
@@ -161,13 +194,25 @@ def _fixed_text(values, decimals):
 
 
 class TextBuilder:
-    """Collects keyed records made of pieces and renders them in key order as one byte string."""
+    """Collects keyed records made of pieces and renders them in key order as one byte string.
 
-    def __init__(self) -> None:
+    Sources (constants, number text, whole buffers such as a chunk's alignment lines) go into a
+    pool once each; a column is ``(starts, lengths)`` into the pool. A group of records is kept
+    as its keys and piece list (no per-row piece table); :meth:`render_array` orders all rows
+    and copies their pieces in one compiled pass, parallel over rows if ``parallel`` (see
+    :func:`~gamut.io.threads.run_kernel`; number text too).
+    """
+
+    def __init__(self, parallel: bool = False) -> None:
+        self.parallel = parallel
         self._pool: list[np.ndarray] = []
         self._size = 0
-        self._consts: dict[str, tuple[int, int]] = {}
-        self._records: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._sources: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, pool position)
+        self._consts: dict[str, tuple[int, int]] = {}  # text -> (pool position, length)
+        self._columns: list[tuple[np.ndarray, np.ndarray]] = []  # column table parts, in order
+        self._column_size = 0
+        self._column_pos: dict[object, tuple[int, object]] = {}  # column id or constant -> (table row, column)
+        self._groups: list[tuple[np.ndarray, int, np.ndarray, list[int], list[int]]] = []
 
     # -- sources ------------------------------------------------------------------------------
     def _add(self, data: np.ndarray) -> int:
@@ -177,7 +222,7 @@ class TextBuilder:
         return base
 
     def const(self, text: str) -> tuple[int, int]:
-        """Pool position of a constant text (latin-1), added once."""
+        """Pool position and length of a constant text (latin-1), added once."""
         found = self._consts.get(text)
         if found is None:
             raw = np.frombuffer(text.encode("latin-1"), np.uint8)
@@ -185,30 +230,37 @@ class TextBuilder:
         return found
 
     def buffer(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A column of strings ``data[starts[k]:starts[k]+lengths[k]]``."""
-        base = self._add(data)
-        return np.asarray(starts, np.int64) + base, np.asarray(lengths, np.int64)
+        """A column of strings ``data[starts[k]:starts[k]+lengths[k]]`` (``data`` pooled once
+        however many columns use it)."""
+        found = self._sources.get(id(data))
+        if found is None or found[0] is not data:
+            found = self._sources[id(data)] = (data, self._add(data))
+        return np.asarray(starts, np.int64) + found[1], np.asarray(lengths, np.int64)
 
     def strings(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """A column from Python strings (for per-sequence columns built once, such as ids)."""
         encoded = [t.encode("latin-1") for t in texts]
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
-        starts = np.zeros(len(encoded), np.int64)
-        if len(encoded) > 1:
-            np.cumsum(lengths[:-1], out=starts[1:])
+        starts, _ = _packed_starts(lengths)
         return self.buffer(np.frombuffer(b"".join(encoded), np.uint8), starts, lengths)
 
     def integers(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Decimal text of integers (as ``str(int)``)."""
-        buf, starts, lengths = _int_text(np.ascontiguousarray(values, np.int64))
+        values = np.ascontiguousarray(values, np.int64)
+        buf, starts, lengths = run_kernel(_int_text, values.shape[0], self.parallel, values, 0)
         return self.buffer(buf, starts, lengths)
 
     def fixed(self, values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
         """Text of ``f"{float(x):.{decimals}f}"`` for every value, in compiled code (exact: the
         same digits as Python and C's printf); the rare values beyond 64-bit integer arithmetic
-        are formatted by Python."""
+        are formatted by Python. Integers (such as scores) take the integer path: digits, '.', zeros."""
+        values = np.asarray(values)
+        if values.dtype.kind in "iu" and (values.size == 0 or (values.min() > -2**53 and values.max() < 2**53)):
+            exact = np.ascontiguousarray(values, np.int64)  # each is exactly its float64
+            buf, starts, lengths = run_kernel(_int_text, exact.shape[0], self.parallel, exact, decimals)
+            return self.buffer(buf, starts, lengths)
         values = np.ascontiguousarray(values, np.float64)
-        buf, starts, lengths, ok = _fixed_text(values, decimals)
+        buf, starts, lengths, ok = run_kernel(_fixed_text, values.shape[0], self.parallel, values, decimals)
         starts, lengths = self.buffer(buf, starts, lengths)
         if not ok.all():
             bad = np.flatnonzero(~ok)
@@ -231,6 +283,16 @@ class TextBuilder:
         return column[0][index], column[1][index]
 
     # -- records ------------------------------------------------------------------------------
+    def _table_row(self, key: object, keep: object, starts: np.ndarray, lengths: np.ndarray) -> int:
+        """First row of a column (or constant) in the column table, added once per ``key``
+        (``keep``, the column itself, is held so that its id stays unique)."""
+        found = self._column_pos.get(key)
+        if found is None or found[1] is not keep:
+            found = self._column_pos[key] = (self._column_size, keep)
+            self._columns.append((starts, lengths))
+            self._column_size += int(starts.shape[0])
+        return found[0]
+
     def records(self, major: np.ndarray, slot: int, minor: np.ndarray | int, pieces: Sequence[Piece]) -> None:
         """Add ``len(major)`` records ordered by (``major``, ``slot``, ``minor``), each the
         concatenation of ``pieces`` (constants, or columns with one row per record)."""
@@ -238,35 +300,48 @@ class TextBuilder:
         n = major.shape[0]
         if n == 0 or not pieces:
             return
-        starts = np.empty((n, len(pieces)), np.int64)
-        lengths = np.empty((n, len(pieces)), np.int64)
-        for k, piece in enumerate(pieces):
+        positions, steps = [], []
+        for piece in pieces:
             if isinstance(piece, str):
-                starts[:, k], lengths[:, k] = self.const(piece)
+                start, length = self.const(piece)
+                one = np.array([start], np.int64), np.array([length], np.int64)
+                positions.append(self._table_row(("const", piece), None, *one))
+                steps.append(0)
             else:
-                starts[:, k], lengths[:, k] = piece
+                starts, lengths = (np.ascontiguousarray(a, np.int64) for a in piece)
+                if starts.shape != (n,) or lengths.shape != (n,):
+                    raise ValueError(f"a column of {starts.shape} rows in records of {n} rows")
+                positions.append(self._table_row(id(piece), piece, starts, lengths))
+                steps.append(1)
         minor_arr = np.broadcast_to(np.asarray(minor, np.int64), (n,))
-        self._records.append((major, np.full(n, slot, np.int64), minor_arr, starts, lengths))
+        self._groups.append((major, slot, minor_arr, positions, steps))
+
+    def render_array(self) -> np.ndarray:
+        """All records in key order, as a uint8 array."""
+        groups = self._groups
+        if not groups:
+            return np.zeros(0, np.uint8)
+        sizes = [g[0].shape[0] for g in groups]
+        major = np.concatenate([g[0] for g in groups])
+        slot = np.repeat(np.array([g[1] for g in groups], np.int64), sizes)
+        minor = np.concatenate([g[2] for g in groups])
+        order = _key_order(major, slot, minor)
+        row_base = np.zeros(len(groups) + 1, np.int64)
+        np.cumsum(sizes, out=row_base[1:])
+        spec_off = np.zeros(len(groups) + 1, np.int64)
+        np.cumsum([len(g[3]) for g in groups], out=spec_off[1:])
+        spec_pos = np.array([p for g in groups for p in g[3]], np.int64)
+        spec_step = np.array([s for g in groups for s in g[4]], np.int64)
+        col_starts = np.concatenate([c[0] for c in self._columns])
+        col_lengths = np.concatenate([c[1] for c in self._columns])
+        pool = np.concatenate(self._pool) if self._pool else np.zeros(0, np.uint8)
+        pieces = int(np.dot(sizes, np.diff(spec_off)))
+        return run_kernel(_render_rows, pieces, self.parallel, pool, col_starts, col_lengths, spec_pos, spec_step,
+                          spec_off, row_base, np.ascontiguousarray(order, np.int64))
 
     def render(self) -> bytes:
         """All records in key order, as bytes."""
-        if not self._records:
-            return b""
-        major = np.concatenate([r[0] for r in self._records])
-        slot = np.concatenate([r[1] for r in self._records])
-        minor = np.concatenate([r[2] for r in self._records])
-        width = max(r[3].shape[1] for r in self._records)
-        starts = np.zeros((major.shape[0], width), np.int64)
-        lengths = np.zeros((major.shape[0], width), np.int64)
-        row = 0
-        for r in self._records:
-            n, k = r[3].shape
-            starts[row:row + n, :k] = r[3]
-            lengths[row:row + n, :k] = r[4]
-            row += n
-        order = _key_order(major, slot, minor)
-        pool = np.concatenate(self._pool) if self._pool else np.zeros(0, np.uint8)
-        return _copy_records(pool, starts, lengths, order).tobytes()
+        return self.render_array().tobytes()
 
 
 def _key_order(major: np.ndarray, slot: np.ndarray, minor: np.ndarray) -> np.ndarray:
@@ -280,22 +355,20 @@ def _key_order(major: np.ndarray, slot: np.ndarray, minor: np.ndarray) -> np.nda
     return np.lexsort((minor, slot, major))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _gather(data, starts, lengths, index):
     """The strings ``index`` of a column, packed: (buffer, starts)."""
-    total = 0
-    for k in range(index.shape[0]):
-        total += lengths[index[k]]
+    n = index.shape[0]
+    picked = np.empty(n, np.int64)
+    for k in range(n):
+        picked[k] = lengths[index[k]]
+    new_starts, total = _packed_starts(picked)
     out = np.empty(total, np.uint8)
-    new_starts = np.empty(index.shape[0], np.int64)
-    pos = 0
-    for k in range(index.shape[0]):
+    for k in prange(n):
         s = starts[index[k]]
-        n = lengths[index[k]]
-        new_starts[k] = pos
-        for x in range(n):
+        pos = new_starts[k]
+        for x in range(picked[k]):
             out[pos + x] = data[s + x]
-        pos += n
     return out, new_starts
 
 
@@ -317,15 +390,18 @@ class StringColumn:
 def pick(builder: TextBuilder, column: StringColumn, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``index`` of a run-wide column, copied (only those rows) into ``builder``'s pool."""
     index = np.ascontiguousarray(index, np.int64)
-    buf, starts = _gather(column.data, column.starts, column.lengths, index)
+    buf, starts = run_kernel(_gather, index.shape[0], builder.parallel, column.data, column.starts, column.lengths,
+                             index)
     return builder.buffer(buf, starts, column.lengths[index])
 
 
-def gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+           parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The strings ``data[starts[k]:starts[k]+lengths[k]]`` packed one after the other: (buffer, starts)."""
     n = int(np.asarray(starts).shape[0])
-    return _gather(np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(starts, np.int64),
-                   np.ascontiguousarray(lengths, np.int64), np.arange(n, dtype=np.int64))
+    return run_kernel(_gather, n, parallel, np.ascontiguousarray(data, np.uint8),
+                      np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(lengths, np.int64),
+                      np.arange(n, dtype=np.int64))
 
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
@@ -403,5 +479,6 @@ def take_strings(data: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tu
     """Packed strings ``index`` of packed strings, as (data, offsets)."""
     offsets = np.ascontiguousarray(offsets, np.int64)
     index = np.ascontiguousarray(index, np.int64)
-    buf, starts = _gather(np.ascontiguousarray(data, np.uint8), offsets[:-1], np.diff(offsets), index)
+    buf, starts = run_kernel(_gather, index.shape[0], False, np.ascontiguousarray(data, np.uint8), offsets[:-1],
+                             np.diff(offsets), index)
     return buf, np.append(starts, np.int64(buf.shape[0]))

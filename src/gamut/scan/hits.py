@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from gamut.io.threads import run_kernel
 from gamut.scan.alignments import OP_MATCH, OP_QGAP, PairAlignments
 from gamut.scan.alphabet import MAP_CHARS
 
@@ -248,12 +249,13 @@ def _strict_seed_ok(buf, qline, mline, width, n5, n3):
     return paired >= 7 and wc >= 7 and gaps == 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pair_q, pair_r, sv_start, sv_stop,
                        i_start, j_start, i_end, j_end, op_start, op_end, ops, map_chars, linker):
     """Overlap rule and hit strings for all pairs of a chunk (see :func:`pair_hits`).
 
     Pair p's survivors are ``sv_start[p]:sv_stop[p]``; survivor k's columns ``ops[op_start[k]:op_end[k]]``.
+    The strings are built in parallel over hits.
     Returns, per kept hit in order: its survivor, its pair's hit offsets, and per hit the text
     ``buf[text_off[h]:text_off[h+1]]`` = query line + map line + reference line (``width`` each),
     the fold string ``fold[fold_off[h]:fold_off[h+1]]``, ``n3``, ``n5``, Watson-Crick and paired
@@ -310,7 +312,7 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
     n_wc = np.empty(n_hits, np.int64)
     n_pair = np.empty(n_hits, np.int64)
     strict = np.empty(n_hits, np.bool_)
-    for h in range(n_hits):  # pass 2: the strings
+    for h in prange(n_hits):  # pass 2: the strings
         p = hit_pair[h]
         k = hit_sv[h]
         qo = q_off[pair_q[p]]
@@ -499,11 +501,13 @@ class HitTable:
                    np.array([h.strict_ok for h in flat], bool))
 
 
-def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments) -> HitTable:
+def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments, *,
+               parallel: bool = False) -> HitTable:
     """:func:`pair_hits` for every (query index, reference index) in ``pairs`` at once, as columns.
 
     ``alignments`` is the chunk's :class:`~gamut.scan.alignments.ChunkAlignments`. ``references``
-    holds the sequences as miRanda sees them (after -trim).
+    holds the sequences as miRanda sees them (after -trim). ``parallel``: the strings may be
+    built on all threads (:func:`~gamut.io.threads.run_kernel`).
     """
     pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
     if pairs.shape[0] != alignments.n_pairs:
@@ -517,8 +521,8 @@ def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
     a = alignments
     pq = np.ascontiguousarray(pairs[:, 0])
     pr = np.ascontiguousarray(pairs[:, 1])
-    hit_sv, hit_pair, pair_off, width, text_off, buf, fold_off, fold, n3, n5, n_wc, n_pair, strict = _chunk_hits_kernel(
-        queries.letters, queries.codes, queries.offsets, references.letters, references.codes, references.offsets,
+    hit_sv, hit_pair, pair_off, width, text_off, buf, fold_off, fold, n3, n5, n_wc, n_pair, strict = run_kernel(
+        _chunk_hits_kernel, a.i_start.shape[0], parallel, queries.letters, queries.codes, queries.offsets, references.letters, references.codes, references.offsets,
         pq, pr, a.sv_start, a.sv_stop, a.i_start, a.j_start, a.i_end, a.j_end, a.op_start, a.op_end, a.ops,
         MAP_CHARS, _LINKER_BYTES,
     )

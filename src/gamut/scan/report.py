@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
+from gamut.io.textout import write_bytes
 from gamut.scan.fasta import SeqRecord
 from gamut.scan.params import ScanParams
 
@@ -111,9 +112,6 @@ class _Columns:
         return col
 
 
-
-
-
 class MirandaTextWriter:
     """miRanda 3.3a's text layout (verbose by default; quiet; keyval), a chunk at a time."""
 
@@ -132,11 +130,15 @@ class MirandaTextWriter:
             self.out.write(f"Performing Restricted Scan on:{len(self.params.restrict)} pairs\n")
 
     def chunk(self, result: "ChunkResult") -> None:
-        self.out.write(self.render(result).decode("latin-1"))
+        write_bytes(self.out, self.build(result).render_array())
 
     def render(self, result: "ChunkResult") -> bytes:
         """The chunk's text as bytes (latin-1)."""
-        b = TextBuilder()
+        return self.build(result).render()
+
+    def build(self, result: "ChunkResult") -> TextBuilder:
+        """The chunk's records (advances the writer's last query)."""
+        b = TextBuilder(result.parallel)
         c = _Chunk(result, self.input)
         cols = self.columns
         pairs = result.pairs
@@ -153,7 +155,7 @@ class MirandaTextWriter:
             self.last_query = int(q[-1])
         self._hits(b, c)
         self._footers(b, c, result)
-        return b.render()
+        return b
 
     def _hits(self, b: TextBuilder, c: _Chunk) -> None:
         if c.rows.size == 0:
@@ -244,14 +246,18 @@ class TableWriter:
             self.out.write("\t".join(HIT_COLUMNS) + "\n")
 
     def chunk(self, result: "ChunkResult") -> None:
-        self.out.write(self.render(result).decode("latin-1"))
+        write_bytes(self.out, self.build(result).render_array())
 
     def render(self, result: "ChunkResult") -> bytes:
         """The chunk's rows as bytes (latin-1)."""
+        return self.build(result).render()
+
+    def build(self, result: "ChunkResult") -> TextBuilder:
+        """The chunk's rows as records."""
+        b = TextBuilder(result.parallel)
         c = _Chunk(result, self.input)
         if c.rows.size == 0:
-            return b""
-        b = TextBuilder()
+            return b
         json_mode = self.fmt == "jsonl"
         qid = pick(b, self.columns.get("qjson" if json_mode else "qid"), c.q)
         rid = pick(b, self.columns.get("rjson" if json_mode else "rid"), c.r)
@@ -283,7 +289,7 @@ class TableWriter:
                 pieces += ([] if k == 0 else ["\t"]) + [value]
             pieces.append("\n")
         b.records(c.pair, 0, c.rows, pieces)
-        return b.render()
+        return b
 
     def finish(self) -> None:
         pass
@@ -306,7 +312,7 @@ def arrow_batch(result: "ChunkResult", scan_input: "ScanInput"):
 
     def text(which: int) -> "pa.Array":
         lengths = c.hits.width[c.rows]
-        data, _ = gather(c.hits.text, c.line_starts(which), lengths)
+        data, _ = gather(c.hits.text, c.line_starts(which), lengths, result.parallel)
         offsets = np.zeros(lengths.shape[0] + 1, np.int32)
         np.cumsum(lengths, out=offsets[1:])
         return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))

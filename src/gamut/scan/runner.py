@@ -159,6 +159,7 @@ class ChunkResult:
     pairs: np.ndarray  # int64 (n, 2): query index, reference index
     hits: HitTable  # energies and reported flags set
     counter0: int
+    parallel: bool = False  # the engine leaves the host's cores free: writers may format on all of them
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
@@ -206,6 +207,7 @@ def run_scan(
     ql, rl = queries.lengths(), references.lengths()
     # Energies go to the GPU with a GPU alignment engine, once the GPU energy engine is verified.
     energy_device = "auto" if getattr(engine, "name", "cpu") == "cuda" else "cpu"
+    spare_cores = energy_device != "cpu"  # a GPU engine leaves the host's cores to post-processing
 
     def align(pairs: np.ndarray):
         return pairs, engine.align(queries, references, pairs, params)
@@ -228,10 +230,10 @@ def run_scan(
             if not pending:
                 break
             pairs, alignments = pending.popleft().result()
-            hits = chunk_hits(queries, references, pairs, alignments)
+            hits = chunk_hits(queries, references, pairs, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)
-            result = ChunkResult(pairs, hits, counter)
+            result = ChunkResult(pairs, hits, counter, spare_cores)
             counter += len(result)
             if progress is not None:
                 progress(int((ql[pairs[:, 0]] * rl[pairs[:, 1]]).sum()))

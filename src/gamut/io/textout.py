@@ -1,0 +1,48 @@
+"""Rendered text (latin-1 bytes) written to an output handle without decoding and re-encoding."""
+from __future__ import annotations
+
+import io
+import os
+from functools import lru_cache
+from typing import IO, Union
+
+import numpy as np
+
+Rendered = Union[bytes, bytearray, memoryview, np.ndarray]
+
+
+@lru_cache(maxsize=None)
+def _ascii_compatible(encoding: str) -> bool:
+    """Whether ``encoding`` writes every ASCII character as that one byte."""
+    sample = bytes(range(128))
+    try:
+        return sample.decode("ascii").encode(encoding) == sample
+    except (LookupError, UnicodeError):
+        return False
+
+
+def _is_ascii(data: Rendered) -> bool:
+    if isinstance(data, np.ndarray):
+        return data.size == 0 or int(data.max()) < 128
+    return bytes(data).isascii() if isinstance(data, memoryview) else data.isascii()
+
+
+def write_bytes(out: IO, data: Rendered) -> None:
+    """Write latin-1 text given as bytes (or a uint8 array) to ``out``, the same bytes that
+    ``out.write(data.decode("latin-1"))`` gives a text handle.
+
+    A binary handle gets the bytes. A text file (:class:`io.TextIOWrapper`, as from
+    :func:`gamut.io.atomic_output` or standard output) gets them on its binary buffer, after
+    flushing its text layer, when that changes nothing: ASCII data, an ASCII-compatible encoding
+    and no newline translation. Anything else goes through ``out.write`` as text.
+    """
+    if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
+        out.write(data)
+        return
+    raw = getattr(out, "buffer", None)
+    if (raw is not None and isinstance(out, io.TextIOWrapper) and os.linesep == "\n"
+            and _ascii_compatible(out.encoding) and _is_ascii(data)):
+        out.flush()
+        raw.write(data)
+        return
+    out.write(bytes(data).decode("latin-1"))

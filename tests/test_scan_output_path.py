@@ -1,0 +1,181 @@
+"""The host output path: parallel record rendering and hit strings equal their serial definitions,
+rendered bytes written under a text handle, and the FASTA letter check."""
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gamut.io.threads
+from gamut.errors import InputError
+from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
+from gamut.io.textout import write_bytes
+from gamut.scan.alphabet import encode
+from gamut.scan.cpu import CpuEngine
+from gamut.scan.fasta import parse_miranda_fasta
+from gamut.scan.hits import SequenceSet, chunk_hits
+from gamut.scan.params import ScanParams
+
+
+@pytest.fixture
+def always_parallel(monkeypatch):
+    """Every kernel whose caller allows it runs on all threads, however small its work."""
+    monkeypatch.setattr(gamut.io.threads, "PARALLEL_MIN_WORK", 0)
+
+
+def serial_render(groups, strings) -> bytes:
+    """The definition: rows sorted by (major, slot, minor), stably; each row its pieces in order."""
+    rows = []
+    for major, slot, minor, pieces in groups:
+        for i in range(len(major)):
+            text = b"".join(p.encode() if isinstance(p, str) else strings[p][i] for p in pieces)
+            rows.append(((major[i], slot, minor[i]), text))
+    rows.sort(key=lambda r: r[0])  # stable: ties keep the order of addition
+    return b"".join(text for _, text in rows)
+
+
+@st.composite
+def record_sets(draw):
+    """Groups of records whose pieces are constants (some empty) or columns of random strings
+    (many empty), with keys that often tie."""
+    n_groups = draw(st.integers(1, 5))
+    groups, strings = [], []
+    text = st.text(st.sampled_from("ab\t\n -"), max_size=6)
+    for _ in range(n_groups):
+        n = draw(st.integers(0, 300))
+        major = draw(st.lists(st.integers(-3, 20), min_size=n, max_size=n))
+        minor = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+        pieces = []
+        for _ in range(draw(st.integers(1, 6))):
+            if draw(st.booleans()):
+                pieces.append(draw(text))
+            else:
+                rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+                strings.append([b"xyz0123456789"[: int(k)] for k in rng.integers(0, 14, n) * rng.integers(0, 2, n)])
+                pieces.append(len(strings) - 1)
+        groups.append((major, draw(st.integers(0, 3)), minor, pieces))
+    return groups, strings
+
+
+def render_with(builder: TextBuilder, groups, strings) -> bytes:
+    columns = {}
+    for major, slot, minor, pieces in groups:
+        for p in pieces:
+            if not isinstance(p, str) and p not in columns:
+                column = StringColumn([s.decode() for s in strings[p]])
+                columns[p] = pick(builder, column, np.arange(len(column)))
+        builder.records(np.array(major, np.int64), slot, np.array(minor, np.int64),
+                        [p if isinstance(p, str) else columns[p] for p in pieces])
+    return builder.render()
+
+
+@settings(max_examples=80, deadline=None)
+@given(record_sets())
+def test_rendering_equals_the_serial_definition(case):
+    groups, strings = case
+    want = serial_render(groups, strings)
+    assert render_with(TextBuilder(), groups, strings) == want
+    with pytest.MonkeyPatch.context() as mp:  # the parallel kernels on every size
+        mp.setattr(gamut.io.threads, "PARALLEL_MIN_WORK", 0)
+        assert render_with(TextBuilder(parallel=True), groups, strings) == want
+
+
+def test_many_rows_in_parallel(always_parallel):
+    rng = np.random.default_rng(7)
+    n = 20_000
+    values = rng.integers(-10**6, 10**6, n)
+    floats = rng.normal(0, 50, n)
+    order = rng.permutation(n)
+    out = {}
+    for parallel in (False, True):
+        b = TextBuilder(parallel)
+        b.records(order, 1, 0, ["<", b.integers(values), "|", b.fixed(floats, 2), "", ">\n"])
+        b.records(np.arange(n), 0, 0, [b.fixed(floats, 6), "\n"])
+        out[parallel] = b.render()
+    assert out[True] == out[False]
+    assert out[False].count(b"\n") == 2 * n
+    lengths = rng.integers(0, 9, n)
+    data = rng.integers(97, 123, int(lengths.sum())).astype(np.uint8)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    packed, packed_starts = gather(data, starts, lengths, parallel=True)
+    assert packed.tobytes() == data.tobytes() and packed_starts.tolist() == starts.tolist()
+
+
+def test_same_column_twice_and_empty_records():
+    b = TextBuilder()
+    ints = b.integers(np.array([3, -40]))
+    b.records(np.array([1, 0]), 0, 0, [ints, ":", ints, ""])
+    b.records(np.zeros(0, np.int64), 0, 0, ["never"])
+    b.records(np.array([0]), 1, 0, [])
+    assert b.render() == b"-40:-403:3"
+    assert TextBuilder().render() == b"" and TextBuilder().render_array().dtype == np.uint8
+    with pytest.raises(ValueError):
+        b.records(np.array([0, 1, 2]), 0, 0, [ints])
+
+
+def test_parallel_hit_strings_equal_serial(always_parallel):
+    rng = np.random.default_rng(3)
+    queries = [bytes(rng.choice(list(b"ACGU"), 22)) for _ in range(6)]
+    refs = [bytes(rng.choice(list(b"ACGUacgun"), 900)) for _ in range(8)]
+    qs = SequenceSet.build([f"q{k}" for k in range(6)], queries, [encode(q) for q in queries])
+    rs = SequenceSet.build([f"r{k}" for k in range(8)], refs, [encode(r) for r in refs])
+    pairs = np.array([(a, b) for a in range(6) for b in range(8)], np.int64)
+    found = CpuEngine(1).align(SequenceSet.from_codes([encode(q) for q in queries]),
+                               SequenceSet.from_codes([encode(r) for r in refs]), pairs,
+                               ScanParams(score_threshold=60))
+    serial, parallel = (chunk_hits(qs, rs, pairs, found, parallel=p) for p in (False, True))
+    assert len(serial) > 50
+    for name in ("pair", "pair_off", "width", "text_off", "text", "fold_off", "fold", "n_wc", "n_paired",
+                 "strict_ok", "ref_start", "ref_end"):
+        assert np.array_equal(getattr(serial, name), getattr(parallel, name)), name
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "ascii", "utf-16"])
+@pytest.mark.parametrize("data", [b"plain text\n", "caf\xe9\n".encode("latin-1"), b""])
+def test_write_bytes_gives_what_text_writing_gave(encoding, data):
+    want = io.BytesIO()
+    text = io.TextIOWrapper(want, encoding=encoding)
+    text.write("head\n")
+    try:
+        text.write(data.decode("latin-1"))
+        text.write("tail\n")
+        text.flush()
+    except UnicodeEncodeError:
+        return  # that encoding could not write it before either
+    got = io.BytesIO()
+    handle = io.TextIOWrapper(got, encoding=encoding)
+    handle.write("head\n")
+    write_bytes(handle, np.frombuffer(data, np.uint8))
+    handle.write("tail\n")
+    handle.flush()
+    assert got.getvalue() == want.getvalue()
+    strings = io.StringIO()
+    write_bytes(strings, data)
+    assert strings.getvalue() == data.decode("latin-1")
+    binary = io.BytesIO()
+    write_bytes(binary, data)
+    assert binary.getvalue() == data
+
+
+@pytest.mark.parametrize("sequence, bad", [(b"ACGUN1X", "1"), (b"acgu-ACGU", "-"), (b"AC\xe9GU*", "\xe9"),
+                                           (b"ACG*U1", "*")])
+def test_first_illegal_letter_is_named(sequence, bad):
+    with pytest.raises(InputError, match=re.escape(f"illegal character '{bad}' in sequence of record 'x'")):
+        parse_miranda_fasta(b">x\n" + sequence + b"\n", "f.fa")
+    assert parse_miranda_fasta(b">x d\nAC GU\nacgunx\n>y\nNNN")[0].sequence == b"ACGUacgunx"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-2**53 + 1, 2**53 - 1), min_size=1, max_size=20), st.sampled_from([0, 2, 6]),
+       st.sampled_from([np.int64, np.int32, np.uint16]))
+def test_fixed_text_of_integers_is_printf(values, decimals, dtype):
+    """Integer arrays (scores) take the integer path of ``fixed``: the same text as printf of the float."""
+    info = np.iinfo(dtype)
+    values = [min(max(v, int(info.min)), int(info.max)) for v in values]
+    b = TextBuilder()
+    b.records(np.arange(len(values)), 0, 0, [b.fixed(np.array(values, dtype), decimals), ";"])
+    assert b.render().decode() == "".join(f"{float(v):.{decimals}f};" for v in values)
