@@ -23,6 +23,19 @@ from gamut.io.threads import run_kernel
 Piece = Union[str, tuple[np.ndarray, np.ndarray]]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _copy_short(out, pos, src, start, size):
+    """``out[pos:pos+size] = src[start:start+size]`` for the short strings of records: two bytes a
+    step (a plain byte loop becomes a ``memcpy`` call per piece, 1.4x slower on ~10-byte pieces)."""
+    y = 0
+    while y + 1 < size:
+        out[pos + y] = src[start + y]
+        out[pos + y + 1] = src[start + y + 1]
+        y += 2
+    if y < size:
+        out[pos + y] = src[start + y]
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _render_rows(pool, col_starts, col_lengths, spec_pos, spec_step, spec_off, row_base, order):
     """Rows ``order`` (row numbers over all groups) concatenated, in parallel over rows.
@@ -53,10 +66,8 @@ def _render_rows(pool, col_starts, col_lengths, spec_pos, spec_step, spec_off, r
         pos = offsets[x]
         for p in range(spec_off[g], spec_off[g + 1]):
             j = spec_pos[p] + spec_step[p] * i
-            a = col_starts[j]
             size = col_lengths[j]
-            for y in range(size):
-                out[pos + y] = pool[a + y]
+            _copy_short(out, pos, pool, col_starts[j], size)
             pos += size
     return out
 

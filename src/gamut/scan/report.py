@@ -9,6 +9,7 @@ bytes are exactly those of miRanda's printf formats (``%f``, ``%2.2f``, ``%3.2f`
 from __future__ import annotations
 
 import json
+import weakref
 from typing import IO, TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -195,35 +196,36 @@ class MirandaTextWriter:
         energy = c.field("energy")
         neg = _pair_sums(energy, starts, stops)
         summary = np.flatnonzero((counts > 0) & (neg > 0))
+        has = np.zeros(n, bool)
+        has[summary] = True
         lead = "" if self.quiet else "Score for this Scan:\n"
         if not self.quiet:
-            plain = np.setdiff1d(np.arange(n), summary, assume_unique=True)
-            b.records(plain, 3, 0, [lead + "No Hits Found above Threshold\nComplete\n\n"])
+            b.records(np.flatnonzero(~has), 3, 0, [lead + "No Hits Found above Threshold\nComplete\n\n"])
         if summary.size == 0:
             return
         cols = self.columns
         score = c.field("score")
-        tot_score = np.add.reduceat(score, starts[counts > 0])[np.searchsorted(np.flatnonzero(counts > 0), summary)]
-        max_score = np.maximum.reduceat(score, starts[counts > 0])[np.searchsorted(np.flatnonzero(counts > 0), summary)]
+        with_hits = np.flatnonzero(counts > 0)
+        first, at = starts[with_hits], np.searchsorted(with_hits, summary)
+        tot_score = np.add.reduceat(score, first)[at]
+        max_score = np.maximum.reduceat(score, first)[at]
         if c.noenergy:
             tot_e: object = "0.0"
             max_e: object = "0.0"
         else:
-            min_e = np.minimum.reduceat(energy.astype(np.float64), starts[counts > 0])
-            min_e = min_e[np.searchsorted(np.flatnonzero(counts > 0), summary)]
+            min_e = np.minimum.reduceat(energy.astype(np.float64), first)[at]
             tot_e = b.fixed(-neg[summary], 2)  # miRanda prints '-' and the sum of -energy
             max_e = b.fixed(np.minimum(min_e, 0.0), 2)
         pq, pr = result.pairs[summary, 0], result.pairs[summary, 1]
+        q_off, r_off = self.input.query_set.offsets, self.input.reference_set.offsets
         b.records(summary, 3, 0, [
             lead + SUMMARY_HEADER + ">>", pick(b, cols.get("qid"), pq), "\t", pick(b, cols.get("rid"), pr), "\t",
             b.fixed(tot_score, 2), "\t", tot_e, "\t", b.fixed(max_score, 2), "\t", max_e, "\t",
             b.integers(result.counter0 + summary + 1), "\t",
-            b.integers(self.input.query_set.lengths()[pq]), "\t",
-            b.integers(self.input.reference_set.lengths()[pr]), "\t",
+            b.integers(q_off[pq + 1] - q_off[pq]), "\t",
+            b.integers(r_off[pr + 1] - r_off[pr]), "\t",
         ])
         # Positions: the reported hits of the summarised pairs, then the closing lines.
-        has = np.zeros(n, bool)
-        has[summary] = True
         mine = np.flatnonzero(has[c.pair])
         b.records(c.pair[mine], 4, c.rows[mine], [" ", b.integers(c.field("ref_start")[mine])])
         b.records(summary, 5, 0, ["\nComplete\n\n"])
@@ -304,6 +306,21 @@ def arrow_schema():
     return pa.schema([(name, types.get(name, pa.int64())) for name in HIT_COLUMNS])
 
 
+_ARROW_IDS: list = [None, None]  # the last scan input (weakly) and its id arrays
+
+
+def _arrow_ids(scan_input: "ScanInput"):
+    """Query and reference ids as Arrow string arrays, built once per scan input (not per chunk)."""
+    import pyarrow as pa
+
+    ref, arrays = _ARROW_IDS
+    if ref is None or ref() is not scan_input:
+        arrays = (pa.array([x.id for x in scan_input.queries], pa.string()),
+                  pa.array([x.id for x in scan_input.references], pa.string()))
+        _ARROW_IDS[:] = [weakref.ref(scan_input), arrays]
+    return arrays
+
+
 def arrow_batch(result: "ChunkResult", scan_input: "ScanInput"):
     """The reported hits of a chunk as a ``pyarrow.RecordBatch`` with :data:`HIT_COLUMNS`."""
     import pyarrow as pa
@@ -317,8 +334,7 @@ def arrow_batch(result: "ChunkResult", scan_input: "ScanInput"):
         np.cumsum(lengths, out=offsets[1:])
         return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))
 
-    qids = pa.array([x.id for x in scan_input.queries], pa.string())
-    rids = pa.array([x.id for x in scan_input.references], pa.string())
+    qids, rids = _arrow_ids(scan_input)
     energy = np.zeros(c.rows.size) if c.noenergy else np.round(c.field("energy").astype(np.float64), 2)
     arrays = [qids.take(pa.array(c.q)), rids.take(pa.array(c.r)), pa.array(c.field("score")), pa.array(energy),
               *(pa.array(c.field(n)) for n in ("query_start", "query_end", "ref_start", "ref_end", "aln_length")),
