@@ -12,7 +12,7 @@ import numpy as np
 
 from gamut.splice import cpu
 from gamut.splice.batch import CaseBatch
-from gamut.splice.gpu import TRACEBACK_OPTIONS, PackedBatch, collect_tracebacks
+from gamut.splice.gpu import TRACEBACK_OPTIONS, PackedBatch, collect_tracebacks, traceback_cap
 from gamut.splice.result import Tracebacks
 
 KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
@@ -24,17 +24,23 @@ class SpliceHarness:
 
     SOURCE = KERNELS / "splice_host_harness.cu"
 
-    def __init__(self, directory: Path) -> None:
-        lib = str(directory / "splice_host.so")
+    def __init__(self, directory: Path, **defines: int) -> None:
+        """``defines``: compile-time constants of the kernel to override (``TB_WIN_ROWS``,
+        ``TB_WIN_BYTES``, ``TB_CHUNK``: tiny windows and chunks make every reload path frequent)."""
+        tag = "_".join(f"{k}{v}" for k, v in sorted(defines.items()))
+        lib = str(directory / f"splice_host{tag}.so")
+        options = [o for o in TRACEBACK_OPTIONS if o.split("=")[0][2:] not in defines]
+        options += [f"-D{k}={v}" for k, v in defines.items()]
         subprocess.run(["g++", "-x", "c++", "-std=c++17", "-O2", "-Wall", "-Werror", "-shared", "-fPIC",
-                        *TRACEBACK_OPTIONS, "-o", lib, str(self.SOURCE)], check=True, capture_output=True)
+                        *options, "-o", lib, str(self.SOURCE)], check=True, capture_output=True)
         self.lib = ctypes.CDLL(lib)
         self.lib.host_splice_traceback.restype = ctypes.c_int
 
     def run(self, packed: PackedBatch, last: np.ndarray, pred: np.ndarray, matrix: np.ndarray, gap: int,
-            threads: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            threads: int = 256, cap: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(result, ops, chain)`` buffers as the kernel leaves them, for ``last``/``pred``
-        concatenated at ``packed.out_off``."""
+        concatenated at ``packed.out_off``; strips of ``cap`` columns (default: the widest case
+        in one strip)."""
         keep = []
 
         def arg(array, dtype):
@@ -42,8 +48,11 @@ class SpliceHarness:
             keep.append(a)
             return ctypes.c_void_p(a.ctypes.data)
 
+        if cap is None:
+            cap = traceback_cap(packed.target_len, 1 << 30)
+        bnd_off = packed.bnd_off(cap)
         moves = np.full(max(int(packed.moves_off[-1]), 1), 0xFF, np.uint8)  # garbage where never written
-        rows = np.full(max(int(packed.rows_off[-1]), 1), 12345, np.int32)
+        bnd = np.full(max(int(bnd_off[-1]), 1), 12345, np.int32)
         ops = np.full(max(int(packed.ops_off[-1]), 1), 9, np.uint8)
         chain = np.full(max(int(packed.exon_off[-1]), 1), -7, np.int32)
         result = np.full(4 * packed.n_cases, -1, np.int32)
@@ -53,11 +62,11 @@ class SpliceHarness:
             arg(packed.stream_off, i64), arg(packed.seg_row, i32), arg(packed.starts, i32), arg(packed.ends, i32),
             arg(packed.exon_off, i64), arg(packed.n_exons, i32), arg(packed.target, u8), arg(packed.target_off, i64),
             arg(packed.target_len, i32), arg(np.asarray(matrix).ravel(), i32), ctypes.c_int(int(gap)),
-            ctypes.c_void_p(moves.ctypes.data), arg(packed.moves_off, i64), ctypes.c_void_p(rows.ctypes.data),
-            arg(packed.rows_off, i64), ctypes.c_void_p(ops.ctypes.data), arg(packed.ops_off, i64),
+            ctypes.c_void_p(moves.ctypes.data), arg(packed.moves_off, i64), ctypes.c_void_p(bnd.ctypes.data),
+            arg(bnd_off, i64), ctypes.c_void_p(ops.ctypes.data), arg(packed.ops_off, i64),
             ctypes.c_void_p(chain.ctypes.data), ctypes.c_void_p(result.ctypes.data), arg(packed.tb_order, i32),
-            ctypes.c_int(packed.n_cases), ctypes.c_int(threads))
-        assert status == 0, "bad thread count"
+            ctypes.c_int(packed.n_cases), ctypes.c_int(threads), ctypes.c_int(cap))
+        assert status == 0, f"bad thread count or cap ({status})"
         return result, ops, chain
 
 
@@ -70,7 +79,7 @@ def concatenated(arrays: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
 
 
 def host_solve_gpu(harness: SpliceHarness, threads: int = 256,
-                   edit: Callable[[PackedBatch, np.ndarray, np.ndarray], None] | None = None):
+                   edit: Callable[[PackedBatch, np.ndarray, np.ndarray], None] | None = None, cap: int | None = None):
     """A stand-in for :func:`gamut.splice.gpu.solve_gpu`: the CPU fast forward pass, ``edit`` (to
     make the arrays inconsistent), then the host-built traceback kernel and the engine's host side."""
 
@@ -79,6 +88,6 @@ def host_solve_gpu(harness: SpliceHarness, threads: int = 256,
         last, pred = concatenated([cpu.forward_fast(c, matrix, gap) for c in batch.cases])
         if edit is not None:
             edit(packed, last, pred)
-        return collect_tracebacks(packed, *harness.run(packed, last, pred, matrix, gap, threads))
+        return collect_tracebacks(packed, *harness.run(packed, last, pred, matrix, gap, threads, cap))
 
     return solve_gpu

@@ -106,3 +106,25 @@ def reference_fields(case, chain, ops):
             before = [x for x in tpos[:inside[0]] if x >= 0]
             spans.append((max(before) + 1 if before else 0,) * 2)
     return bpos, tpos, "".join(b_text), "".join(t_text), spans
+
+
+def insertion_cases(params, seed, count=6):
+    """Cases whose optimal alignment has long runs of target gaps (a random insertion of hundreds
+    of symbols between two exons, or inside one) and of base gaps: horizontal walks across many
+    windows and strips, with ties in the gap-only regions."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for index in range(count):
+        base = rng.integers(0, 4, 1200).astype(np.uint8)
+        exons = [(50, 260), (300, 340), (400, 700), (690, 720), (760, 1100)]
+        pieces = [base[50:260], rng.integers(0, 4, int(rng.integers(200, 900))).astype(np.uint8),
+                  base[400:550], rng.integers(0, 2, int(rng.integers(100, 500))).astype(np.uint8), base[550:640],
+                  base[800:1100]]  # base[640:700] and [760:800] against gaps
+        if index % 2:
+            pieces.insert(0, rng.integers(0, 4, 300).astype(np.uint8))  # lead gaps
+        cases.append(make_case(base, exons, np.concatenate(pieces), params, name=f"ins{index}"))
+        # An insertion right after the second exon's first symbol: target gaps in its row 1.
+        insertion = rng.integers(0, 4, int(rng.integers(300, 700))).astype(np.uint8)
+        target = np.concatenate([base[100:400], base[500:501], insertion, base[501:800]])
+        cases.append(make_case(base, [(100, 400), (500, 800)], target, params, name=f"row1_{index}"))
+    return cases

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from splice_harness import SpliceHarness, concatenated, host_solve_gpu
-from splice_helpers import case_lists
+from splice_helpers import case_lists, insertion_cases
 
 from gamut.errors import DeviceError
 from gamut.splice import api, cpu
@@ -29,11 +29,21 @@ def harness(tmp_path_factory) -> SpliceHarness:
     return SpliceHarness(tmp_path_factory.mktemp("splice_tb"))
 
 
-def device_tracebacks(harness, cases, params, threads=256, slots=4):
-    """Tracebacks of the host-built kernel for ``cases`` (CPU forward pass)."""
+@pytest.fixture(scope="module")
+def tiny_harness(tmp_path_factory) -> SpliceHarness:
+    """The kernel with a 3-row x 16-byte walk window and symbols/boundaries staged 2 rows at a
+    time: the walk reloads its window every few steps and the rows loop restages often."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ not available to build the host version of the splice traceback kernel")
+    return SpliceHarness(tmp_path_factory.mktemp("splice_tb_tiny"), TB_WIN_ROWS=3, TB_WIN_BYTES=16, TB_CHUNK=2)
+
+
+def device_tracebacks(harness, cases, params, threads=256, slots=4, cap=None):
+    """Tracebacks of the host-built kernel for ``cases`` (CPU forward pass); ``cap``: columns per
+    strip (default: every case in one strip)."""
     packed = PackedBatch(cases, 8, slots)
     last, pred = concatenated([cpu.forward_fast(c, params.matrix, params.gap) for c in cases])
-    return collect_tracebacks(packed, *harness.run(packed, last, pred, params.matrix, params.gap, threads))
+    return collect_tracebacks(packed, *harness.run(packed, last, pred, params.matrix, params.gap, threads, cap))
 
 
 def assert_same_as_cpu(tracebacks, cases, params):
@@ -63,6 +73,26 @@ def test_device_traceback_row_scan_across_warps(harness, data, threads):
     assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
 
 
+@settings(max_examples=120, deadline=None)
+@given(case_lists(max_target=400, max_exon=10), st.sampled_from([1, 3, 32, 33, 96, 1024]),
+       st.sampled_from([64, 128, 192]), st.booleans())
+def test_device_traceback_in_strips(harness, tiny_harness, data, threads, cap, tiny):
+    """Targets cut into strips of 64-192 columns (each strip starting from the previous one's
+    last column, staged per row), with the normal or the tiny window and staging."""
+    cases, params = data
+    assert_same_as_cpu(device_tracebacks(tiny_harness if tiny else harness, cases, params, threads, cap=cap),
+                       cases, params)
+
+
+@pytest.mark.parametrize("cap", [None, 64, 320, 1024])
+@pytest.mark.parametrize("threads", [1, 37, 256])
+def test_device_traceback_long_gap_runs(harness, tiny_harness, cap, threads):
+    params = ScoreParams(match=2, mismatch=-1, gap=-1)
+    cases = insertion_cases(params, seed=threads)
+    for h in (harness, tiny_harness):
+        assert_same_as_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
+
+
 @pytest.mark.parametrize("threads", [64, 256])
 def test_device_traceback_equals_cpu_on_generated_cases(harness, threads):
     params = ScoreParams()
@@ -71,20 +101,44 @@ def test_device_traceback_equals_cpu_on_generated_cases(harness, threads):
     assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
 
 
-def test_device_traceback_on_full_size_cases(harness):
-    """A few cases of the paper-shaped set at full scale (targets of thousands of columns)."""
+@pytest.mark.parametrize("cap,threads", [(None, 256), (1024, 512), (4096, 1024)])
+def test_device_traceback_on_full_size_cases(harness, cap, threads):
+    """A few cases of the paper-shaped set at full scale (targets of thousands of columns, exons of
+    hundreds of rows: many window reloads and stagings), whole or in strips."""
     params = ScoreParams(match=2, mismatch=-1, gap=-2)
     generated = paper_like_cases(6, seed=9)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
-    assert_same_as_cpu(device_tracebacks(harness, cases, params), cases, params)
+    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads, cap=cap), cases, params)
 
 
-def test_device_traceback_on_a_wide_case(harness):
-    """A target of 20,000 columns against grouped, overlapping exons (a small :func:`wide_case`)."""
+def test_device_traceback_on_full_size_cases_tiny_window(tiny_harness):
+    params = ScoreParams()
+    generated = paper_like_cases(4, seed=5, scale=0.6)
+    cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
+    assert_same_as_cpu(device_tracebacks(tiny_harness, cases, params, 128, cap=256), cases, params)
+
+
+@pytest.mark.parametrize("cap", [None, 2048])
+def test_device_traceback_on_a_wide_case(harness, cap):
+    """A target of 20,000 columns against grouped, overlapping exons (a small :func:`wide_case`):
+    long runs of target gaps between the clusters; in one strip or ten."""
     params = ScoreParams()
     g = wide_case(target_length=20_000, groups=3, exons_per_group=6, seed=2)
     case = make_case(g.base, g.exons, g.target, params, name=g.name)
-    assert_same_as_cpu(device_tracebacks(harness, [case], params, threads=128), [case], params)
+    assert_same_as_cpu(device_tracebacks(harness, [case], params, threads=128, cap=cap), [case], params)
+
+
+def test_traceback_strip_sizes():
+    """Strips: the widest case in one when shared memory holds it, else what it holds (multiples of 64)."""
+    budget = splice_gpu.traceback_dynamic_bytes(8704)
+    assert splice_gpu.traceback_cap([8662, 100], budget) == 8704
+    assert splice_gpu.traceback_cap([8662, 100], budget - 1) == 8640
+    assert splice_gpu.traceback_cap([10], 1 << 30) == 64
+    assert splice_gpu.traceback_cap([300_000], 227 * 1024 - 14_000) % 64 == 0
+    packed = PackedBatch([small_case(ScoreParams())], 8, 4)
+    assert packed.bnd_off(64)[-1] == 2 * (packed.max_exon[0] + 1)
+    assert packed.bnd_off(1024)[-1] == 0
+    assert (np.diff(packed.moves_off) % 16 == 0).all()
 
 
 def test_gpu_engine_host_side_gives_the_cpu_results(harness, monkeypatch):
@@ -93,7 +147,7 @@ def test_gpu_engine_host_side_gives_the_cpu_results(harness, monkeypatch):
     params = ScoreParams(match=1, mismatch=-2, gap=-1)
     generated = paper_like_cases(25, seed=6, scale=0.2)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
-    monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, threads=96))
+    monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, threads=96, cap=128))
     monkeypatch.setattr(api, "GPU_BATCH_CELLS", 60_000)  # several launches
     on_gpu = api.solve(cases, params, "gpu")
     on_cpu = api.solve(cases, params, "fast")

@@ -152,6 +152,29 @@ def test_device_traceback_hypothesis_cases():
     check()
 
 
+@pytest.mark.parametrize("tb_threads,tb_cap", [(256, 64), (512, 192), (1024, 64), (1024, None)])
+def test_device_traceback_in_strips_and_block_sizes(tb_threads, tb_cap):
+    """The traceback kernel with every block size and targets cut into strips of 64-192 columns
+    (long runs of target gaps across strips, windows and threads)."""
+    from splice_helpers import insertion_cases
+
+    from gamut.splice.batch import CaseBatch
+    from gamut.splice.gpu import solve_gpu
+
+    rng = np.random.default_rng(300 + tb_threads)
+    params = ScoreParams(match=2, mismatch=-1, gap=-1)
+    cases = insertion_cases(params, seed=tb_threads, count=4)
+    cases += [make_case(*random_case(rng, max_target=2000), params, name=f"r{i}") for i in range(30)]
+    cases += [make_case(g.base, g.exons, g.target, params, name=g.name) for g in paper_like_cases(6, seed=21)]
+    tb = solve_gpu(CaseBatch(cases), params.matrix, params.gap, tb_threads=tb_threads, tb_cap=tb_cap)
+    for c, case in enumerate(cases):
+        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
+        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        assert tb.score[c] == score, case.name
+        np.testing.assert_array_equal(tb.chain[tb.chain_off[c]:tb.chain_off[c + 1]], chain, err_msg=case.name)
+        np.testing.assert_array_equal(tb.ops[tb.ops_off[c]:tb.ops_off[c + 1]], ops, err_msg=case.name)
+
+
 def test_device_traceback_il1rapl1_sized_case():
     from gamut.splice.api import solve
 

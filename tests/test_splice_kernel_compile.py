@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gamut.splice.gpu import STREAM_OPTIONS, TB_THREADS, TB_THREADS_FEW, TRACEBACK_OPTIONS
+from gamut.splice.gpu import STREAM_OPTIONS, TB_MIN_BLOCKS, TB_THREADS, TB_THREADS_FEW, TRACEBACK_OPTIONS
 
 KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
 
@@ -33,9 +33,12 @@ def test_forward_kernel_compiles_without_spills(tmp_path, cols):
     assert re.findall(r"(\d+) bytes spill stores", log) == ["0"], log
 
 
-@pytest.mark.parametrize("threads,blocks_per_sm", [(TB_THREADS, 4), (TB_THREADS_FEW, 1)])
-def test_traceback_kernel_compiles_without_spills(tmp_path, threads, blocks_per_sm):
-    log = nvcc_compile(tmp_path, "splice_traceback.cu", (f"-DTB_THREADS={threads}", *TRACEBACK_OPTIONS))
+@pytest.mark.parametrize("threads", sorted({TB_THREADS, TB_THREADS_FEW, *TB_MIN_BLOCKS}))
+def test_traceback_kernel_compiles_without_spills(tmp_path, threads):
+    """With the options the engine passes: registers bounded for TB_MIN_BLOCKS blocks per SM, no spills."""
+    blocks_per_sm = TB_MIN_BLOCKS[threads]
+    log = nvcc_compile(tmp_path, "splice_traceback.cu", (f"-DTB_THREADS={threads}", f"-DTB_MIN_BLOCKS={blocks_per_sm}",
+                                                         *TRACEBACK_OPTIONS))
     assert "splice_traceback" in log
     assert re.findall(r"(\d+) bytes spill stores", log) == ["0"], log
     registers = int(re.search(r"Used (\d+) registers", log).group(1))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence, Union
@@ -93,10 +94,17 @@ def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads
     if engine == "gpu":
         from gamut.splice.gpu import solve_gpu
 
+        clock = time.perf_counter()
         results: list[SpliceResult] = []
-        for group in _gpu_groups(CaseBatch(cases)):
+        groups = _gpu_groups(CaseBatch(cases))
+        if timing is not None:
+            timing.add("batch", time.perf_counter() - clock)
+        for group in groups:
             tracebacks = solve_gpu(group, params.matrix, params.gap, timing=timing)
+            clock = time.perf_counter()
             results.extend(build_results(group, tracebacks, params.matrix, params.gap, engine, _gpu_inconsistent))
+            if timing is not None:
+                timing.add("results", time.perf_counter() - clock)
         return results
 
     def trace(item: tuple[SpliceCase, tuple[np.ndarray, np.ndarray]]):

@@ -9,7 +9,8 @@ come back to the host. :func:`forward_gpu_many` downloads ``last``/``pred`` inst
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ctypes
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -28,11 +29,17 @@ STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={
                   f"-DFINISH_BIT={FINISH_BIT}", f"-DFOLD_NOW=({FOLD_NOW})")
 #: Threads per traceback block (one block per case): many cases share the SMs; a launch of a
 #: few cases (at most a quarter of the SM count) gives each a whole SM, for shorter rows per thread.
-TB_THREADS = 256
+TB_THREADS = 512
 TB_THREADS_FEW = 1024
+#: Blocks per SM the traceback kernel's registers are bounded for (__launch_bounds__), by block size.
+TB_MIN_BLOCKS = {256: 4, 512: 2, 1024: 1}
+#: The walk's window of the moves matrix in the traceback kernel (rows x bytes; TB_WIN_* there).
+TB_WIN_ROWS = 128
+TB_WIN_BYTES = 64
 #: Options of the traceback kernel (and of its host build in the tests).
 TRACEBACK_OPTIONS = (f"-DFINISH_BIT={FINISH_BIT}", f"-DOP_MATCH={OP_MATCH}", f"-DOP_BASE_GAP={OP_BASE_GAP}",
-                     f"-DOP_TARGET_GAP={OP_TARGET_GAP}")
+                     f"-DOP_TARGET_GAP={OP_TARGET_GAP}", f"-DTB_WIN_ROWS={TB_WIN_ROWS}",
+                     f"-DTB_WIN_BYTES={TB_WIN_BYTES}")
 
 KERNEL_FILE = "splice.cu"
 TRACEBACK_FILE = "splice_traceback.cu"
@@ -53,11 +60,20 @@ TRACEBACK_STATUS = {
 @dataclass
 class GpuTiming:
     """Seconds on the device: ``kernel`` (the forward kernel), ``traceback`` (the traceback kernel)
-    and ``total`` (events around everything on the device: uploads, kernels, downloads)."""
+    and ``total`` (events around everything on the device: uploads, kernels, downloads);
+    ``stages``: host wall-clock seconds by stage (``pack``, ``upload``, ``launch``, ``wait``: the
+    host waiting for the kernels, ``download``, ``collect``; ``api.solve`` adds ``batch`` and
+    ``results``); ``device``: device seconds of the ``upload`` and ``download`` copies."""
 
     kernel: float = 0.0
     traceback: float = 0.0
     total: float = 0.0
+    stages: dict = field(default_factory=dict)
+    device: dict = field(default_factory=dict)
+
+    def add(self, stage: str, seconds: float, device: bool = False) -> None:
+        table = self.device if device else self.stages
+        table[stage] = table.get(stage, 0.0) + seconds
 
 
 #: Exon-stream rows of one case the kernel indexes in int (row tags ``row + 1`` and tile steps
@@ -107,8 +123,13 @@ def state_cells(batch: CaseBatch) -> np.ndarray:
     2-bit moves of one exon (``longest exon x (n + 1) / 4`` bytes) and two DP rows."""
     width = batch.target_len + 1
     rows = batch.per_case_sum(batch.exon_lengths) + batch.n_exons * ROWS
-    moves = batch.max_exon * ((width + 3) // 4)
+    moves = batch.max_exon * moves_pitch(batch.target_len)
     return 2 * batch.n_exons * width + 2 * rows * chunk_counts(batch.target_len, DEFAULT_COLS) + moves // 4 + 2 * width
+
+
+def moves_pitch(target_len: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Bytes per row of the traceback's 2-bit moves over columns ``0..n`` (16-byte aligned rows)."""
+    return ((np.asarray(target_len, np.int64) + 4) // 4 + 15) // 16 * 16
 
 
 class PackedBatch:
@@ -142,16 +163,23 @@ class PackedBatch:
         self.target_len = _int32(batch.target_len, "target lengths", 2**31 - 1024)
         # Biggest cases first: blocks are dispatched roughly in index order.
         self.case_order = np.argsort(-batch.cells, kind="stable").astype(np.int32)
-        # Traceback: cost grows with the target length squared; its scratch and output capacity.
+        # Traceback: cost grows with the target length squared (blocks take the cases in this
+        # order); its scratch and output capacity.
         self.tb_order = np.argsort(-batch.target_len, kind="stable").astype(np.int32)
-        self.moves_off = offsets(batch.max_exon * ((width + 3) // 4))
-        self.rows_off = offsets(2 * width)
+        self.max_exon = batch.max_exon
+        self.moves_off = offsets(batch.max_exon * moves_pitch(batch.target_len))
         # Ops: every target symbol once, and every symbol of the chain, whose exons do not overlap.
         self.ops_off = offsets(batch.target_len + batch.covered)
 
     @property
     def n_cases(self) -> int:
         return len(self.cases)
+
+    def bnd_off(self, cap: int) -> np.ndarray:
+        """Offsets of the traceback's strip boundary values (two buffers of ``longest exon + 1``
+        ints) for strips of ``cap`` columns: only cases wider than a strip have any."""
+        wide = self.target_len.astype(np.int64) + 1 > cap
+        return offsets(np.where(wide, 2 * (self.max_exon + 1), 0))
 
 
 def spread_layout(chunks: Sequence[int] | np.ndarray, sms: int) -> bool:
@@ -238,19 +266,97 @@ class _Launch:
     last: object
     pred: object
     begin: object  # event before the uploads
+    uploaded: object  # event after them
     forward_start: object  # events around the forward kernel
     forward_end: object
+    keep: object = None  # the pinned host buffer of the uploads (alive until the copy is done)
+    traceback: "_TracebackPlan | None" = None
+
+
+@dataclass
+class _TracebackPlan:
+    """The traceback kernel of a launch: the function, threads per block, strip columns."""
+
+    kernel: object
+    threads: int
+    cap: int
+    shared: int  # dynamic shared memory per block
+
+
+#: Arrays of :class:`PackedBatch` the forward kernel reads, and those the traceback kernel adds.
+FORWARD_ARRAYS = ("stream", "stream_off", "stream_rows", "fin", "fold_ptr", "fold", "exon_off", "n_exons", "target",
+                  "target_off", "target_len", "out_off", "bound_off", "case_order")
+TRACEBACK_ARRAYS = ("seg_row", "starts", "ends", "moves_off", "ops_off", "tb_order")
+
+
+def _upload(arrays: dict) -> tuple[dict, object]:
+    """Device copies of host arrays, by name, made by one copy from page-locked memory (the host's
+    pageable copies are slow): ``(arrays, pinned buffer to keep alive until the copy is done)``."""
+    import cupy as cp
+
+    layout, total = [], 0
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        layout.append((name, array, total))
+        total += (array.nbytes + 255) // 256 * 256
+    try:
+        mem = cp.cuda.alloc_pinned_memory(max(total, 256))
+    except cp.cuda.runtime.CUDARuntimeError:  # no pinned memory to spare: one plain copy each
+        return {name: cp.asarray(array) for name, array, _ in layout}, None
+    host = np.frombuffer(mem, np.uint8, max(total, 256))
+    for _, array, offset in layout:
+        host[offset:offset + array.nbytes] = array.reshape(-1).view(np.uint8)
+    device = cp.empty(host.size, cp.uint8)
+    device.data.copy_from_host_async(ctypes.c_void_p(host.ctypes.data), host.size)
+    return {name: device[offset:offset + array.nbytes].view(array.dtype).reshape(array.shape)
+            for name, array, offset in layout}, mem
+
+
+def _traceback_plan(dev, n_cases: int, target_len: np.ndarray, threads: int | None, cap: int | None):
+    """Load the traceback kernel for a launch of ``n_cases`` cases and size its blocks."""
+    from gamut.cuda import load_module
+
+    attributes = dev.attributes
+    few = n_cases <= attributes["MultiProcessorCount"] // 4
+    threads = threads or (TB_THREADS_FEW if few else TB_THREADS)
+    module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={threads}",
+                                                  f"-DTB_MIN_BLOCKS={TB_MIN_BLOCKS.get(threads, 1)}",
+                                                  *TRACEBACK_OPTIONS), device_id=dev.id)
+    kernel = module.get_function("splice_traceback")
+    if cap is None:
+        static = int(kernel.attributes.get("shared_size_bytes", 0))
+        cap = traceback_cap(target_len, traceback_budget(attributes, static, few))
+    if cap < 64 or cap % 64:
+        raise ValueError("the traceback's strip columns must be a positive multiple of 64")
+    shared = traceback_dynamic_bytes(cap)
+    if shared > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = shared
+    return _TracebackPlan(kernel, threads, cap, shared)
 
 
 def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, max_warps: int,
-             device_id: int | None, slots: int | None, max_blocks: int | None) -> _Launch:
-    """Pack ``batch``, upload it and launch the forward kernel (``last``/``pred`` stay on the device)."""
+             device_id: int | None, slots: int | None, max_blocks: int | None, timing: GpuTiming | None = None,
+             traceback: bool = False, tb_threads: int | None = None, tb_cap: int | None = None) -> _Launch:
+    """Pack ``batch``, upload it and launch the forward kernel (``last``/``pred`` stay on the device).
+    ``traceback``: also load the traceback kernel and upload its arrays (one copy for both)."""
+    import time
+
     import cupy as cp
 
     from gamut.cuda import load_module
 
+    clock = time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        if timing is not None:
+            timing.add(name, now - clock)
+        clock = now
+
+    max_abs = int(max(np.abs(matrix).max(), abs(gap)))
     for case in batch.cases:  # the kernel's cells are int32
-        check_score_range(case, int(max(np.abs(matrix).max(), abs(gap))))
+        check_score_range(case, max_abs)
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
     if cols is None:
@@ -259,8 +365,6 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
         raise ValueError("cols must be 4, 8 or 16")
     chunks = chunk_counts(batch.target_len, cols)
     with dev:
-        begin = cp.cuda.Event()
-        begin.record()
         module = load_module(KERNEL_FILE, options=(f"-DCOLS={cols}", *STREAM_OPTIONS), device_id=dev.id)
         kernel = module.get_function("splice_forward")
         if wide_layout(chunks, sms, max_warps):
@@ -277,14 +381,24 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
         if blocks_per_case > 1 and len(batch) * blocks_per_case > resident:  # would wait for each other forever
             raise DeviceError(f"the GPU keeps {resident} blocks of {warps} warps resident, fewer than the "
                               f"{len(batch) * blocks_per_case} that a spread launch needs")
+        plan = _traceback_plan(dev, len(batch), batch.target_len, tb_threads, tb_cap) if traceback else None
+        stage("launch")
         packed = PackedBatch(batch, cols, slots)
-        d = {name: cp.asarray(getattr(packed, name)) for name in (
-            "stream", "stream_off", "stream_rows", "fin", "fold_ptr", "fold", "exon_off", "n_exons",
-            "target", "target_off", "target_len", "out_off", "bound_off", "case_order")}
+        host = {name: getattr(packed, name) for name in FORWARD_ARRAYS}
+        host["matrix"] = np.ascontiguousarray(matrix, np.int32).ravel()
+        if plan is not None:
+            host.update({name: getattr(packed, name) for name in TRACEBACK_ARRAYS})
+            host["bnd_off"] = packed.bnd_off(plan.cap)
+        stage("pack")
+        begin = cp.cuda.Event()
+        begin.record()
+        d, keep = _upload(host)
+        uploaded = cp.cuda.Event()
+        uploaded.record()
         last = cp.empty(int(packed.out_off[-1]), cp.int32)
         pred = cp.empty(int(packed.out_off[-1]), cp.int32)
         bound = cp.zeros(max(int(packed.bound_off[-1]), 1), cp.int64)  # tags 0: nothing published
-        d["matrix"] = cp.asarray(np.ascontiguousarray(matrix, np.int32).ravel())
+        stage("upload")
         if shared > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = shared
         args = (
@@ -298,7 +412,8 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
         kernel((len(batch) * blocks_per_case,), (32 * warps,), args, shared_mem=shared)
         done = cp.cuda.Event()
         done.record()
-    return _Launch(packed, dev, d, last, pred, begin, start, done)
+        stage("launch")
+    return _Launch(packed, dev, d, last, pred, begin, uploaded, start, done, keep, plan)
 
 
 def forward_gpu_many(
@@ -360,55 +475,97 @@ def solve_gpu(
     timing: GpuTiming | None = None,
     slots: int | None = None,
     max_blocks: int | None = None,
+    tb_threads: int | None = None,
+    tb_cap: int | None = None,
 ) -> Tracebacks:
     """Forward pass and traceback of every case of ``batch`` on the device (one launch each).
 
-    Options as :func:`forward_gpu_many`. Raises :class:`DeviceError` when the traceback kernel
-    finds the forward pass's arrays inconsistent.
+    Options as :func:`forward_gpu_many`; ``tb_threads``: threads per traceback block (default
+    :data:`TB_THREADS`, :data:`TB_THREADS_FEW` for a few cases); ``tb_cap``: columns per
+    traceback strip, a multiple of 64 (default: the widest case's, as far as shared memory
+    holds; tests set it small to cut cases into strips). Raises :class:`DeviceError` when the
+    traceback kernel finds the forward pass's arrays inconsistent.
     """
+    import time
+
     import cupy as cp
 
-    from gamut.cuda import load_module
+    launch = _forward(batch, matrix, gap, cols, max_warps, device_id, slots, max_blocks, timing, True, tb_threads,
+                      tb_cap)
+    packed, d, plan = launch.packed, launch.d, launch.traceback
+    clock = time.perf_counter()
 
-    launch = _forward(batch, matrix, gap, cols, max_warps, device_id, slots, max_blocks)
-    packed, d = launch.packed, launch.d
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        if timing is not None:
+            timing.add(name, now - clock)
+        clock = now
+
     with launch.dev:
-        threads = traceback_threads(packed.n_cases, launch.dev.attributes["MultiProcessorCount"])
-        module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={threads}", *TRACEBACK_OPTIONS),
-                             device_id=launch.dev.id)
-        kernel = module.get_function("splice_traceback")
-        for name in ("seg_row", "starts", "ends", "moves_off", "rows_off", "ops_off", "tb_order"):
-            d[name] = cp.asarray(getattr(packed, name))
         moves = cp.empty(max(int(packed.moves_off[-1]), 1), cp.uint8)
-        rows = cp.empty(max(int(packed.rows_off[-1]), 1), cp.int32)
+        bnd = cp.empty(max(int(packed.bnd_off(plan.cap)[-1]), 1), cp.int32)
         ops = cp.empty(max(int(packed.ops_off[-1]), 1), cp.uint8)
         chain = cp.empty(max(int(packed.exon_off[-1]), 1), cp.int32)
         result = cp.empty(4 * packed.n_cases, cp.int32)
+        next_case = cp.zeros(1, cp.int32)  # the blocks' queue of cases (largest first)
         start = cp.cuda.Event()
         start.record()
-        kernel((packed.n_cases,), (threads,), (
+        plan.kernel((packed.n_cases,), (plan.threads,), (
             launch.last, launch.pred, d["out_off"], d["stream"], d["stream_off"], d["seg_row"], d["starts"],
             d["ends"], d["exon_off"], d["n_exons"], d["target"], d["target_off"], d["target_len"], d["matrix"],
-            np.int32(gap), moves, d["moves_off"], rows, d["rows_off"], ops, d["ops_off"], chain, result,
-            d["tb_order"]))
+            np.int32(gap), moves, d["moves_off"], bnd, d["bnd_off"], ops, d["ops_off"], chain, result,
+            d["tb_order"], next_case, np.int32(plan.cap)), shared_mem=plan.shared)
         done = cp.cuda.Event()
         done.record()
+        stage("launch")
+        done.synchronize()
+        stage("wait")
         host_result = _download(result)
         host_ops = _download(ops)
         host_chain = _download(chain)
         end = cp.cuda.Event()
         end.record()
         end.synchronize()
+        stage("download")
+        launch.keep = None
         if timing is not None:
             timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
             timing.traceback += cp.cuda.get_elapsed_time(start, done) / 1000.0
             timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
-    return collect_tracebacks(packed, host_result, host_ops, host_chain)
+            timing.add("upload", cp.cuda.get_elapsed_time(launch.begin, launch.uploaded) / 1000.0, device=True)
+            timing.add("download", cp.cuda.get_elapsed_time(done, end) / 1000.0, device=True)
+    tracebacks = collect_tracebacks(packed, host_result, host_ops, host_chain)
+    stage("collect")
+    return tracebacks
 
 
 def traceback_threads(n_cases: int, sms: int) -> int:
     """Threads per block of the traceback kernel for a launch of ``n_cases`` cases."""
     return TB_THREADS_FEW if n_cases <= sms // 4 else TB_THREADS
+
+
+def traceback_dynamic_bytes(cap: int) -> int:
+    """Dynamic shared memory of a traceback block with strips of ``cap`` columns (the kernel's
+    TB_DYN_BYTES: the row, the target symbols, two staged rows of moves, the walk's window)."""
+    return cap * 4 + cap + cap // 2 + TB_WIN_ROWS * TB_WIN_BYTES
+
+
+def traceback_cap(target_len: Sequence[int] | np.ndarray, budget: int) -> int:
+    """Columns per strip of the traceback (a multiple of 64): the widest case's columns ``0..n``
+    in one strip when ``budget`` bytes of dynamic shared memory hold them, else what they hold."""
+    widest = (int(np.max(target_len)) + 1 + 63) // 64 * 64 if len(target_len) else 64
+    fits = (budget - TB_WIN_ROWS * TB_WIN_BYTES) * 2 // 11 // 64 * 64
+    return max(64, min(widest, fits))
+
+
+def traceback_budget(device_attributes: dict, static_bytes: int, few: bool) -> int:
+    """Dynamic shared memory for one traceback block: the device's opt-in maximum for a launch of
+    a few cases (a block per SM), else half an SM's (at least two blocks per SM)."""
+    optin = int(device_attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+    if not few:
+        optin = min(optin, int(device_attributes.get("MaxSharedMemoryPerMultiprocessor", 2 * optin)) // 2 - 1024)
+    return max(0, optin - static_bytes)
 
 
 @njit(cache=True)
