@@ -119,8 +119,15 @@ def test_same_column_twice_and_empty_records():
 
 def test_parallel_hit_strings_equal_serial(always_parallel):
     rng = np.random.default_rng(3)
-    queries = [bytes(rng.choice(list(b"ACGU"), 22)) for _ in range(6)]
-    refs = [bytes(rng.choice(list(b"ACGUacgun"), 900)) for _ in range(8)]
+    letters = lambda alphabet, n: np.frombuffer(alphabet, np.uint8)[rng.integers(0, len(alphabet), n)]  # noqa: E731
+    queries = [letters(b"ACGU", 22).tobytes() for _ in range(6)]
+    refs = []
+    for _ in range(8):  # random letters with a complementary site of every query
+        ref = letters(b"ACGUacgun", 900)
+        for k, q in enumerate(queries):
+            site = q[::-1].translate(bytes.maketrans(b"ACGU", b"UGCA"))
+            ref[100 * k + 20:100 * k + 20 + len(site)] = np.frombuffer(site, np.uint8)
+        refs.append(ref.tobytes())
     qs = SequenceSet.build([f"q{k}" for k in range(6)], queries, [encode(q) for q in queries])
     rs = SequenceSet.build([f"r{k}" for k in range(8)], refs, [encode(r) for r in refs])
     pairs = np.array([(a, b) for a in range(6) for b in range(8)], np.int64)

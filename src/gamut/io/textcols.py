@@ -376,10 +376,7 @@ def _gather(data, starts, lengths, index):
     new_starts, total = _packed_starts(picked)
     out = np.empty(total, np.uint8)
     for k in prange(n):
-        s = starts[index[k]]
-        pos = new_starts[k]
-        for x in range(picked[k]):
-            out[pos + x] = data[s + x]
+        _copy_short(out, new_starts[k], data, starts[index[k]], picked[k])
     return out, new_starts
 
 
