@@ -158,9 +158,16 @@ def main(argv: list[str] | None = None) -> int:
             wall, times = median_time(run_solve, max(3, args.repeat))
             forward_k = statistics.median(t.kernel for t in timings)
             traceback_k = statistics.median(t.traceback for t in timings)
+            stages = {key: statistics.median(t.stages.get(key, 0.0) for t in timings)
+                      for key in sorted({k for t in timings for k in t.stages})}
+            copies = {key: statistics.median(t.device.get(key, 0.0) for t in timings)
+                      for key in sorted({k for t in timings for k in t.device})}
             record(name, "gpu end to end (api solve: scores, chains, alignments)", wall, times,
                    forward_kernel_s=forward_k, traceback_kernel_s=traceback_k,
-                   device_s=statistics.median(t.total for t in timings), e2e_over_kernels=wall / (forward_k + traceback_k))
+                   device_s=statistics.median(t.total for t in timings), e2e_over_kernels=wall / (forward_k + traceback_k),
+                   host_stages_s=stages, device_copies_s=copies)
+            print("    stages (host ms): " + ", ".join(f"{k} {v * 1000:.2f}" for k, v in stages.items())
+                  + " | device copies (ms): " + ", ".join(f"{k} {v * 1000:.2f}" for k, v in copies.items()), flush=True)
             record(name, "gpu forward kernel (same runs)", forward_k, [t.kernel for t in timings])
             record(name, "gpu traceback kernel (same runs)", traceback_k, [t.traceback for t in timings])
         if args.check:
@@ -230,6 +237,17 @@ def main(argv: list[str] | None = None) -> int:
             cpu_ms = f"{cpu_row['seconds'] * 1000:.0f}" if cpu_row else ""
             lines.append(f"| {r['workload']} | {r['seconds'] * 1000:.2f} | {r['forward_kernel_s'] * 1000:.2f} | "
                          f"{r['traceback_kernel_s'] * 1000:.2f} | {r['e2e_over_kernels']:.2f} | {cpu_ms} |")
+    if e2e and any(r.get("host_stages_s") for r in e2e):
+        keys = sorted({k for r in e2e for k in r.get("host_stages_s", {})})
+        lines += ["", "Where the end-to-end time goes (medians, ms): host wall clock per stage of `api.solve` "
+                  "(`wait`: the host waiting for the kernels), and the device's upload/download copies:", "",
+                  "| workload | " + " | ".join(keys) + " | sum | device upload | device download |",
+                  "| --- |" + " ---: |" * (len(keys) + 3)]
+        for r in e2e:
+            st, dv = r.get("host_stages_s", {}), r.get("device_copies_s", {})
+            lines.append(f"| {r['workload']} | " + " | ".join(f"{st.get(k, 0) * 1000:.2f}" for k in keys)
+                         + f" | {sum(st.values()) * 1000:.2f} | {dv.get('upload', 0) * 1000:.2f} | "
+                         f"{dv.get('download', 0) * 1000:.2f} |")
     if "check_mismatches" in results:
         lines += ["", f"GPU vs CPU fast engine: {results['check_mismatches']} cases with differing last/pred arrays, "
                   f"{results['check_result_mismatches']} with differing results (score, chain, alignment)."]
