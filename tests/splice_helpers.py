@@ -128,3 +128,21 @@ def insertion_cases(params, seed, count=6):
         target = np.concatenate([base[100:400], base[500:501], insertion, base[501:800]])
         cases.append(make_case(base, [(100, 400), (500, 800)], target, params, name=f"row1_{index}"))
     return cases
+
+
+def short_exon_cases(params, seed, count=8):
+    """Cases of many 1-5 symbol exons on small alphabets: chains that enter exons at almost every
+    target column (so at strip boundaries too), with many ties."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for index in range(count):
+        m = int(rng.integers(150, 400))
+        alphabet = int(rng.integers(2, 5))
+        base = rng.integers(0, alphabet, m).astype(np.uint8)
+        exons = []
+        for _ in range(int(rng.integers(20, 80))):
+            start = int(rng.integers(0, m - 1))
+            exons.append((start, min(m, start + int(rng.integers(1, 6)))))
+        target = rng.integers(0, alphabet, int(rng.integers(100, 400))).astype(np.uint8)
+        cases.append(make_case(base, exons, target, params, name=f"short{seed}_{index}"))
+    return cases

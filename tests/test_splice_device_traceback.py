@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from splice_harness import SpliceHarness, concatenated, host_solve_gpu
-from splice_helpers import case_lists, insertion_cases
+from splice_helpers import case_lists, insertion_cases, short_exon_cases
 
 from gamut.errors import DeviceError
 from gamut.splice import api, cpu
@@ -90,6 +90,15 @@ def test_device_traceback_long_gap_runs(harness, tiny_harness, cap, threads):
     params = ScoreParams(match=2, mismatch=-1, gap=-1)
     cases = insertion_cases(params, seed=threads)
     for h in (harness, tiny_harness):
+        assert_same_as_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_device_traceback_short_exons_in_strips(harness, tiny_harness, seed):
+    """Exons entered at strip boundaries (the entry value left of a strip is thread 0's diagonal)."""
+    params = ScoreParams(match=1 + seed % 3, mismatch=-1, gap=-1 - seed % 2)
+    cases = short_exon_cases(params, seed)
+    for h, threads, cap in ((harness, 1, 64), (harness, 5, 64), (tiny_harness, 64, 128), (harness, 33, None)):
         assert_same_as_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
 
 

@@ -26,8 +26,8 @@
 // over the segment for row s + 1 (s < len). The block then max-scans these maxima (warp
 // shuffles, warp totals): the exclusive prefix of thread t is P[c0 - 1] of row s + 1 (c0: the
 // segment's first column), which is what thread t needs in step s + 1 as the running maximum it
-// starts from and, in step s + 2, as its diagonal. One barrier per row. Step 0 builds the entry
-// row from pred/last. Strips after the first start from the previous strip's last column, kept
+// starts from and, in step s + 2, as its diagonal. One barrier per row. The entry row is built
+// from pred/last by the whole block (coalesced) before step 0. Strips after the first start from the previous strip's last column, kept
 // per row in a global boundary array (`bnd`, two buffers of len + 1 values) and staged in shared
 // memory with the exon's symbols every TB_CHUNK rows. Moves (2 bits per cell) are written to a
 // shared staging row, then copied to the global moves matrix with 16-byte stores in the next step.
@@ -318,16 +318,23 @@ TB_DEV int tb_entry_value(TbShared& S, const TbCase& C, const int* pr, int c) {
     return p < 0 ? 0 : C.last[(long long)p * C.width + c] - c * S.gap;
 }
 
-// Step 0 of a strip (thread t): the entry row over the segment, its diagonal carry, and the
-// segment's maximum of v for row 1.
+// The entry row of the strip (coalesced: column s0 + t, s0 + t + T, ...), and the entry value
+// left of the strip, thread 0's first diagonal.
+TB_DEV void tb_entry_row(TbShared& S, const TbCase& C, const TbDyn& D, int t, int T) {
+    const int s0 = S.s0, w = S.s1 - s0;
+    const int* pr = C.pred + (long long)S.k * C.width;
+    for (int l = t; l < w; l += T) D.row[l] = tb_entry_value(S, C, pr, s0 + l);
+    if (t == 0 && s0 > 0) S.dg[0] = tb_entry_value(S, C, pr, s0 - 1);
+}
+
+// Step 0 of a strip (thread t), after tb_entry_row: the diagonal carry of the segment and its
+// maximum of v for row 1.
 TB_DEV int tb_entry(TbShared& S, const TbCase& C, const TbDyn& D, int t) {
     const int s0 = S.s0;
     const int c0 = s0 + t * S.seg, c1 = min(c0 + S.seg, S.s1);
     if (c0 >= c1) return TB_NEG;
-    const int* pr = C.pred + (long long)S.k * C.width;
-    int* row = D.row - s0;  // by column
+    const int* row = D.row - s0;  // by column
     const unsigned char* tq = D.tq - s0;
-    for (int c = c0; c < c1; ++c) row[c] = tb_entry_value(S, C, pr, c);
     const int gap = S.gap;
     const int* scA = S.scs + 8 * S.sym[1];
     int amax = t == 0 ? S.carry[1] : TB_NEG;
@@ -337,9 +344,9 @@ TB_DEV int tb_entry(TbShared& S, const TbCase& C, const TbDyn& D, int t) {
         diag = row[0];
         c = 1;
     } else {
-        diag = tb_entry_value(S, C, pr, c0 - 1);
+        diag = c0 > s0 ? row[c0 - 1] : S.dg[0];  // P[c0 - 1] of row 0
+        S.dg[t] = diag;
     }
-    S.dg[t] = diag;  // P[c0 - 1] of row 0 (unused for c0 = 0)
     for (; c < c1; ++c) {
         const int up = row[c];
         amax = max(amax, max(diag + scA[tq[c]], up + gap));
@@ -534,9 +541,9 @@ TB_DEV void tb_finish(TbShared& S, const TbCase& C) {
 //   the values returned in the previous step (parity s & 1), leaves the scan of f's values
 //   under parity (s + 1) & 1, then a barrier.
 // Control values in S are written by thread 0 in one() and read by all threads after its barrier.
-// In a step, thread t reads and writes only its own segment of the row, of the staged moves of
-// row s and of S.dg; other threads' data only as left by earlier phases (the staged moves of row
-// s - 1, the target symbols, S.sym/S.carry, the scan of the previous step).
+// In a step, thread t writes only its own segment of the row, of the staged moves of row s and
+// S.dg[t]; it reads other threads' data only as left by earlier phases (the entry row in step 0,
+// the staged moves of row s - 1, the target symbols, S.sym/S.carry, the previous step's scan).
 template <class X>
 TB_DEV void tb_run(X& x, TbShared& S, const TbArgs& A, int cs, const TbDyn& D) {
     const int T = x.threads();
@@ -554,6 +561,7 @@ TB_DEV void tb_run(X& x, TbShared& S, const TbArgs& A, int cs, const TbDyn& D) {
             x.par([&](int t) {
                 tb_stage(S, C, q, 0, t, T);
                 tb_target(S, C, D, t, T);
+                tb_entry_row(S, C, D, t, T);
             });
             x.step(S, 0, [&](int t, int) { return tb_entry(S, C, D, t); });
             int base = 0;
