@@ -27,9 +27,11 @@ CODES = PAD_CODE + 1  # profile rows in the kernel: A C G T N and two unused (en
 #: The stream layout the kernel reads, defined once in :mod:`gamut.splice.stream`.
 STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={PAD_CODE}",
                   f"-DFINISH_BIT={FINISH_BIT}", f"-DFOLD_NOW=({FOLD_NOW})")
-#: Threads per traceback block (one block per case): many cases share the SMs; a launch of a
-#: few cases (at most a quarter of the SM count) gives each a whole SM, for shorter rows per thread.
-TB_THREADS = 512
+#: Threads per traceback block (one block per case). Measured on an H100 for the 1,010
+#: paper-shaped cases (2026-11-25): 28.1 ms with 256, 20.9 ms with 512, 15.4 ms with 1,024 threads
+#: (the largest cases bound the launch, and shorter rows per thread shorten them); a launch of a
+#: few cases (at most a quarter of the SM count) also takes a whole SM's shared memory per block.
+TB_THREADS = 1024
 TB_THREADS_FEW = 1024
 #: Blocks per SM the traceback kernel's registers are bounded for (__launch_bounds__), by block size.
 TB_MIN_BLOCKS = {256: 4, 512: 2, 1024: 1}
