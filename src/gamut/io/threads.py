@@ -14,9 +14,9 @@ def run_kernel(kernel: Callable, work: int, parallel: bool, *args: Any) -> Any:
     """``kernel(*args)`` on all of Numba's threads when ``parallel`` and ``work`` is large, else
     on the calling thread alone.
 
-    Callers allow parallel only when the host's cores are free (a GPU engine): while the CPU
-    alignment engine keeps every core busy, a parallel region waits for its threads to be
-    scheduled and is slower than one thread.
+    Callers allow parallel only when no alignment runs beside them (``ChunkResult.parallel``): while
+    an engine keeps the cores busy (all of them on the CPU, the host passes of a GPU engine on one),
+    a parallel region waits for its threads to be scheduled and slows both.
     """
     if parallel and work >= PARALLEL_MIN_WORK:
         return kernel(*args)

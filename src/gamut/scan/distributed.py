@@ -439,12 +439,13 @@ def scan_partitioned(
             execute(job, parts, sink.write, conn=conn, run_dir=rd, retries=retries, progress=bar)
             sink.close()
             return 0
+        from gamut.io.textout import write_bytes
         from gamut.scan.api import _writer
 
         out = stack.enter_context(atomic_output(output))
         writer = _writer(out, scan_input, fmt, quiet, keyval)
         writer.start(banner, query_path, reference_path)
-        execute(job, parts, lambda part, data: out.write(data.decode("latin-1")), conn=conn, run_dir=rd,
+        execute(job, parts, lambda part, data: write_bytes(out, data), conn=conn, run_dir=rd,
                 retries=retries, progress=bar)
         writer.finish()
     return 0

@@ -159,7 +159,7 @@ class ChunkResult:
     pairs: np.ndarray  # int64 (n, 2): query index, reference index
     hits: HitTable  # energies and reported flags set
     counter0: int
-    parallel: bool = False  # the engine leaves the host's cores free: writers may format on all of them
+    parallel: bool = False  # no alignment runs beside this chunk's post-processing: writers may use every core
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
@@ -207,7 +207,6 @@ def run_scan(
     ql, rl = queries.lengths(), references.lengths()
     # Energies go to the GPU with a GPU alignment engine, once the GPU energy engine is verified.
     energy_device = "auto" if getattr(engine, "name", "cpu") == "cuda" else "cpu"
-    spare_cores = energy_device != "cpu"  # a GPU engine leaves the host's cores to post-processing
 
     def align(pairs: np.ndarray):
         return pairs, engine.align(queries, references, pairs, params)
@@ -230,6 +229,10 @@ def run_scan(
             if not pending:
                 break
             pairs, alignments = pending.popleft().result()
+            # Post-processing may take every core only while no alignment runs beside it: the next
+            # chunk is already aligned (or there is none). Otherwise the engine (all cores on the
+            # CPU; host passes on one core for a GPU) is the bottleneck and keeps the cores.
+            spare_cores = not pending or pending[0].done()
             hits = chunk_hits(queries, references, pairs, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)
