@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gamut.splice.gpu import STREAM_OPTIONS, TB_MIN_BLOCKS, TB_THREADS, TB_THREADS_FEW, TRACEBACK_OPTIONS
+from gamut.splice.gpu import STREAM_OPTIONS, TB_MIN_BLOCKS, TB_THREADS, TRACEBACK_OPTIONS
 
 KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
 
@@ -33,7 +33,7 @@ def test_forward_kernel_compiles_without_spills(tmp_path, cols):
     assert re.findall(r"(\d+) bytes spill stores", log) == ["0"], log
 
 
-@pytest.mark.parametrize("threads", sorted({TB_THREADS, TB_THREADS_FEW, *TB_MIN_BLOCKS}))
+@pytest.mark.parametrize("threads", sorted({TB_THREADS, *TB_MIN_BLOCKS}))
 def test_traceback_kernel_compiles_without_spills(tmp_path, threads):
     """With the options the engine passes: registers bounded for TB_MIN_BLOCKS blocks per SM, no spills."""
     blocks_per_sm = TB_MIN_BLOCKS[threads]

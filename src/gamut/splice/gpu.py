@@ -10,8 +10,9 @@ come back to the host. :func:`forward_gpu_many` downloads ``last``/``pred`` inst
 from __future__ import annotations
 
 import ctypes
+import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from numba import njit
@@ -32,7 +33,6 @@ STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={
 #: (the largest cases bound the launch, and shorter rows per thread shorten them); a launch of a
 #: few cases (at most a quarter of the SM count) also takes a whole SM's shared memory per block.
 TB_THREADS = 1024
-TB_THREADS_FEW = 1024
 #: Blocks per SM the traceback kernel's registers are bounded for (__launch_bounds__), by block size.
 TB_MIN_BLOCKS = {256: 4, 512: 2, 1024: 1}
 #: The walk's window of the moves matrix in the traceback kernel (rows x bytes; TB_WIN_* there).
@@ -76,6 +76,21 @@ class GpuTiming:
     def add(self, stage: str, seconds: float, device: bool = False) -> None:
         table = self.device if device else self.stages
         table[stage] = table.get(stage, 0.0) + seconds
+
+
+def stopwatch(timing: GpuTiming | None) -> Callable[[str | None], None]:
+    """``stage(name)``: adds the host seconds since the previous call (the first: since this one)
+    to ``timing``'s stage ``name`` (``None``: only restarts the clock); nothing without ``timing``."""
+    clock = time.perf_counter()
+
+    def stage(name: str | None) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        if timing is not None and name is not None:
+            timing.add(name, now - clock)
+        clock = now
+
+    return stage
 
 
 #: Exon-stream rows of one case the kernel indexes in int (row tags ``row + 1`` and tile steps
@@ -320,7 +335,7 @@ def _traceback_plan(dev, n_cases: int, target_len: np.ndarray, threads: int | No
 
     attributes = dev.attributes
     few = n_cases <= attributes["MultiProcessorCount"] // 4
-    threads = threads or (TB_THREADS_FEW if few else TB_THREADS)
+    threads = threads or TB_THREADS
     module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={threads}",
                                                   f"-DTB_MIN_BLOCKS={TB_MIN_BLOCKS.get(threads, 1)}",
                                                   *TRACEBACK_OPTIONS), device_id=dev.id)
@@ -341,20 +356,11 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
              traceback: bool = False, tb_threads: int | None = None, tb_cap: int | None = None) -> _Launch:
     """Pack ``batch``, upload it and launch the forward kernel (``last``/``pred`` stay on the device).
     ``traceback``: also load the traceback kernel and upload its arrays (one copy for both)."""
-    import time
-
     import cupy as cp
 
     from gamut.cuda import load_module
 
-    clock = time.perf_counter()
-
-    def stage(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        if timing is not None:
-            timing.add(name, now - clock)
-        clock = now
+    stage = stopwatch(timing)
 
     max_abs = int(max(np.abs(matrix).max(), abs(gap)))
     for case in batch.cases:  # the kernel's cells are int32
@@ -483,26 +489,17 @@ def solve_gpu(
     """Forward pass and traceback of every case of ``batch`` on the device (one launch each).
 
     Options as :func:`forward_gpu_many`; ``tb_threads``: threads per traceback block (default
-    :data:`TB_THREADS`, :data:`TB_THREADS_FEW` for a few cases); ``tb_cap``: columns per
+    :data:`TB_THREADS`); ``tb_cap``: columns per
     traceback strip, a multiple of 64 (default: the widest case's, as far as shared memory
     holds; tests set it small to cut cases into strips). Raises :class:`DeviceError` when the
     traceback kernel finds the forward pass's arrays inconsistent.
     """
-    import time
-
     import cupy as cp
 
     launch = _forward(batch, matrix, gap, cols, max_warps, device_id, slots, max_blocks, timing, True, tb_threads,
                       tb_cap)
     packed, d, plan = launch.packed, launch.d, launch.traceback
-    clock = time.perf_counter()
-
-    def stage(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        if timing is not None:
-            timing.add(name, now - clock)
-        clock = now
+    stage = stopwatch(timing)
 
     with launch.dev:
         moves = cp.empty(max(int(packed.moves_off[-1]), 1), cp.uint8)
@@ -540,11 +537,6 @@ def solve_gpu(
     tracebacks = collect_tracebacks(packed, host_result, host_ops, host_chain)
     stage("collect")
     return tracebacks
-
-
-def traceback_threads(n_cases: int, sms: int) -> int:
-    """Threads per block of the traceback kernel for a launch of ``n_cases`` cases."""
-    return TB_THREADS_FEW if n_cases <= sms // 4 else TB_THREADS
 
 
 def traceback_dynamic_bytes(cap: int) -> int:
