@@ -105,9 +105,9 @@ class FoldHarness:
         n = int(codes.shape[0])
         nb = (n + tiles.shape[1]) // tiles.shape[1]
         partner = np.full(max(n, 1), -1, np.int32)
-        stack = np.empty(2 * n + 2, np.int32)
+        work = np.empty(4 + 2 * (n + 2), np.int32)
         status = self.lib.host_traceback(tiles.ctypes.data, codes.ctypes.data, n, nb, min_loop, threads,
-                                         stack.ctypes.data, partner.ctypes.data)
+                                         work.ctypes.data, partner.ctypes.data)
         if status:
             raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
         return partner[:n].astype(np.int64)

@@ -136,6 +136,26 @@ def test_device_traceback_equals_cpu_traceback(n, min_loop):
     assert np.array_equal(traceback_gpu(tiles, codes, min_loop), traceback_tiled(tiles.get(), codes, min_loop))
 
 
+@pytest.mark.parametrize(("workers", "threads"), [(1, 32), (1, 1024), (3, 96), (32, 1024), (500, 256)])
+def test_device_traceback_any_number_of_workers(workers, threads):
+    """However many blocks follow the queued intervals at once, the structure is the serial one."""
+    from gamut.fold.gpu import fill_gpu, traceback_gpu
+    from gamut.fold.traceback import traceback_tiled
+
+    codes = _codes(6000, 17, letters=4)
+    tiles = fill_gpu(codes, 1)
+    want = traceback_tiled(tiles.get(), codes, 1)
+    for _ in range(3):  # a race would show as a different table on some run
+        assert np.array_equal(traceback_gpu(tiles, codes, 1, workers=workers, threads=threads), want)
+
+
+def test_device_traceback_rejects_a_bad_block_size():
+    from gamut.fold.gpu import traceback_gpu
+
+    with pytest.raises(ValueError, match="multiple of 32"):
+        traceback_gpu(None, np.zeros(10, np.uint8), 1, threads=100)
+
+
 def test_device_traceback_reports_an_inconsistent_triangle():
     from gamut.fold.gpu import fill_gpu, traceback_gpu
 

@@ -26,7 +26,9 @@ PACKED_KERNEL = "nussinov_maxplus16"  # 4 x 8 measured 36.8 ms against 34.5 at n
 #: Longest sequence whose max-plus products run on packed 16-bit halves (``nussinov_maxplus16``):
 #: every score is a pair count of at most n / 2 <= 65,535. Longer sequences use int32.
 PACKED_MAX_LENGTH = 131_071
-TRACEBACK_THREADS = 256  # TB_THREADS in nussinov.cu
+#: The device traceback: blocks (workers, each following one interval at a time) and threads per block.
+TRACEBACK_WORKERS = 32
+TRACEBACK_THREADS = 1024
 FINISH_SPLIT = 8  # threads per cell of a finishing sweep (-DFINISH_SPLIT for nussinov.cu)
 #: Dynamic shared memory of ``nussinov_finish`` (FINISH_SHARED_BYTES in nussinov.cu): the tile, its
 #: transpose and the two diagonal tiles in rows of TILE + 16 ints, two edge vectors, the bond table.
@@ -155,25 +157,34 @@ def score_of(tiles, n: int) -> int:
     return int(tiles[index, 0, n % TILE])
 
 
-def traceback_gpu(tiles, codes: np.ndarray, min_loop: int) -> np.ndarray:
+def traceback_gpu(tiles, codes: np.ndarray, min_loop: int, *, workers: int = TRACEBACK_WORKERS,
+                  threads: int = TRACEBACK_THREADS) -> np.ndarray:
     """Partner table (``-1`` = unpaired) of the structure :func:`gamut.fold.traceback.traceback_tiled`
     picks, traced on the GPU from the device triangle ``tiles``; only the table is copied back.
 
-    Raises ``RuntimeError`` when the triangle is inconsistent (no optimal move at some interval).
+    ``workers`` blocks of ``threads`` follow the independent intervals left at splits at once (at
+    most one block per SM). Raises ``RuntimeError`` when the triangle is inconsistent (no optimal
+    move at some interval).
     """
     import cupy
 
     n = int(codes.shape[0])
     nb = (n + TILE) // TILE
+    if not 1 <= threads <= 1024 or threads % 32:
+        raise ValueError(f"traceback threads must be a multiple of 32 up to 1024, not {threads}")
     with tiles.device:
         kernel = _module(tiles.device.id).get_function("nussinov_traceback")
+        workers = max(1, min(int(workers), tiles.device.attributes["MultiProcessorCount"]))
         seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))
         partner = cupy.full(max(n, 1), -1, dtype=cupy.int32)
-        stack = cupy.empty(2 * n + 2, dtype=cupy.int32)
-        status = cupy.zeros(1, dtype=cupy.int32)
-        i32 = np.int32
-        kernel((1,), (TRACEBACK_THREADS,), (tiles, seq, i32(n), i32(nb), i32(min_loop), stack, partner, status))
-        if int(status.get()[0]):
+        # head, tail, intervals outstanding, status, then 64-bit slots; slot 0 holds [0, n - 1]
+        capacity = n + workers + 1
+        work = cupy.zeros(4 + 2 * capacity, dtype=cupy.int32)
+        if n > 1:
+            work[:6].set(np.array([0, 1, 1, 0, 1, n - 1], dtype=np.int32))
+        kernel((workers,), (threads,), (tiles, seq, np.int32(nb), np.int32(min_loop), work, np.int32(capacity),
+                                        partner))
+        if int(work[3].get()):
             raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
         return partner[:n].get().astype(np.int64)
 

@@ -355,19 +355,28 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
 #endif  // NUSSINOV_HOST_TEST
 
 // ---------------------------------------------------------------------------------------------
-// Traceback on the device: one block follows gamut/fold/traceback.py on the tiled triangle, so
-// only the partner table leaves the GPU. C(i, j) = D(i, j + 1) for the closed interval [i, j].
+// Traceback on the device, following gamut/fold/traceback.py on the tiled triangle, so that only
+// the partner table leaves the GPU. C(i, j) = D(i, j + 1) for the closed interval [i, j].
 // At each interval it takes, in order: s[j] unpaired, s[i] unpaired, (i, j) paired, else the
-// leftmost split k with C(i, k) + C(k + 1, j) = C(i, j), pushing [k + 1, j] on a stack in global
-// memory. Thread 0 walks the steps inside a TB_WIN x TB_WIN window of the triangle that the whole
-// block loads at once; at a split all threads test TB_PER_THREAD candidates k each per round.
-// The sum C(i, k) + C(k + 1, j) changes by at most 1 per step of k, so a candidate that misses by
-// `deficit` rules out the next deficit - 1 candidates too: a round that finds no split resumes at
-// max(k + deficit) (the same leftmost k as a linear search). The block alternates a parallel
-// phase (tb_load or tb_search) and a serial one (tb_control, thread 0) with __syncthreads in
-// between; the host harness runs the same functions block-serially.
+// leftmost split k with C(i, k) + C(k + 1, j) = C(i, j): [i, k] is followed on and [k + 1, j]
+// is queued in global memory. Queued intervals are independent (their pairs are disjoint), so
+// several blocks (workers) take them at once; the structure is the same as the
+// serial traceback's, whatever the order. Inside a block, thread 0 walks the steps inside a
+// TB_WIN x TB_WIN window of the triangle that the whole block loads at once; at a split all
+// threads test TB_PER_THREAD candidates k each per round. The sum C(i, k) + C(k + 1, j) changes
+// by at most 1 per step of k, so a candidate that misses by `deficit` rules out the next
+// deficit - 1 candidates too: a round that finds no split resumes at max(k + deficit) (the same
+// leftmost k as a linear search). The block alternates a parallel phase (tb_load or tb_search)
+// and a serial one (tb_control, thread 0) with __syncthreads in between; the host harness runs
+// the same functions block-serially with one worker.
+//
+// The work area (int32, 4 + 2 capacity, capacity = n + workers + 1): [0] head (next slot to
+// take), [1] tail (next slot to fill), [2] intervals outstanding (queued or being followed),
+// [3] status (0 done, 1 the triangle is inconsistent: no optimal move at some interval), then
+// the slots, 64 bits each. The host zeroes it and, when n > 1, sets tail = outstanding = 1 with
+// [0, n - 1] in slot 0.
 // ---------------------------------------------------------------------------------------------
-#define TB_THREADS 256
+#define TB_MAX_THREADS 1024
 #ifndef TB_WIN
 #define TB_WIN 32
 #endif
@@ -375,6 +384,11 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
 #define TB_PER_THREAD 2
 #endif
 #define TB_NONE 0x7fffffff
+#define TB_HEAD 0
+#define TB_TAIL 1
+#define TB_OUTSTANDING 2
+#define TB_STATUS 3
+#define TB_SLOTS 4
 
 enum { TB_LOAD = 0, TB_SPLIT = 1, TB_DONE = 2, TB_FAILED = 3 };
 
@@ -382,7 +396,6 @@ struct TracebackState {
     int cmd;               // what the block does next (TB_*)
     int i, j;              // current closed interval [i, j]
     int i0, e0;            // window origin: W[a][b] = D(i0 + a, e0 - b)
-    int top;               // stack entries in use (two ints per interval)
     int v, base;           // split search: C(i, j) and the first candidate k of this round
     int found, next;       // split search: leftmost split found, first candidate not ruled out
     int W[TB_WIN][TB_WIN + 1];
@@ -402,6 +415,72 @@ NUSS_DEV void shared_max(int* p, int v) {
 #else
     atomicMax(p, v);
 #endif
+}
+
+// The work queue shared by the workers (thread 0 of each block), without locks: a worker claims
+// the next slot (head) and waits for its interval; a split claims the next free slot (tail) and
+// writes its interval there as one 64-bit word, (j << 32) | (i + 1), so 0 means not written yet.
+// Outstanding counts intervals queued or being followed: 0 means done (it only ever falls to 0
+// when no worker holds an interval, and then no more can be queued). The host harness has one
+// worker: an empty slot means done.
+NUSS_DEV void tb_add(int* p, int v) {
+#ifdef NUSSINOV_HOST_TEST
+    *p += v;
+#else
+    atomicAdd(p, v);
+#endif
+}
+
+NUSS_DEV int tb_claim(int* p) {
+#ifdef NUSSINOV_HOST_TEST
+    return (*p)++;
+#else
+    return atomicAdd(p, 1);
+#endif
+}
+
+NUSS_DEV volatile long long* tb_slots(int* work) { return reinterpret_cast<volatile long long*>(work + TB_SLOTS); }
+
+// Queue [a, b] (one more interval outstanding)
+NUSS_DEV void tb_push(TracebackState& S, int* work, int capacity, int a, int b) {
+    tb_add(work + TB_OUTSTANDING, 1);
+    const int slot = tb_claim(work + TB_TAIL);
+    if (slot >= capacity) {  // cannot happen: at most n - 1 splits, and capacity is n + workers + 1
+        reinterpret_cast<volatile int*>(work)[TB_STATUS] = 1;
+        return;
+    }
+    tb_slots(work)[slot] = (long long)b << 32 | (unsigned)(a + 1);
+}
+
+// Take an interval into S (true), or false once none is outstanding or a worker has failed
+NUSS_DEV bool tb_take(TracebackState& S, int* work, int capacity) {
+    volatile int* w = work;
+#ifdef NUSSINOV_HOST_TEST
+    if (w[TB_HEAD] >= w[TB_TAIL]) return false;
+#endif
+    const int slot = tb_claim(work + TB_HEAD);
+    if (slot >= capacity) return false;  // only workers that find nothing left claim past the pushes
+    for (;;) {
+        const long long v = tb_slots(work)[slot];
+        if (v) {
+            S.i = (int)(v & 0xffffffffLL) - 1;
+            S.j = (int)(v >> 32);
+            S.i0 = S.e0 = -TB_WIN;  // no window loaded for it yet
+            return true;
+        }
+        if (w[TB_STATUS] || w[TB_OUTSTANDING] == 0) return false;
+#ifndef NUSSINOV_HOST_TEST
+        __nanosleep(200);
+#endif
+    }
+}
+
+// The interval followed is done (one fewer outstanding)
+NUSS_DEV void tb_finish(int* work) { tb_add(work + TB_OUTSTANDING, -1); }
+
+NUSS_DEV void tb_fail(TracebackState& S, int* work) {
+    reinterpret_cast<volatile int*>(work)[TB_STATUS] = 1;
+    S.cmd = TB_FAILED;
 }
 
 // D(i, e) from the tiled triangle; 0 when e <= i (an empty or reversed interval)
@@ -432,40 +511,30 @@ NUSS_DEV void tb_search(TracebackState& S, const T* tiles, int nb, int t, int th
     }
 }
 
-NUSS_DEV void tb_start(TracebackState& S, int n) {
-    S.i = 0;
-    S.j = n > 1 ? n - 1 : 0;
-    S.top = 0;
-    S.i0 = S.e0 = -TB_WIN;  // no window loaded yet
-}
-
-// Serial phase (thread 0): finish a split search round, then walk until the next parallel phase
-NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_loop, int* stack, int* partner,
-                         int threads) {
+// Serial phase (thread 0): finish a split search round, then walk until the next parallel phase.
+// Starts with S.cmd == TB_LOAD and an interval taken (tb_take).
+NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_loop, int* work, int capacity,
+                         int* partner, int threads) {
     if (S.cmd == TB_SPLIT) {
         if (S.found == TB_NONE) {
             const int next = max(S.next, S.base + TB_PER_THREAD * threads);
             if (next >= S.j - 1) {  // no split: cannot happen for a correctly filled triangle
-                S.cmd = TB_FAILED;
+                tb_fail(S, work);
                 return;
             }
             S.base = next;
             return;  // another round
         }
-        stack[S.top] = S.found + 1;
-        stack[S.top + 1] = S.j;
-        S.top += 2;
+        tb_push(S, work, capacity, S.found + 1, S.j);
         S.j = S.found;
     }
     for (;;) {
         if (S.i >= S.j) {  // interval done: take the next one
-            if (S.top == 0) {
+            tb_finish(work);
+            if (!tb_take(S, work, capacity)) {
                 S.cmd = TB_DONE;
                 return;
             }
-            S.top -= 2;
-            S.i = stack[S.top];
-            S.j = stack[S.top + 1];
             continue;
         }
         const int a = S.i - S.i0, b = S.e0 - (S.j + 1);
@@ -499,35 +568,41 @@ NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_lo
     }
 }
 
-#ifndef NUSSINOV_HOST_TEST
-// One block of TB_THREADS; partner (n ints) starts at -1; stack holds 2 n + 2 ints;
-// *status = 0 when done, 1 when the triangle is inconsistent (no optimal move found)
-template <typename T>
-__device__ void traceback_block(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop,
-                                int* stack, int* partner, int* status) {
-    __shared__ TracebackState S;
-    const int t = threadIdx.x;
-    if (t == 0) {
-        tb_start(S, n);
-        S.cmd = TB_LOAD;
-        tb_control(S, seq, min_loop, stack, partner, TB_THREADS);
+// Thread 0's first serial phase: take an interval and walk to the first parallel phase
+NUSS_DEV void tb_begin(TracebackState& S, const unsigned char* seq, int min_loop, int* work, int capacity,
+                       int* partner, int threads) {
+    if (!tb_take(S, work, capacity)) {
+        S.cmd = TB_DONE;
+        return;
     }
+    S.cmd = TB_LOAD;
+    tb_control(S, seq, min_loop, work, capacity, partner, threads);
+}
+
+#ifndef NUSSINOV_HOST_TEST
+// Each block is a worker (blockDim.x threads, up to TB_MAX_THREADS); partner (n ints) starts at
+// -1. A block waiting for work holds none, so blocks need not all be resident at once.
+template <typename T>
+__device__ void traceback_block(const T* tiles, const unsigned char* seq, int nb, int min_loop, int* work,
+                                int capacity, int* partner) {
+    __shared__ TracebackState S;
+    const int t = threadIdx.x, threads = blockDim.x;
+    if (t == 0) tb_begin(S, seq, min_loop, work, capacity, partner, threads);
     for (;;) {
         __syncthreads();
         const int cmd = S.cmd;
         if (cmd >= TB_DONE) break;
-        if (cmd == TB_LOAD) tb_load(S, tiles, nb, t, TB_THREADS);
-        else tb_search(S, tiles, nb, t, TB_THREADS);
+        if (cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
+        else tb_search(S, tiles, nb, t, threads);
         __syncthreads();
-        if (t == 0) tb_control(S, seq, min_loop, stack, partner, TB_THREADS);
+        if (t == 0) tb_control(S, seq, min_loop, work, capacity, partner, threads);
     }
-    if (t == 0) *status = S.cmd == TB_DONE ? 0 : 1;
 }
 
-extern "C" __global__ void __launch_bounds__(TB_THREADS)
-nussinov_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int* stack,
-                   int* partner, int* status) {
-    traceback_block(tiles, seq, n, nb, min_loop, stack, partner, status);
+extern "C" __global__ void __launch_bounds__(TB_MAX_THREADS)
+nussinov_traceback(const int* tiles, const unsigned char* seq, int nb, int min_loop, int* work, int capacity,
+                   int* partner) {
+    traceback_block(tiles, seq, nb, min_loop, work, capacity, partner);
 }
 #endif  // NUSSINOV_HOST_TEST
 

@@ -19,28 +19,35 @@ extern "C" int host_closes(const unsigned char* seq, int n, int min_loop, int i,
     return closes(seq, n, min_loop, i, j) ? 1 : 0;
 }
 
-// The device traceback (traceback_block) run block-serially: each parallel phase for threads
-// 0 .. threads-1 in turn, then the serial phase, as the kernel alternates them between barriers.
+// The device traceback (traceback_block) run block-serially by one worker: each parallel phase
+// for threads 0 .. threads-1 in turn, then the serial phase, as the kernel alternates them between
+// barriers. work: 4 + 2 (n + 2) ints, set up here as the host code of gamut.fold.gpu does.
 template <typename T>
 static int traceback_serial(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
-                            int* stack, int* partner) {
+                            int* work, int* partner) {
     static TracebackState S;  // about 4 KB, like the kernel's shared memory
-    tb_start(S, n);
-    S.cmd = TB_LOAD;
-    tb_control(S, seq, min_loop, stack, partner, threads);
+    const int capacity = n + 2;  // one worker
+    for (int x = 0; x < TB_SLOTS + 2 * capacity; ++x) work[x] = 0;
+    if (n > 1) {
+        work[TB_TAIL] = 1;
+        work[TB_OUTSTANDING] = 1;
+        work[TB_SLOTS + 1] = n - 1;  // slot 0: (n - 1) << 32 | (0 + 1)
+        work[TB_SLOTS] = 1;
+    }
+    tb_begin(S, seq, min_loop, work, capacity, partner, threads);
     while (S.cmd < TB_DONE) {
         for (int t = 0; t < threads; ++t) {
             if (S.cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
             else tb_search(S, tiles, nb, t, threads);
         }
-        tb_control(S, seq, min_loop, stack, partner, threads);
+        tb_control(S, seq, min_loop, work, capacity, partner, threads);
     }
-    return S.cmd == TB_DONE ? 0 : 1;
+    return work[TB_STATUS];
 }
 
 extern "C" int host_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
-                              int* stack, int* partner) {
-    return traceback_serial(tiles, seq, n, nb, min_loop, threads, stack, partner);
+                              int* work, int* partner) {
+    return traceback_serial(tiles, seq, n, nb, min_loop, threads, work, partner);
 }
 
 // The batch kernel (nussinov_batch) for one sequence: the fill by diagonals, then the traceback
