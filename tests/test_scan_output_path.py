@@ -105,6 +105,31 @@ def test_many_rows_in_parallel(always_parallel):
     assert packed.tobytes() == data.tobytes() and packed_starts.tolist() == starts.tolist()
 
 
+def test_run_kernel_asks_a_callable_before_each_kernel():
+    """A chunk's post-processing goes on all threads once the alignment beside it has finished."""
+    import numba
+
+    from gamut.io.threads import run_kernel
+
+    everyone = numba.get_num_threads()
+    answers = iter([False, True])
+    asked = []
+
+    def spare() -> bool:
+        asked.append(1)
+        return next(answers)
+
+    def kernel(x):
+        return numba.get_num_threads(), x
+
+    big = gamut.io.threads.PARALLEL_MIN_WORK
+    assert run_kernel(kernel, big, spare, 1) == (1, 1)  # still aligning: the calling thread alone
+    assert run_kernel(kernel, big, spare, 2) == (everyone, 2)  # done now: every thread
+    assert run_kernel(kernel, big - 1, spare, 3) == (1, 3)  # small work is not worth asking
+    assert len(asked) == 2 and numba.get_num_threads() == everyone
+    assert TextBuilder(spare).parallel is spare
+
+
 def test_same_column_twice_and_empty_records():
     b = TextBuilder()
     ints = b.integers(np.array([3, -40]))

@@ -17,7 +17,7 @@ from typing import Callable, Sequence, Union
 import numpy as np
 from numba import njit, prange
 
-from gamut.io.threads import run_kernel
+from gamut.io.threads import Parallel, run_kernel
 
 #: A piece of a record: constant text, or ``(starts, lengths)`` of per-row strings in the pool.
 Piece = Union[str, tuple[np.ndarray, np.ndarray]]
@@ -214,7 +214,7 @@ class TextBuilder:
     :func:`~gamut.io.threads.run_kernel`; number text too).
     """
 
-    def __init__(self, parallel: bool = False) -> None:
+    def __init__(self, parallel: Parallel = False) -> None:
         self.parallel = parallel
         self._pool: list[np.ndarray] = []
         self._size = 0
@@ -404,7 +404,7 @@ def pick(builder: TextBuilder, column: StringColumn, index: np.ndarray) -> tuple
 
 
 def gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-           parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
+           parallel: Parallel = False) -> tuple[np.ndarray, np.ndarray]:
     """The strings ``data[starts[k]:starts[k]+lengths[k]]`` packed one after the other: (buffer, starts)."""
     n = int(np.asarray(starts).shape[0])
     return run_kernel(_gather, n, parallel, np.ascontiguousarray(data, np.uint8),

@@ -1,24 +1,35 @@
 """How many threads a ``parallel=True`` kernel of the output path runs on."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import numba
+
+#: Whether a kernel may run on all threads: fixed, or asked before each kernel (e.g. ``Future.done``
+#: of the alignment running beside it).
+Parallel = Union[bool, Callable[[], bool]]
 
 #: Work items (values formatted, strings, record pieces, hits) from which a kernel whose caller
 #: allows it runs on all threads; less runs on the calling thread alone (waking threads costs more).
 PARALLEL_MIN_WORK = 4096
 
 
-def run_kernel(kernel: Callable, work: int, parallel: bool, *args: Any) -> Any:
-    """``kernel(*args)`` on all of Numba's threads when ``parallel`` and ``work`` is large, else
-    on the calling thread alone.
+def allowed(parallel: Parallel) -> bool:
+    """The answer of ``parallel`` now (a callable is asked)."""
+    return bool(parallel()) if callable(parallel) else bool(parallel)
+
+
+def run_kernel(kernel: Callable, work: int, parallel: Parallel, *args: Any) -> Any:
+    """``kernel(*args)`` on all of Numba's threads when ``parallel`` allows it (asked now, if it is
+    a callable) and ``work`` is large, else on the calling thread alone.
 
     Callers allow parallel only when no alignment runs beside them (``ChunkResult.parallel``): while
     an engine keeps the cores busy (all of them on the CPU, the host passes of a GPU engine on one),
-    a parallel region waits for its threads to be scheduled and slows both.
+    a parallel region waits for its threads to be scheduled and slows both. Measured on the H100
+    host: post-processing on all but the GPU engine's two host threads while it aligned made the
+    1,921 x 20,000 CLIP scan 0.3-0.5 s slower, and the 256 x 256 x 20 kb scan no faster.
     """
-    if parallel and work >= PARALLEL_MIN_WORK:
+    if work >= PARALLEL_MIN_WORK and allowed(parallel):
         return kernel(*args)
     previous = numba.get_num_threads()
     numba.set_num_threads(1)

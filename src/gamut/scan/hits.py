@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 from numba import njit, prange
 
-from gamut.io.threads import run_kernel
+from gamut.io.threads import Parallel, run_kernel
 from gamut.scan.alignments import OP_MATCH, OP_QGAP, PairAlignments
 from gamut.scan.alphabet import MAP_CHARS
 
@@ -502,7 +502,7 @@ class HitTable:
 
 
 def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments, *,
-               parallel: bool = False) -> HitTable:
+               parallel: Parallel = False) -> HitTable:
     """:func:`pair_hits` for every (query index, reference index) in ``pairs`` at once, as columns.
 
     ``alignments`` is the chunk's :class:`~gamut.scan.alignments.ChunkAlignments`. ``references``

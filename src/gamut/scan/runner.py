@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from gamut.io.threads import Parallel
 from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.alphabet import encode
 from gamut.scan.fasta import SeqRecord
@@ -159,7 +160,9 @@ class ChunkResult:
     pairs: np.ndarray  # int64 (n, 2): query index, reference index
     hits: HitTable  # energies and reported flags set
     counter0: int
-    parallel: bool = False  # no alignment runs beside this chunk's post-processing: writers may use every core
+    #: Whether this chunk's post-processing may take every core (no alignment runs beside it): a
+    #: bool, or a callable asked before each kernel (see :func:`gamut.io.threads.run_kernel`).
+    parallel: Parallel = False
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
@@ -229,10 +232,11 @@ def run_scan(
             if not pending:
                 break
             pairs, alignments = pending.popleft().result()
-            # Post-processing may take every core only while no alignment runs beside it: the next
-            # chunk is already aligned (or there is none). Otherwise the engine (all cores on the
-            # CPU; host passes on one core for a GPU) is the bottleneck and keeps the cores.
-            spare_cores = not pending or pending[0].done()
+            # Post-processing may take every core only while no alignment runs beside it: once the
+            # next chunk is aligned (or there is none). Until then the engine (all cores on the CPU;
+            # host passes on one core for a GPU) keeps the cores; each kernel asks again, so a chunk
+            # whose next one finishes aligning meanwhile goes on on every core.
+            spare_cores: Parallel = True if not pending or pending[0].done() else pending[0].done
             hits = chunk_hits(queries, references, pairs, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)
