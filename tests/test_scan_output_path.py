@@ -130,6 +130,21 @@ def test_run_kernel_asks_a_callable_before_each_kernel():
     assert TextBuilder(spare).parallel is spare
 
 
+def test_scan_post_processing_keeps_to_threads():
+    """--threads bounds the writers' and hits' parallel kernels too, not only the engine."""
+    import numba
+
+    from gamut.scan.runner import ScanInput, run_scan
+
+    records = parse_miranda_fasta(b">q1\nUGAGGUAGUAGGUUGUAUAGUU\n>q2\nUAGCAGCACGUAAAUAUUGGCG\n", "q.fa")
+    refs = parse_miranda_fasta(b">r1\nACUAUACAACCUACUACCUCAAAAACUAUACAACCUACUACCUCA\n", "r.fa")
+    everyone = numba.get_num_threads()
+    seen = [numba.get_num_threads() for _ in run_scan(ScanInput(records, refs, ScanParams()), CpuEngine(1),
+                                                       threads=1, chunk_pairs=1)]
+    assert seen == [1, 1]  # while the caller writes each chunk
+    assert numba.get_num_threads() == everyone  # given back at the end
+
+
 def test_same_column_twice_and_empty_records():
     b = TextBuilder()
     ints = b.integers(np.array([3, -40]))

@@ -1,7 +1,8 @@
 """How many threads a ``parallel=True`` kernel of the output path runs on."""
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Union
 
 import numba
 
@@ -35,5 +36,18 @@ def run_kernel(kernel: Callable, work: int, parallel: Parallel, *args: Any) -> A
     numba.set_num_threads(1)
     try:
         return kernel(*args)
+    finally:
+        numba.set_num_threads(previous)
+
+
+@contextmanager
+def numba_threads(threads: int | None) -> Iterator[int]:
+    """Numba's parallel kernels called from this thread use at most ``threads`` threads inside the
+    block (``None``: all of them); yields the count in force."""
+    previous = numba.get_num_threads()
+    count = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)) if threads else previous
+    numba.set_num_threads(count)
+    try:
+        yield count
     finally:
         numba.set_num_threads(previous)

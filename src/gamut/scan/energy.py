@@ -402,24 +402,19 @@ def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
 
 
 def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
-    import numba
+    from gamut.io.threads import numba_threads
 
     t, lc = _compiled_tables()
     count = offsets.shape[0] - 1
     if count == 0:
         return np.zeros(0, np.int64)
     order = np.argsort(np.diff(offsets), kind="stable")
-    workers = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
-    blocks = max(1, min(count, 16 * workers))
-    previous = numba.get_num_threads()
-    numba.set_num_threads(workers)
-    try:
+    with numba_threads(threads) as workers:
+        blocks = max(1, min(count, 16 * workers))
         return _mfe_batch(raw, offsets, order, blocks, _PAIR, _RTYPE, _CODE, _ALIAS, t.stack,
                           t.hairpin, t.bulge, lc, lc.min(axis=1).astype(np.int32), t.mismatch_h,
                           t.mismatch_i, t.dangle5, t.dangle3, t.int11, t.int21, t.int22,
                           t.scalars, t.lxc, _tetraloop_keys(t.tetraloops), t.tetraloop_e)
-    finally:
-        numba.set_num_threads(previous)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from gamut.io.threads import Parallel
+from gamut.io.threads import Parallel, numba_threads
 from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.alphabet import encode
 from gamut.scan.fasta import SeqRecord
@@ -199,7 +199,9 @@ def run_scan(
     most ``chunk_pairs`` pairs (default: the engine's ``preferred_chunk_pairs``, else 50,000).
     The engine aligns chunk k+1 on a worker thread while chunk k is post-processed.
     ``pairs`` (consecutive pairs of the output order, e.g. one partition of a cluster run)
-    scans those pairs only; their first pair's running counter is ``counter0 + 1``.
+    scans those pairs only; their first pair's running counter is ``counter0 + 1``. ``threads``
+    bounds post-processing as well (hits, energies and, between chunks, the caller's writers: Numba's
+    thread count in the calling thread until the iteration ends); ``None`` takes every core.
     """
     params = scan_input.params
     if chunk_cells is None:
@@ -215,7 +217,8 @@ def run_scan(
         return pairs, engine.align(queries, references, pairs, params)
 
     counter = counter0
-    with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as pool:
+    # Post-processing (here and in the caller between chunks: the writers) uses at most `threads`.
+    with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as pool, numba_threads(threads):
         pending: deque = deque()
         if pairs is None:
             chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
