@@ -31,7 +31,7 @@ for stage in "$@"; do
     env) nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
          python3 -c "import cupy, numba; print('cupy', cupy.__version__, 'numba', numba.__version__, 'cuda', cupy.cuda.runtime.runtimeGetVersion())" ;;
     tests) run pytest_gpu "${TESTS_LIMIT:-570}" python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider \
-             --timeout 240 ${TESTS:-tests/} ;;
+             --timeout 480 ${TESTS:-tests/} ;;
     scan) run scan_gpu "${SCAN_LIMIT:-300}" python3 bench/scan_gpu.py --out "$OUT" --threads 16 --kind "${KIND:-nvidia-h100-x1}" ${SCAN_ARGS:-} ;;
     fold) run fold_gpu "${FOLD_LIMIT:-300}" python3 bench/fold.py --target gpu --out "$OUT" ${FOLD_ARGS:-} ;;
     splice) run splice_gpu "${SPLICE_LIMIT:-420}" python3 bench/splice.py --device cuda --check --wide --variants auto --out-dir "$OUT" ${SPLICE_ARGS:-} ;;
