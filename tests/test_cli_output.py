@@ -112,3 +112,36 @@ def test_cli_skips_numba_blas_probe_without_hiding_scipy(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_command_output_is_whole_after_the_quick_exit(tmp_path):
+    """`python -m gamut` ends with os._exit once main returns: what went to a pipe or a file is all there."""
+    q, r = EXAMPLES / "mirnas.fa", EXAMPLES / "targets.fa"
+    out = tmp_path / "out.txt"
+    assert main(["miranda", str(q), str(r), "-out", str(out)]) == 0
+    piped = subprocess.run([sys.executable, "-m", "gamut", "miranda", str(q), str(r)], capture_output=True,
+                           timeout=300)
+    assert piped.returncode == 0 and piped.stderr == b""
+    assert piped.stdout == out.read_bytes()
+    failed = subprocess.run([sys.executable, "-m", "gamut", "miranda", str(q), str(tmp_path / "missing.fa")],
+                            capture_output=True, text=True, timeout=300)
+    assert failed.returncode != 0 and failed.stderr.startswith("gamut: error:")
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_run_flushes_runs_exit_handlers_then_exits(monkeypatch, traced):
+    import atexit
+
+    import gamut.cli as cli
+
+    events = []
+    monkeypatch.setattr(cli, "main", lambda: events.append("main") or 3)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: events.append("atexit"))
+    monkeypatch.setattr(os, "_exit", lambda code: events.append(("_exit", code)) or (_ for _ in ()).throw(SystemExit(code)))
+    monkeypatch.setattr(sys, "gettrace", (lambda: print) if traced else (lambda: None))
+    monkeypatch.setattr(sys, "getprofile", lambda: None)
+    with pytest.raises(SystemExit) as stop:
+        cli.run()
+    assert stop.value.code == 3
+    # under a tracer (coverage, a debugger) the ordinary exit, so that it can report
+    assert events == (["main"] if traced else ["main", "atexit", ("_exit", 3)])

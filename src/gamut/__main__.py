@@ -1,5 +1,3 @@
-import sys
+from gamut.cli import run
 
-from gamut.cli import main
-
-sys.exit(main())
+run()

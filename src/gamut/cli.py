@@ -6,11 +6,13 @@ sets ``func(args) -> int``. ``gamut miranda`` takes miRanda 3.3a's own argv and 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
+import os
 import signal
 import sys
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 from gamut.errors import GamutError
 
@@ -85,6 +87,33 @@ def main(argv: list[str] | None = None) -> int:
         return _dispatch(argv)
 
 
+def run() -> NoReturn:
+    """The ``gamut`` command (console script and ``python -m gamut``): :func:`main`, then a quick exit.
+
+    When :func:`main` returns, every output is complete (files are written to a temporary name and
+    renamed before it returns). Standard output and error are flushed, the ``atexit`` handlers run,
+    and the process ends with ``os._exit``, skipping Python's own teardown (unloading Numba's
+    compiled code, LLVM and the CUDA context): 0.12-0.15 s of a 0.55 s one-pair scan on a 2-core
+    CPU, 0.25-0.3 s of 2.1 s on the H100 host. Under a profiler or a tracer the ordinary exit is
+    kept, as they write their reports at the end.
+    """
+    code = main()
+    for stream, name in ((sys.stdout, "standard output"), (sys.stderr, "standard error")):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader has gone (e.g. `| head`): nothing more to say
+            pass
+        except (OSError, ValueError) as exc:
+            if stream is sys.stdout:
+                print(f"gamut: error: writing to {name} failed: {exc}", file=sys.stderr)
+                code = code or 1
+    finish = getattr(atexit, "_run_exitfuncs", None)
+    if finish is None or sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
+    finish()
+    os._exit(code)
+
+
 def _dispatch(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "miranda":
@@ -123,4 +152,4 @@ def _first_run(command) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
