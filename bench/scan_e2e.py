@@ -184,7 +184,7 @@ def main() -> int:
         # functions and CUDA kernels in their on-disk caches. A small slice of every case, since
         # the kernels built depend on the sequence lengths (a fresh GPU machine compiles those for
         # 30 kb genomes, or for a query length, in the first run that meets one).
-        for name, (query, ref, extra) in cases.items():
+        for query, ref, extra in cases.values():
             one_per_length = {len(seq): (rec, seq) for rec, seq in reversed(read_fasta(query))}  # every row bucket
             small_q = write_fasta(tmp / "warm_q.fa", list(one_per_length.values()))
             small_r = write_fasta(tmp / "warm_r.fa", read_fasta(ref)[:20])

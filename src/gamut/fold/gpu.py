@@ -29,6 +29,7 @@ PACKED_MAX_LENGTH = 131_071
 #: The device traceback: blocks (workers, each following one interval at a time) and threads per block.
 TRACEBACK_WORKERS = 32
 TRACEBACK_THREADS = 1024
+TRACEBACK_STATUS, TRACEBACK_SLOTS = 3, 4  # TB_STATUS, TB_SLOTS in nussinov.cu: the work area's layout
 FINISH_SPLIT = 8  # threads per cell of a finishing sweep (-DFINISH_SPLIT for nussinov.cu)
 #: Dynamic shared memory of ``nussinov_finish`` (FINISH_SHARED_BYTES in nussinov.cu): the tile, its
 #: transpose and the two diagonal tiles in rows of TILE + 16 ints, two edge vectors, the bond table.
@@ -177,14 +178,11 @@ def traceback_gpu(tiles, codes: np.ndarray, min_loop: int, *, workers: int = TRA
         workers = max(1, min(int(workers), tiles.device.attributes["MultiProcessorCount"]))
         seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))
         partner = cupy.full(max(n, 1), -1, dtype=cupy.int32)
-        # head, tail, intervals outstanding, status, then 64-bit slots; slot 0 holds [0, n - 1]
-        capacity = n + workers + 1
-        work = cupy.zeros(4 + 2 * capacity, dtype=cupy.int32)
-        if n > 1:
-            work[:6].set(np.array([0, 1, 1, 0, 1, n - 1], dtype=np.int32))
-        kernel((workers,), (threads,), (tiles, seq, np.int32(nb), np.int32(min_loop), work, np.int32(capacity),
-                                        partner))
-        if int(work[3].get()):
+        capacity = n + workers + 1  # the queue's 64-bit slots (nussinov.cu describes the work area)
+        work = cupy.zeros(TRACEBACK_SLOTS + 2 * capacity, dtype=cupy.int32)
+        i32 = np.int32
+        kernel((workers,), (threads,), (tiles, seq, i32(n), i32(nb), i32(min_loop), work, i32(capacity), partner))
+        if int(work[TRACEBACK_STATUS].get()):
             raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
         return partner[:n].get().astype(np.int64)
 

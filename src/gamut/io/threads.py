@@ -32,12 +32,8 @@ def run_kernel(kernel: Callable, work: int, parallel: Parallel, *args: Any) -> A
     """
     if work >= PARALLEL_MIN_WORK and allowed(parallel):
         return kernel(*args)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with numba_threads(1):
         return kernel(*args)
-    finally:
-        numba.set_num_threads(previous)
 
 
 @contextmanager

@@ -239,7 +239,7 @@ def run_scan(
             # next chunk is aligned (or there is none). Until then the engine (all cores on the CPU;
             # host passes on one core for a GPU) keeps the cores; each kernel asks again, so a chunk
             # whose next one finishes aligning meanwhile goes on on every core.
-            spare_cores: Parallel = True if not pending or pending[0].done() else pending[0].done
+            spare_cores: Parallel = pending[0].done if pending else True
             hits = chunk_hits(queries, references, pairs, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)

@@ -370,11 +370,11 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
 // and a serial one (tb_control, thread 0) with __syncthreads in between; the host harness runs
 // the same functions block-serially with one worker.
 //
-// The work area (int32, 4 + 2 capacity, capacity = n + workers + 1): [0] head (next slot to
-// take), [1] tail (next slot to fill), [2] intervals outstanding (queued or being followed),
-// [3] status (0 done, 1 the triangle is inconsistent: no optimal move at some interval), then
-// the slots, 64 bits each. The host zeroes it and, when n > 1, sets tail = outstanding = 1 with
-// [0, n - 1] in slot 0.
+// The work area (int32, 4 + 2 capacity, capacity = n + workers + 1), zeroed by the host: [0] head
+// (slots taken), [1] tail (slots filled by splits), [2] intervals outstanding minus one (queued or
+// being followed; the whole interval [0, n - 1] counts from the start), [3] status (0 done, 1 the
+// triangle is inconsistent: no optimal move at some interval), then the slots, 64 bits each.
+// Slot 0 is [0, n - 1] itself (never written); the splits fill slots 1, 2, ...
 // ---------------------------------------------------------------------------------------------
 #define TB_MAX_THREADS 1024
 #ifndef TB_WIN
@@ -420,9 +420,9 @@ NUSS_DEV void shared_max(int* p, int v) {
 // The work queue shared by the workers (thread 0 of each block), without locks: a worker claims
 // the next slot (head) and waits for its interval; a split claims the next free slot (tail) and
 // writes its interval there as one 64-bit word, (j << 32) | (i + 1), so 0 means not written yet.
-// Outstanding counts intervals queued or being followed: 0 means done (it only ever falls to 0
-// when no worker holds an interval, and then no more can be queued). The host harness has one
-// worker: an empty slot means done.
+// Outstanding counts intervals queued or being followed: none (-1 stored) means done (it only
+// falls that far when no worker holds an interval, and then no more can be queued). The host
+// harness has one worker: no filled slot left means done.
 NUSS_DEV void tb_add(int* p, int v) {
 #ifdef NUSSINOV_HOST_TEST
     *p += v;
@@ -442,9 +442,9 @@ NUSS_DEV int tb_claim(int* p) {
 NUSS_DEV volatile long long* tb_slots(int* work) { return reinterpret_cast<volatile long long*>(work + TB_SLOTS); }
 
 // Queue [a, b] (one more interval outstanding)
-NUSS_DEV void tb_push(TracebackState& S, int* work, int capacity, int a, int b) {
+NUSS_DEV void tb_push(int* work, int capacity, int a, int b) {
     tb_add(work + TB_OUTSTANDING, 1);
-    const int slot = tb_claim(work + TB_TAIL);
+    const int slot = tb_claim(work + TB_TAIL) + 1;  // slot 0 is the whole sequence
     if (slot >= capacity) {  // cannot happen: at most n - 1 splits, and capacity is n + workers + 1
         reinterpret_cast<volatile int*>(work)[TB_STATUS] = 1;
         return;
@@ -453,22 +453,27 @@ NUSS_DEV void tb_push(TracebackState& S, int* work, int capacity, int a, int b) 
 }
 
 // Take an interval into S (true), or false once none is outstanding or a worker has failed
-NUSS_DEV bool tb_take(TracebackState& S, int* work, int capacity) {
+NUSS_DEV bool tb_take(TracebackState& S, int* work, int capacity, int n) {
     volatile int* w = work;
 #ifdef NUSSINOV_HOST_TEST
-    if (w[TB_HEAD] >= w[TB_TAIL]) return false;
+    if (w[TB_HEAD] > w[TB_TAIL]) return false;
 #endif
     const int slot = tb_claim(work + TB_HEAD);
     if (slot >= capacity) return false;  // only workers that find nothing left claim past the pushes
+    S.i0 = S.e0 = -TB_WIN;  // no window loaded for it yet
+    if (slot == 0) {
+        S.i = 0;
+        S.j = n - 1;  // empty when n < 2
+        return true;
+    }
     for (;;) {
         const long long v = tb_slots(work)[slot];
         if (v) {
             S.i = (int)(v & 0xffffffffLL) - 1;
             S.j = (int)(v >> 32);
-            S.i0 = S.e0 = -TB_WIN;  // no window loaded for it yet
             return true;
         }
-        if (w[TB_STATUS] || w[TB_OUTSTANDING] == 0) return false;
+        if (w[TB_STATUS] || w[TB_OUTSTANDING] < 0) return false;
 #ifndef NUSSINOV_HOST_TEST
         __nanosleep(200);
 #endif
@@ -513,8 +518,8 @@ NUSS_DEV void tb_search(TracebackState& S, const T* tiles, int nb, int t, int th
 
 // Serial phase (thread 0): finish a split search round, then walk until the next parallel phase.
 // Starts with S.cmd == TB_LOAD and an interval taken (tb_take).
-NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_loop, int* work, int capacity,
-                         int* partner, int threads) {
+NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int n, int min_loop, int* work,
+                         int capacity, int* partner, int threads) {
     if (S.cmd == TB_SPLIT) {
         if (S.found == TB_NONE) {
             const int next = max(S.next, S.base + TB_PER_THREAD * threads);
@@ -525,13 +530,13 @@ NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_lo
             S.base = next;
             return;  // another round
         }
-        tb_push(S, work, capacity, S.found + 1, S.j);
+        tb_push(work, capacity, S.found + 1, S.j);
         S.j = S.found;
     }
     for (;;) {
         if (S.i >= S.j) {  // interval done: take the next one
             tb_finish(work);
-            if (!tb_take(S, work, capacity)) {
+            if (!tb_take(S, work, capacity, n)) {
                 S.cmd = TB_DONE;
                 return;
             }
@@ -569,25 +574,25 @@ NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int min_lo
 }
 
 // Thread 0's first serial phase: take an interval and walk to the first parallel phase
-NUSS_DEV void tb_begin(TracebackState& S, const unsigned char* seq, int min_loop, int* work, int capacity,
-                       int* partner, int threads) {
-    if (!tb_take(S, work, capacity)) {
+NUSS_DEV void tb_begin(TracebackState& S, const unsigned char* seq, int n, int min_loop, int* work,
+                       int capacity, int* partner, int threads) {
+    if (!tb_take(S, work, capacity, n)) {
         S.cmd = TB_DONE;
         return;
     }
     S.cmd = TB_LOAD;
-    tb_control(S, seq, min_loop, work, capacity, partner, threads);
+    tb_control(S, seq, n, min_loop, work, capacity, partner, threads);
 }
 
 #ifndef NUSSINOV_HOST_TEST
 // Each block is a worker (blockDim.x threads, up to TB_MAX_THREADS); partner (n ints) starts at
 // -1. A block waiting for work holds none, so blocks need not all be resident at once.
 template <typename T>
-__device__ void traceback_block(const T* tiles, const unsigned char* seq, int nb, int min_loop, int* work,
+__device__ void traceback_block(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int* work,
                                 int capacity, int* partner) {
     __shared__ TracebackState S;
     const int t = threadIdx.x, threads = blockDim.x;
-    if (t == 0) tb_begin(S, seq, min_loop, work, capacity, partner, threads);
+    if (t == 0) tb_begin(S, seq, n, min_loop, work, capacity, partner, threads);
     for (;;) {
         __syncthreads();
         const int cmd = S.cmd;
@@ -595,14 +600,14 @@ __device__ void traceback_block(const T* tiles, const unsigned char* seq, int nb
         if (cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
         else tb_search(S, tiles, nb, t, threads);
         __syncthreads();
-        if (t == 0) tb_control(S, seq, min_loop, work, capacity, partner, threads);
+        if (t == 0) tb_control(S, seq, n, min_loop, work, capacity, partner, threads);
     }
 }
 
 extern "C" __global__ void __launch_bounds__(TB_MAX_THREADS)
-nussinov_traceback(const int* tiles, const unsigned char* seq, int nb, int min_loop, int* work, int capacity,
-                   int* partner) {
-    traceback_block(tiles, seq, nb, min_loop, work, capacity, partner);
+nussinov_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int* work,
+                   int capacity, int* partner) {
+    traceback_block(tiles, seq, n, nb, min_loop, work, capacity, partner);
 }
 #endif  // NUSSINOV_HOST_TEST
 

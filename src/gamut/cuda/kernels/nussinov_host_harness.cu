@@ -21,26 +21,20 @@ extern "C" int host_closes(const unsigned char* seq, int n, int min_loop, int i,
 
 // The device traceback (traceback_block) run block-serially by one worker: each parallel phase
 // for threads 0 .. threads-1 in turn, then the serial phase, as the kernel alternates them between
-// barriers. work: 4 + 2 (n + 2) ints, set up here as the host code of gamut.fold.gpu does.
+// barriers. work: 4 + 2 (n + 2) ints, zeroed here as gamut.fold.gpu zeroes the kernel's.
 template <typename T>
 static int traceback_serial(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
                             int* work, int* partner) {
     static TracebackState S;  // about 4 KB, like the kernel's shared memory
     const int capacity = n + 2;  // one worker
     for (int x = 0; x < TB_SLOTS + 2 * capacity; ++x) work[x] = 0;
-    if (n > 1) {
-        work[TB_TAIL] = 1;
-        work[TB_OUTSTANDING] = 1;
-        work[TB_SLOTS + 1] = n - 1;  // slot 0: (n - 1) << 32 | (0 + 1)
-        work[TB_SLOTS] = 1;
-    }
-    tb_begin(S, seq, min_loop, work, capacity, partner, threads);
+    tb_begin(S, seq, n, min_loop, work, capacity, partner, threads);
     while (S.cmd < TB_DONE) {
         for (int t = 0; t < threads; ++t) {
             if (S.cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
             else tb_search(S, tiles, nb, t, threads);
         }
-        tb_control(S, seq, min_loop, work, capacity, partner, threads);
+        tb_control(S, seq, n, min_loop, work, capacity, partner, threads);
     }
     return work[TB_STATUS];
 }
