@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -134,7 +135,10 @@ def test_run_flushes_runs_exit_handlers_then_exits(monkeypatch, traced):
 
     import gamut.cli as cli
 
+    import gamut.io.heap as heap
+
     events = []
+    monkeypatch.setattr(heap, "reuse_large_buffers", lambda: events.append("heap") or True)
     monkeypatch.setattr(cli, "main", lambda: events.append("main") or 3)
     monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: events.append("atexit"))
     monkeypatch.setattr(os, "_exit", lambda code: events.append(("_exit", code)) or (_ for _ in ()).throw(SystemExit(code)))
@@ -144,4 +148,47 @@ def test_run_flushes_runs_exit_handlers_then_exits(monkeypatch, traced):
         cli.run()
     assert stop.value.code == 3
     # under a tracer (coverage, a debugger) the ordinary exit, so that it can report
-    assert events == (["main"] if traced else ["main", "atexit", ("_exit", 3)])
+    assert events == (["heap", "main"] if traced else ["heap", "main", "atexit", ("_exit", 3)])
+
+
+def test_reuse_large_buffers_raises_both_thresholds(monkeypatch):
+    import ctypes
+
+    import gamut.io.heap as heap
+
+    calls = []
+
+    def mallopt(param, value):
+        calls.append((param, value))
+        return 1
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: type("Libc", (), {"mallopt": staticmethod(mallopt)})())
+    assert heap.reuse_large_buffers(64 << 20) is True
+    assert calls == [(heap.M_MMAP_THRESHOLD, 64 << 20), (heap.M_TRIM_THRESHOLD, 128 << 20)]
+    calls.clear()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: type("Libc", (), {"mallopt": staticmethod(lambda p, v: 0)})())
+    assert heap.reuse_large_buffers() is False  # refused by the C library
+
+
+def test_reuse_large_buffers_without_glibc(monkeypatch):
+    import ctypes
+
+    import gamut.io.heap as heap
+
+    def no_libc(name):
+        raise OSError("no C library here")
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    assert heap.reuse_large_buffers() is False
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert heap.reuse_large_buffers() is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+                    reason="glibc's mallopt")
+def test_reuse_large_buffers_takes_effect_with_glibc():
+    code = "from gamut.io.heap import reuse_large_buffers; print(reuse_large_buffers())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr

@@ -1,0 +1,36 @@
+"""Heap settings for a streaming process: large per-chunk buffers reused rather than mapped afresh.
+
+glibc serves each allocation above its mmap threshold (at most 32 MiB by default) with a fresh
+``mmap`` and unmaps it on free, so every chunk's output text, pools and hit columns (tens of MB
+each) are faulted in page by page again, chunk after chunk. Raising the threshold (and the trim
+threshold, so that the freed top of the heap is kept) lets the next chunk reuse the same pages.
+Measured on the H100 host: a fresh 46 MB buffer filled by 16 threads 11-14 ms, a reused one 4-7 ms;
+the 256 x 256 x 20 kb scan (82 MB of text) 0.15-0.2 s faster as a whole process.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+
+#: mallopt parameters (glibc's malloc.h).
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+
+#: Buffers up to this size come from the heap; the freed heap top is returned to the system only
+#: beyond twice this size.
+REUSE_LIMIT = 256 << 20
+
+
+def reuse_large_buffers(limit: int = REUSE_LIMIT) -> bool:
+    """Let the C heap serve and keep allocations up to ``limit`` bytes (glibc on Linux); returns
+    whether the settings took effect. Meant for a command's process (it is process-wide), not for
+    library imports."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the process already uses
+    except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, int(limit))) and bool(mallopt(M_TRIM_THRESHOLD, 2 * int(limit)))
