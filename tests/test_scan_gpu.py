@@ -29,9 +29,11 @@ from gamut.scan.gpu import (
     build_host_library,
     dense_slots,
     gap_scalars,
+    gather_sequences,
     split_over_devices,
     suppress_sorted,
 )
+from gamut.scan.hits import SequenceSet
 from gamut.scan.params import ScanParams, row_scheme
 
 CASES = sorted(p for p in (Path(__file__).parent / "data" / "miranda").iterdir() if p.is_dir())
@@ -403,3 +405,17 @@ def test_host_kernels_one_reference_length(host_lib, data):
                                         GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64, max_tasks=5)]))
     engine = host_engine(host_lib, tuning)
     assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(0, 300), min_size=1, max_size=30), data=st.data())
+def test_gather_sequences_concatenates_the_chosen_sequences(lengths, data):
+    rng = np.random.default_rng(len(lengths))
+    codes = [rng.integers(-1, 5, n).astype(np.int8) for n in lengths]
+    seqs = SequenceSet.build([str(k) for k in range(len(codes))], [b"N" * n for n in lengths], codes)
+    which = np.array(sorted(data.draw(st.sets(st.integers(0, len(lengths) - 1), min_size=1))), np.int64)
+    got, got_lengths = gather_sequences(seqs, which)
+    assert got.dtype == np.int8
+    assert got_lengths.tolist() == [lengths[k] for k in which]
+    expected = np.concatenate([codes[k] for k in which])
+    assert np.array_equal(got, expected)
