@@ -11,7 +11,7 @@ from gamut.progress import progress_bar
 from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
 from gamut.scan.params import ScanParams
-from gamut.scan.report import MirandaTextWriter, TableWriter, arrow_batch, arrow_schema, hit_frame
+from gamut.scan.report import ArrowBatches, MirandaTextWriter, TableWriter, arrow_schema, hit_frame
 from gamut.scan.runner import ScanInput, run_scan
 
 if TYPE_CHECKING:
@@ -178,8 +178,9 @@ def _write_parquet(scan_input: ScanInput, engine, output: str, threads, bar) -> 
         raise UsageError("--format parquet needs pyarrow (pip install 'gamut[parquet]')") from None
     with atomic_output(output, "wb") as out, bar as tracker:
         writer = None
+        batches = ArrowBatches(scan_input)
         for result in run_scan(scan_input, engine, threads=threads, progress=tracker):
-            batch = arrow_batch(result, scan_input)
+            batch = batches.batch(result)
             if writer is None:
                 writer = pq.ParquetWriter(out, batch.schema)
             if batch.num_rows:

@@ -137,13 +137,14 @@ def _arrow_stream(results, scan_input: ScanInput) -> bytes:
     """The partition's hits as an Arrow IPC stream, with each row's pair number in ``_pair``."""
     import pyarrow as pa
 
-    from gamut.scan.report import arrow_batch, arrow_schema
+    from gamut.scan.report import ArrowBatches
 
-    schema = arrow_schema().append(pa.field("_pair", pa.int64()))
+    batches = ArrowBatches(scan_input)
+    schema = batches.schema.append(pa.field("_pair", pa.int64()))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema) as stream:
         for result in results:
-            batch = arrow_batch(result, scan_input)
+            batch = batches.batch(result)
             if batch.num_rows:
                 ordinal = result.counter0 + result.hits.pair[np.flatnonzero(result.hits.reported)]
                 stream.write_batch(pa.RecordBatch.from_arrays([*batch.columns, pa.array(ordinal, pa.int64())],

@@ -522,7 +522,8 @@ def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
     pq = np.ascontiguousarray(pairs[:, 0])
     pr = np.ascontiguousarray(pairs[:, 1])
     hit_sv, hit_pair, pair_off, width, text_off, buf, fold_off, fold, n3, n5, n_wc, n_pair, strict = run_kernel(
-        _chunk_hits_kernel, a.i_start.shape[0], parallel, queries.letters, queries.codes, queries.offsets, references.letters, references.codes, references.offsets,
+        _chunk_hits_kernel, a.i_start.shape[0], parallel,
+        queries.letters, queries.codes, queries.offsets, references.letters, references.codes, references.offsets,
         pq, pr, a.sv_start, a.sv_stop, a.i_start, a.j_start, a.i_end, a.j_end, a.op_start, a.op_end, a.ops,
         MAP_CHARS, _LINKER_BYTES,
     )

@@ -9,7 +9,6 @@ bytes are exactly those of miRanda's printf formats (``%f``, ``%2.2f``, ``%3.2f`
 from __future__ import annotations
 
 import json
-import weakref
 from typing import IO, TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -306,40 +305,37 @@ def arrow_schema():
     return pa.schema([(name, types.get(name, pa.int64())) for name in HIT_COLUMNS])
 
 
-_ARROW_IDS: list = [None, None]  # the last scan input (weakly) and its id arrays
+class ArrowBatches:
+    """The reported hits of a run's chunks as ``pyarrow.RecordBatch``\ es with :data:`HIT_COLUMNS`;
+    the query and reference id arrays are built once per run (not per chunk)."""
 
+    def __init__(self, scan_input: "ScanInput") -> None:
+        import pyarrow as pa
 
-def _arrow_ids(scan_input: "ScanInput"):
-    """Query and reference ids as Arrow string arrays, built once per scan input (not per chunk)."""
-    import pyarrow as pa
+        self.input = scan_input
+        self.schema = arrow_schema()
+        self.ids = (pa.array([x.id for x in scan_input.queries], pa.string()),
+                    pa.array([x.id for x in scan_input.references], pa.string()))
 
-    ref, arrays = _ARROW_IDS
-    if ref is None or ref() is not scan_input:
-        arrays = (pa.array([x.id for x in scan_input.queries], pa.string()),
-                  pa.array([x.id for x in scan_input.references], pa.string()))
-        _ARROW_IDS[:] = [weakref.ref(scan_input), arrays]
-    return arrays
+    def batch(self, result: "ChunkResult"):
+        """The chunk's reported hits."""
+        import pyarrow as pa
 
+        c = _Chunk(result, self.input)
 
-def arrow_batch(result: "ChunkResult", scan_input: "ScanInput"):
-    """The reported hits of a chunk as a ``pyarrow.RecordBatch`` with :data:`HIT_COLUMNS`."""
-    import pyarrow as pa
+        def text(which: int) -> "pa.Array":
+            lengths = c.hits.width[c.rows]
+            data, _ = gather(c.hits.text, c.line_starts(which), lengths, result.parallel)
+            offsets = np.zeros(lengths.shape[0] + 1, np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))
 
-    c = _Chunk(result, scan_input)
-
-    def text(which: int) -> "pa.Array":
-        lengths = c.hits.width[c.rows]
-        data, _ = gather(c.hits.text, c.line_starts(which), lengths, result.parallel)
-        offsets = np.zeros(lengths.shape[0] + 1, np.int32)
-        np.cumsum(lengths, out=offsets[1:])
-        return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))
-
-    qids, rids = _arrow_ids(scan_input)
-    energy = np.zeros(c.rows.size) if c.noenergy else np.round(c.field("energy").astype(np.float64), 2)
-    arrays = [qids.take(pa.array(c.q)), rids.take(pa.array(c.r)), pa.array(c.field("score")), pa.array(energy),
-              *(pa.array(c.field(n)) for n in ("query_start", "query_end", "ref_start", "ref_end", "aln_length")),
-              pa.array(c.field("identity")), pa.array(c.field("similarity")), text(0), text(1), text(2)]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema())
+        qids, rids = self.ids
+        energy = np.zeros(c.rows.size) if c.noenergy else np.round(c.field("energy").astype(np.float64), 2)
+        arrays = [qids.take(pa.array(c.q)), rids.take(pa.array(c.r)), pa.array(c.field("score")), pa.array(energy),
+                  *(pa.array(c.field(n)) for n in ("query_start", "query_end", "ref_start", "ref_end", "aln_length")),
+                  pa.array(c.field("identity")), pa.array(c.field("similarity")), text(0), text(1), text(2)]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
 def hit_frame(results: Sequence["ChunkResult"], scan_input: "ScanInput"):
