@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+import types
+from typing import Mapping, Sequence
 
 from gamut.errors import DeviceError, UsageError
 
@@ -25,6 +26,23 @@ def available_gpus() -> tuple[int, ...]:
         return tuple(range(runtime.getDeviceCount()))
     except Exception:  # ImportError, CUDARuntimeError, missing driver...
         return ()
+
+
+@functools.lru_cache(maxsize=None)
+def _attributes(device_id: int) -> Mapping[str, int]:
+    import cupy
+
+    return types.MappingProxyType(dict(cupy.cuda.Device(device_id).attributes))
+
+
+def device_attributes(device_id: int | None = None) -> Mapping[str, int]:
+    """CuPy's attributes of CUDA device ``device_id`` (default: the current one), read once per
+    process: ``cupy.cuda.Device.attributes`` queries every attribute on each access."""
+    if device_id is None:
+        import cupy
+
+        device_id = cupy.cuda.Device().id
+    return _attributes(int(device_id))
 
 
 def gpu_available() -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gamut.cuda.device import device_attributes
 from gamut.errors import InputError
 
 KERNEL_FILE = "energy.cu"
@@ -230,7 +231,7 @@ def _gpu_fold(raw: np.ndarray, offsets: np.ndarray, dev, cell_bytes: int, timing
     padded = lengths[order] + 2
     small, big = _device_tables(dev.id)
     module = _module(dev.id)
-    sms = dev.attributes["MultiProcessorCount"]
+    sms = device_attributes(dev.id)["MultiProcessorCount"]
     optin = cp.cuda.runtime.deviceGetAttribute(97, dev.id)  # cudaDevAttrMaxSharedMemoryPerBlockOptin
     d_raw = cp.asarray(raw if raw.size else np.zeros(1, np.uint8))
     d_off = cp.asarray(offsets)
