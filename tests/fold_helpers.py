@@ -93,7 +93,7 @@ class FoldHarness:
             getattr(h, name).argtypes = [ctypes.c_int] * 3
         ptr = ctypes.c_void_p
         h.host_traceback.restype = ctypes.c_int
-        h.host_traceback.argtypes = [ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ptr, ptr]
+        h.host_traceback.argtypes = [ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ptr]
         h.host_batch_fold.restype = ctypes.c_int
         h.host_batch_fold.argtypes = [ptr, ctypes.c_int, ctypes.c_int, ptr]
 
@@ -105,9 +105,8 @@ class FoldHarness:
         n = int(codes.shape[0])
         nb = (n + tiles.shape[1]) // tiles.shape[1]
         partner = np.full(max(n, 1), -1, np.int32)
-        work = np.empty(4 + 2 * (n + 2), np.int32)
         status = self.lib.host_traceback(tiles.ctypes.data, codes.ctypes.data, n, nb, min_loop, threads,
-                                         work.ctypes.data, partner.ctypes.data)
+                                         partner.ctypes.data)
         if status:
             raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
         return partner[:n].astype(np.int64)

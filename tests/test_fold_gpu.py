@@ -138,7 +138,8 @@ def test_device_traceback_equals_cpu_traceback(n, min_loop):
 
 @pytest.mark.parametrize(("workers", "threads"), [(1, 32), (1, 1024), (3, 96), (32, 1024), (500, 256)])
 def test_device_traceback_any_number_of_workers(workers, threads):
-    """However many blocks follow the queued intervals at once, the structure is the serial one."""
+    """However many blocks follow the queued intervals at once, the structure is the serial one
+    (500 asks for more than the device's SMs: traceback_gpu runs one block per SM then)."""
     from gamut.fold.gpu import fill_gpu, traceback_gpu
     from gamut.fold.traceback import traceback_tiled
 

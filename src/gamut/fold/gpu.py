@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from gamut.cuda.device import device_attributes
 from gamut.errors import DeviceError
 from gamut.fold.tiled import tile_count
 
@@ -115,7 +116,7 @@ def fill_gpu(
             )
         diagonal, maxplus32, finish, maxplus16 = _kernels(device.id, packed_kernel)
         maxplus, maxplus_threads = (maxplus16, PACKED_KERNELS[packed_kernel]) if packed else (maxplus32, 256)
-        sms = device.attributes["MultiProcessorCount"]
+        sms = device_attributes(device.id)["MultiProcessorCount"]
         tiles = cupy.zeros((count, TILE, TILE), dtype=cupy.int32)
         seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))
         i32 = np.int32
@@ -175,13 +176,13 @@ def traceback_gpu(tiles, codes: np.ndarray, min_loop: int, *, workers: int = TRA
         raise ValueError(f"traceback threads must be a multiple of 32 up to 1024, not {threads}")
     with tiles.device:
         kernel = _module(tiles.device.id).get_function("nussinov_traceback")
-        workers = max(1, min(int(workers), tiles.device.attributes["MultiProcessorCount"]))
+        workers = max(1, min(int(workers), device_attributes(tiles.device.id)["MultiProcessorCount"]))
         seq = cupy.asarray(codes if n else np.zeros(1, np.uint8))
         partner = cupy.full(max(n, 1), -1, dtype=cupy.int32)
         capacity = n + workers + 1  # the queue's 64-bit slots (nussinov.cu describes the work area)
         work = cupy.zeros(TRACEBACK_SLOTS + 2 * capacity, dtype=cupy.int32)
         i32 = np.int32
-        kernel((workers,), (threads,), (tiles, seq, i32(n), i32(nb), i32(min_loop), work, i32(capacity), partner))
+        kernel((workers,), (threads,), (tiles, seq, i32(n), i32(nb), i32(min_loop), work, partner))
         if int(work[TRACEBACK_STATUS].get()):
             raise RuntimeError("traceback found no optimal move: the score matrix is inconsistent")
         return partner[:n].get().astype(np.int64)

@@ -421,45 +421,43 @@ NUSS_DEV void shared_max(int* p, int v) {
 // the next slot (head) and waits for its interval; a split claims the next free slot (tail) and
 // writes its interval there as one 64-bit word, (j << 32) | (i + 1), so 0 means not written yet.
 // Outstanding counts intervals queued or being followed: none (-1 stored) means done (it only
-// falls that far when no worker holds an interval, and then no more can be queued). The host
-// harness has one worker: no filled slot left means done.
-NUSS_DEV void tb_add(int* p, int v) {
+// falls that far when no worker holds an interval, and then no more can be queued). A split adds
+// one to it before its slot is written (and fenced in between), so a worker that follows the new
+// interval and finishes it can never take the count below what is really outstanding.
+NUSS_DEV int tb_fetch_add(int* p, int v) {  // the old value
 #ifdef NUSSINOV_HOST_TEST
+    const int old = *p;
     *p += v;
+    return old;
 #else
-    atomicAdd(p, v);
+    return atomicAdd(p, v);
 #endif
 }
 
-NUSS_DEV int tb_claim(int* p) {
-#ifdef NUSSINOV_HOST_TEST
-    return (*p)++;
-#else
-    return atomicAdd(p, 1);
+NUSS_DEV void tb_fence() {
+#ifndef NUSSINOV_HOST_TEST
+    __threadfence();
 #endif
 }
+
+NUSS_DEV void tb_set_failed(int* work) { reinterpret_cast<volatile int*>(work)[TB_STATUS] = 1; }
 
 NUSS_DEV volatile long long* tb_slots(int* work) { return reinterpret_cast<volatile long long*>(work + TB_SLOTS); }
 
-// Queue [a, b] (one more interval outstanding)
-NUSS_DEV void tb_push(int* work, int capacity, int a, int b) {
-    tb_add(work + TB_OUTSTANDING, 1);
-    const int slot = tb_claim(work + TB_TAIL) + 1;  // slot 0 is the whole sequence
-    if (slot >= capacity) {  // cannot happen: at most n - 1 splits, and capacity is n + workers + 1
-        reinterpret_cast<volatile int*>(work)[TB_STATUS] = 1;
-        return;
-    }
+// Queue [a, b] (one more interval outstanding). Slots cannot run out: both halves of a split are
+// at least 2 long, so there are at most n / 2 - 1 splits, and capacity is n + workers + 1.
+NUSS_DEV void tb_push(int* work, int a, int b) {
+    tb_fetch_add(work + TB_OUTSTANDING, 1);
+    tb_fence();  // the count is up before any worker can see (and finish) the interval
+    const int slot = tb_fetch_add(work + TB_TAIL, 1) + 1;  // slot 0 is the whole sequence
     tb_slots(work)[slot] = (long long)b << 32 | (unsigned)(a + 1);
 }
 
 // Take an interval into S (true), or false once none is outstanding or a worker has failed
-NUSS_DEV bool tb_take(TracebackState& S, int* work, int capacity, int n) {
+NUSS_DEV bool tb_take(TracebackState& S, int* work, int n) {
     volatile int* w = work;
-#ifdef NUSSINOV_HOST_TEST
-    if (w[TB_HEAD] > w[TB_TAIL]) return false;
-#endif
-    const int slot = tb_claim(work + TB_HEAD);
-    if (slot >= capacity) return false;  // only workers that find nothing left claim past the pushes
+    // At most one slot per worker past the last interval: n / 2 + workers < capacity
+    const int slot = tb_fetch_add(work + TB_HEAD, 1);
     S.i0 = S.e0 = -TB_WIN;  // no window loaded for it yet
     if (slot == 0) {
         S.i = 0;
@@ -469,6 +467,7 @@ NUSS_DEV bool tb_take(TracebackState& S, int* work, int capacity, int n) {
     for (;;) {
         const long long v = tb_slots(work)[slot];
         if (v) {
+            tb_fence();  // read what was queued before the interval only after the interval
             S.i = (int)(v & 0xffffffffLL) - 1;
             S.j = (int)(v >> 32);
             return true;
@@ -481,10 +480,10 @@ NUSS_DEV bool tb_take(TracebackState& S, int* work, int capacity, int n) {
 }
 
 // The interval followed is done (one fewer outstanding)
-NUSS_DEV void tb_finish(int* work) { tb_add(work + TB_OUTSTANDING, -1); }
+NUSS_DEV void tb_finish(int* work) { tb_fetch_add(work + TB_OUTSTANDING, -1); }
 
 NUSS_DEV void tb_fail(TracebackState& S, int* work) {
-    reinterpret_cast<volatile int*>(work)[TB_STATUS] = 1;
+    tb_set_failed(work);
     S.cmd = TB_FAILED;
 }
 
@@ -519,7 +518,7 @@ NUSS_DEV void tb_search(TracebackState& S, const T* tiles, int nb, int t, int th
 // Serial phase (thread 0): finish a split search round, then walk until the next parallel phase.
 // Starts with S.cmd == TB_LOAD and an interval taken (tb_take).
 NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int n, int min_loop, int* work,
-                         int capacity, int* partner, int threads) {
+                         int* partner, int threads) {
     if (S.cmd == TB_SPLIT) {
         if (S.found == TB_NONE) {
             const int next = max(S.next, S.base + TB_PER_THREAD * threads);
@@ -530,13 +529,13 @@ NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int n, int
             S.base = next;
             return;  // another round
         }
-        tb_push(work, capacity, S.found + 1, S.j);
+        tb_push(work, S.found + 1, S.j);
         S.j = S.found;
     }
     for (;;) {
         if (S.i >= S.j) {  // interval done: take the next one
             tb_finish(work);
-            if (!tb_take(S, work, capacity, n)) {
+            if (!tb_take(S, work, n)) {
                 S.cmd = TB_DONE;
                 return;
             }
@@ -556,7 +555,7 @@ NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int n, int
             --S.j;
         } else if (S.W[a + 1][b] == v) {                    // C(i + 1, j): s[i] unpaired
             ++S.i;
-        } else if (S.j - S.i - 1 >= min_loop && ((BOND_MASK >> (5 * seq[S.i] + seq[S.j])) & 1u)
+        } else if (closes(seq, n, min_loop, S.i, S.j + 1)
                    && S.W[a + 1][b + 1] + 1 == v) {         // C(i + 1, j - 1) + 1: (i, j) paired
             partner[S.i] = S.j;
             partner[S.j] = S.i;
@@ -575,13 +574,13 @@ NUSS_DEV void tb_control(TracebackState& S, const unsigned char* seq, int n, int
 
 // Thread 0's first serial phase: take an interval and walk to the first parallel phase
 NUSS_DEV void tb_begin(TracebackState& S, const unsigned char* seq, int n, int min_loop, int* work,
-                       int capacity, int* partner, int threads) {
-    if (!tb_take(S, work, capacity, n)) {
+                       int* partner, int threads) {
+    if (!tb_take(S, work, n)) {
         S.cmd = TB_DONE;
         return;
     }
     S.cmd = TB_LOAD;
-    tb_control(S, seq, n, min_loop, work, capacity, partner, threads);
+    tb_control(S, seq, n, min_loop, work, partner, threads);
 }
 
 #ifndef NUSSINOV_HOST_TEST
@@ -589,10 +588,10 @@ NUSS_DEV void tb_begin(TracebackState& S, const unsigned char* seq, int n, int m
 // -1. A block waiting for work holds none, so blocks need not all be resident at once.
 template <typename T>
 __device__ void traceback_block(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int* work,
-                                int capacity, int* partner) {
+                                int* partner) {
     __shared__ TracebackState S;
     const int t = threadIdx.x, threads = blockDim.x;
-    if (t == 0) tb_begin(S, seq, n, min_loop, work, capacity, partner, threads);
+    if (t == 0) tb_begin(S, seq, n, min_loop, work, partner, threads);
     for (;;) {
         __syncthreads();
         const int cmd = S.cmd;
@@ -600,14 +599,14 @@ __device__ void traceback_block(const T* tiles, const unsigned char* seq, int n,
         if (cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
         else tb_search(S, tiles, nb, t, threads);
         __syncthreads();
-        if (t == 0) tb_control(S, seq, n, min_loop, work, capacity, partner, threads);
+        if (t == 0) tb_control(S, seq, n, min_loop, work, partner, threads);
     }
 }
 
 extern "C" __global__ void __launch_bounds__(TB_MAX_THREADS)
 nussinov_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int* work,
-                   int capacity, int* partner) {
-    traceback_block(tiles, seq, n, nb, min_loop, work, capacity, partner);
+                   int* partner) {
+    traceback_block(tiles, seq, n, nb, min_loop, work, partner);
 }
 #endif  // NUSSINOV_HOST_TEST
 

@@ -2,6 +2,8 @@
 // g++ -x c++ -O2 -shared -fPIC. The kernels themselves are left out (NUSSINOV_HOST_TEST).
 #define NUSSINOV_HOST_TEST 1
 
+#include <vector>
+
 #include "nussinov.cu"
 
 // Position of tile (I, J) in the diagonal-major triangle.
@@ -21,27 +23,27 @@ extern "C" int host_closes(const unsigned char* seq, int n, int min_loop, int i,
 
 // The device traceback (traceback_block) run block-serially by one worker: each parallel phase
 // for threads 0 .. threads-1 in turn, then the serial phase, as the kernel alternates them between
-// barriers. work: 4 + 2 (n + 2) ints, zeroed here as gamut.fold.gpu zeroes the kernel's.
+// barriers, on a zeroed work area sized as gamut.fold.gpu sizes the kernel's (capacity n + 2).
 template <typename T>
 static int traceback_serial(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
-                            int* work, int* partner) {
+                            int* partner) {
     static TracebackState S;  // about 4 KB, like the kernel's shared memory
-    const int capacity = n + 2;  // one worker
-    for (int x = 0; x < TB_SLOTS + 2 * capacity; ++x) work[x] = 0;
-    tb_begin(S, seq, n, min_loop, work, capacity, partner, threads);
+    std::vector<int> area(TB_SLOTS + 2 * (n + 2), 0);
+    int* work = area.data();
+    tb_begin(S, seq, n, min_loop, work, partner, threads);
     while (S.cmd < TB_DONE) {
         for (int t = 0; t < threads; ++t) {
             if (S.cmd == TB_LOAD) tb_load(S, tiles, nb, t, threads);
             else tb_search(S, tiles, nb, t, threads);
         }
-        tb_control(S, seq, n, min_loop, work, capacity, partner, threads);
+        tb_control(S, seq, n, min_loop, work, partner, threads);
     }
     return work[TB_STATUS];
 }
 
 extern "C" int host_traceback(const int* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
-                              int* work, int* partner) {
-    return traceback_serial(tiles, seq, n, nb, min_loop, threads, work, partner);
+                              int* partner) {
+    return traceback_serial(tiles, seq, n, nb, min_loop, threads, partner);
 }
 
 // The batch kernel (nussinov_batch) for one sequence: the fill by diagonals, then the traceback
