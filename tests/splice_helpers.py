@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
+from gamut.splice import cpu
 from gamut.splice.model import ScoreParams, make_case
 
 
@@ -146,3 +147,16 @@ def short_exon_cases(params, seed, count=8):
         target = rng.integers(0, alphabet, int(rng.integers(100, 400))).astype(np.uint8)
         cases.append(make_case(base, exons, target, params, name=f"short{seed}_{index}"))
     return cases
+
+
+def assert_tracebacks_match_cpu(tracebacks, cases, params) -> None:
+    """Every case's score, exon chain and operations in ``tracebacks`` (a device or host-built
+    kernel's) equal the CPU engine's."""
+    for c, case in enumerate(cases):
+        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
+        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
+        assert tracebacks.score[c] == score, case.name
+        np.testing.assert_array_equal(tracebacks.chain[tracebacks.chain_off[c]:tracebacks.chain_off[c + 1]], chain,
+                                      err_msg=case.name)
+        np.testing.assert_array_equal(tracebacks.ops[tracebacks.ops_off[c]:tracebacks.ops_off[c + 1]], ops,
+                                      err_msg=case.name)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from splice_harness import SpliceHarness, concatenated, host_solve_gpu
-from splice_helpers import case_lists, insertion_cases, short_exon_cases
+from splice_helpers import assert_tracebacks_match_cpu, case_lists, insertion_cases, short_exon_cases
 
 from gamut.errors import DeviceError
 from gamut.splice import api, cpu
@@ -46,22 +46,11 @@ def device_tracebacks(harness, cases, params, threads=256, slots=4, cap=None):
     return collect_tracebacks(packed, *harness.run(packed, last, pred, params.matrix, params.gap, threads, cap))
 
 
-def assert_same_as_cpu(tracebacks, cases, params):
-    for c, case in enumerate(cases):
-        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
-        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
-        assert tracebacks.score[c] == score, case.name
-        np.testing.assert_array_equal(tracebacks.chain[tracebacks.chain_off[c]:tracebacks.chain_off[c + 1]], chain,
-                                      err_msg=case.name)
-        np.testing.assert_array_equal(tracebacks.ops[tracebacks.ops_off[c]:tracebacks.ops_off[c + 1]], ops,
-                                      err_msg=case.name)
-
-
 @settings(max_examples=150, deadline=None)
 @given(case_lists(), st.sampled_from([1, 2, 3, 5, 32, 33, 64, 256]))
 def test_device_traceback_equals_cpu_on_random_cases(harness, data, threads):
     cases, params = data
-    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
+    assert_tracebacks_match_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
 
 
 @settings(max_examples=60, deadline=None)
@@ -70,7 +59,7 @@ def test_device_traceback_row_scan_across_warps(harness, data, threads):
     """Targets much longer than the exons: long runs of horizontal moves that cross the segments
     of many threads and warps (the block-wide max-scan)."""
     cases, params = data
-    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
+    assert_tracebacks_match_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
 
 
 @settings(max_examples=120, deadline=None)
@@ -80,7 +69,7 @@ def test_device_traceback_in_strips(harness, tiny_harness, data, threads, cap, t
     """Targets cut into strips of 64-192 columns (each strip starting from the previous one's
     last column, staged per row), with the normal or the tiny window and staging."""
     cases, params = data
-    assert_same_as_cpu(device_tracebacks(tiny_harness if tiny else harness, cases, params, threads, cap=cap),
+    assert_tracebacks_match_cpu(device_tracebacks(tiny_harness if tiny else harness, cases, params, threads, cap=cap),
                        cases, params)
 
 
@@ -90,7 +79,7 @@ def test_device_traceback_long_gap_runs(harness, tiny_harness, cap, threads):
     params = ScoreParams(match=2, mismatch=-1, gap=-1)
     cases = insertion_cases(params, seed=threads)
     for h in (harness, tiny_harness):
-        assert_same_as_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
+        assert_tracebacks_match_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -99,7 +88,7 @@ def test_device_traceback_short_exons_in_strips(harness, tiny_harness, seed):
     params = ScoreParams(match=1 + seed % 3, mismatch=-1, gap=-1 - seed % 2)
     cases = short_exon_cases(params, seed)
     for h, threads, cap in ((harness, 1, 64), (harness, 5, 64), (tiny_harness, 64, 128), (harness, 33, None)):
-        assert_same_as_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
+        assert_tracebacks_match_cpu(device_tracebacks(h, cases, params, threads, cap=cap), cases, params)
 
 
 @pytest.mark.parametrize("threads", [64, 256])
@@ -107,7 +96,7 @@ def test_device_traceback_equals_cpu_on_generated_cases(harness, threads):
     params = ScoreParams()
     generated = paper_like_cases(30, seed=4, scale=0.3)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
-    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
+    assert_tracebacks_match_cpu(device_tracebacks(harness, cases, params, threads), cases, params)
 
 
 @pytest.mark.parametrize("cap,threads", [(None, 256), (1024, 512), (4096, 1024)])
@@ -117,14 +106,14 @@ def test_device_traceback_on_full_size_cases(harness, cap, threads):
     params = ScoreParams(match=2, mismatch=-1, gap=-2)
     generated = paper_like_cases(6, seed=9)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
-    assert_same_as_cpu(device_tracebacks(harness, cases, params, threads, cap=cap), cases, params)
+    assert_tracebacks_match_cpu(device_tracebacks(harness, cases, params, threads, cap=cap), cases, params)
 
 
 def test_device_traceback_on_full_size_cases_tiny_window(tiny_harness):
     params = ScoreParams()
     generated = paper_like_cases(4, seed=5, scale=0.6)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
-    assert_same_as_cpu(device_tracebacks(tiny_harness, cases, params, 128, cap=256), cases, params)
+    assert_tracebacks_match_cpu(device_tracebacks(tiny_harness, cases, params, 128, cap=256), cases, params)
 
 
 @pytest.mark.parametrize("cap", [None, 2048])
@@ -134,7 +123,7 @@ def test_device_traceback_on_a_wide_case(harness, cap):
     params = ScoreParams()
     g = wide_case(target_length=20_000, groups=3, exons_per_group=6, seed=2)
     case = make_case(g.base, g.exons, g.target, params, name=g.name)
-    assert_same_as_cpu(device_tracebacks(harness, [case], params, threads=128, cap=cap), [case], params)
+    assert_tracebacks_match_cpu(device_tracebacks(harness, [case], params, threads=128, cap=cap), [case], params)
 
 
 def test_traceback_strip_sizes():

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from splice_helpers import assert_tracebacks_match_cpu
+
 from gamut.splice import cpu
 from gamut.splice.generate import il1rapl1_like_case, paper_like_cases
 from gamut.splice.model import ScoreParams, make_case
@@ -107,14 +109,11 @@ def assert_device_traceback_is_cpu_traceback(cases, params, **kwargs):
 
     tb = solve_gpu(CaseBatch(cases), params.matrix, params.gap, **kwargs)
     arrays = forward_gpu_many(cases, params.matrix, params.gap, **kwargs)
-    for c, (case, (last, pred)) in enumerate(zip(cases, arrays)):
+    for case, (last, pred) in zip(cases, arrays):
         ref_last, ref_pred = cpu.forward_fast(case, params.matrix, params.gap)
         np.testing.assert_array_equal(last, ref_last, err_msg=case.name)
         np.testing.assert_array_equal(pred, ref_pred, err_msg=case.name)
-        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
-        assert tb.score[c] == score, case.name
-        np.testing.assert_array_equal(tb.chain[tb.chain_off[c]:tb.chain_off[c + 1]], chain, err_msg=case.name)
-        np.testing.assert_array_equal(tb.ops[tb.ops_off[c]:tb.ops_off[c + 1]], ops, err_msg=case.name)
+    assert_tracebacks_match_cpu(tb, cases, params)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -167,12 +166,7 @@ def test_device_traceback_in_strips_and_block_sizes(tb_threads, tb_cap):
     cases += [make_case(*random_case(rng, max_target=2000), params, name=f"r{i}") for i in range(30)]
     cases += [make_case(g.base, g.exons, g.target, params, name=g.name) for g in paper_like_cases(6, seed=21)]
     tb = solve_gpu(CaseBatch(cases), params.matrix, params.gap, tb_threads=tb_threads, tb_cap=tb_cap)
-    for c, case in enumerate(cases):
-        last, pred = cpu.forward_fast(case, params.matrix, params.gap)
-        score, chain, ops = cpu.traceback(case, params.matrix, params.gap, last, pred)
-        assert tb.score[c] == score, case.name
-        np.testing.assert_array_equal(tb.chain[tb.chain_off[c]:tb.chain_off[c + 1]], chain, err_msg=case.name)
-        np.testing.assert_array_equal(tb.ops[tb.ops_off[c]:tb.ops_off[c + 1]], ops, err_msg=case.name)
+    assert_tracebacks_match_cpu(tb, cases, params)
 
 
 def test_device_traceback_il1rapl1_sized_case():

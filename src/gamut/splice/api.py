@@ -58,12 +58,16 @@ def _gpu_groups(batch: CaseBatch) -> list[CaseBatch]:
     return groups
 
 
+def _check_score_ranges(cases: Sequence[SpliceCase], params: ScoreParams) -> None:
+    """Every case's score range, before any work (cases built without parameters were not checked;
+    the GPU functions check again per launch, as they may be called directly)."""
+    for case in cases:
+        check_score_range(case, params.max_abs)
+
+
 def forward(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads: int | None = None):
-    """``(last, pred)`` per case with the named engine (downloaded from the GPU for ``gpu``, whose
-    engine checks the score range of every case itself)."""
-    if engine != "gpu":
-        for case in cases:  # cases built without parameters were not checked
-            check_score_range(case, params.max_abs)
+    """``(last, pred)`` per case with the named engine (downloaded from the GPU for ``gpu``)."""
+    _check_score_ranges(cases, params)
     if engine == "reference":
         return [cpu.forward_reference(c, params.matrix, params.gap) for c in cases]
     if engine == "fast":
@@ -90,8 +94,10 @@ def solve(cases: Sequence[SpliceCase], params: ScoreParams, engine: str, threads
     code releases the GIL). Every result is checked (:func:`gamut.splice.result.build_results`);
     an inconsistent GPU result raises :class:`DeviceError`.
     """
-    if engine == "gpu":  # the score range of every case is checked where it is computed
+    if engine == "gpu":
         from gamut.splice.gpu import solve_gpu, stopwatch
+
+        _check_score_ranges(cases, params)
 
         stage = stopwatch(timing)
         results: list[SpliceResult] = []

@@ -12,11 +12,12 @@ from __future__ import annotations
 import ctypes
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from numba import njit
 
+from gamut.cuda.device import device_attributes
 from gamut.errors import DeviceError
 from gamut.splice.batch import CaseBatch, offsets
 from gamut.splice.cpu import OP_BASE_GAP, OP_MATCH, OP_TARGET_GAP
@@ -137,11 +138,14 @@ def chunk_counts(target_len: Sequence[int] | np.ndarray, cols: int) -> np.ndarra
 def state_cells(batch: CaseBatch) -> np.ndarray:
     """Device memory each case needs, in 4-byte cells: ``last`` and ``pred`` (``2 K (n + 1)``), the
     forward pass's chunk edges (8 bytes per stream row and chunk of 256 columns), the traceback's
-    2-bit moves of one exon (``longest exon x (n + 1) / 4`` bytes) and two DP rows."""
+    2-bit moves of one exon (``longest exon x (n + 1) / 4`` bytes, rows 16-byte aligned) and its
+    strip boundary values (two buffers of ``longest exon + 1``; only cases wider than a strip have
+    them, counted for every case)."""
     width = batch.target_len + 1
     rows = batch.per_case_sum(batch.exon_lengths) + batch.n_exons * ROWS
     moves = batch.max_exon * moves_pitch(batch.target_len)
-    return 2 * batch.n_exons * width + 2 * rows * chunk_counts(batch.target_len, DEFAULT_COLS) + moves // 4 + 2 * width
+    return (2 * batch.n_exons * width + 2 * rows * chunk_counts(batch.target_len, DEFAULT_COLS) + moves // 4
+            + 2 * (batch.max_exon + 1))
 
 
 def moves_pitch(target_len: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -256,7 +260,7 @@ def _resident_blocks(kernel, threads: int, shared: int, sms: int) -> int:
     function = getattr(kernel, "kernel", None)  # the loaded CUfunction behind CuPy's RawKernel
     if getattr(function, "ptr", None) is not None:
         return sms * int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, threads, shared))
-    return sms * _blocks_per_sm(kernel.attributes, cp.cuda.Device().attributes, threads, shared)
+    return sms * _blocks_per_sm(kernel.attributes, device_attributes(), threads, shared)
 
 
 def _blocks_per_sm(kernel: dict, device: dict, threads: int, shared: int) -> int:
@@ -288,6 +292,7 @@ class _Launch:
     forward_end: object
     keep: object = None  # the pinned host buffer of the uploads (alive until the copy is done)
     traceback: "_TracebackPlan | None" = None
+    bnd_cells: int = 0  # the traceback's strip boundary values (PackedBatch.bnd_off), all cases
 
 
 @dataclass
@@ -316,9 +321,8 @@ def _upload(arrays: dict) -> tuple[dict, object]:
         array = np.ascontiguousarray(array)
         layout.append((name, array, total))
         total += (array.nbytes + 255) // 256 * 256
-    try:
-        mem = cp.cuda.alloc_pinned_memory(max(total, 256))
-    except cp.cuda.runtime.CUDARuntimeError:  # no pinned memory to spare: one plain copy each
+    mem = _pinned(max(total, 256))
+    if mem is None:  # no pinned memory to spare: one plain copy each
         return {name: cp.asarray(array) for name, array, _ in layout}, None
     host = np.frombuffer(mem, np.uint8, max(total, 256))
     for _, array, offset in layout:
@@ -333,16 +337,20 @@ def _traceback_plan(dev, n_cases: int, target_len: np.ndarray, threads: int | No
     """Load the traceback kernel for a launch of ``n_cases`` cases and size its blocks."""
     from gamut.cuda import load_module
 
-    attributes = dev.attributes
-    few = n_cases <= attributes["MultiProcessorCount"] // 4
+    attributes = device_attributes(dev.id)
     threads = threads or TB_THREADS
     module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={threads}",
                                                   f"-DTB_MIN_BLOCKS={TB_MIN_BLOCKS.get(threads, 1)}",
                                                   *TRACEBACK_OPTIONS), device_id=dev.id)
     kernel = module.get_function("splice_traceback")
     if cap is None:
-        static = int(kernel.attributes.get("shared_size_bytes", 0))
-        cap = traceback_cap(target_len, traceback_budget(attributes, static, few))
+        static_attributes = kernel.attributes
+        static = int(static_attributes.get("shared_size_bytes", 0))
+        # A launch of a few cases (at most a quarter of the SMs) takes an SM per block; more cases
+        # share SMs two blocks each, as far as the registers let two blocks be resident at once.
+        few = n_cases <= attributes["MultiProcessorCount"] // 4
+        per_sm = 1 if few else max(1, min(2, _blocks_per_sm(static_attributes, attributes, threads, 0)))
+        cap = traceback_cap(target_len, traceback_budget(attributes, static, per_sm))
     if cap < 64 or cap % 64:
         raise ValueError("the traceback's strip columns must be a positive multiple of 64")
     shared = traceback_dynamic_bytes(cap)
@@ -366,7 +374,7 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
     for case in batch.cases:  # the kernel's cells are int32
         check_score_range(case, max_abs)
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
+    sms = device_attributes(dev.id)["MultiProcessorCount"]
     if cols is None:
         cols = FEW_CASES_COLS if spread_layout(chunk_counts(batch.target_len, FEW_CASES_COLS), sms) else DEFAULT_COLS
     if cols not in (4, 8, 16):
@@ -421,7 +429,8 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
         done = cp.cuda.Event()
         done.record()
         stage("launch")
-    return _Launch(packed, dev, d, last, pred, begin, uploaded, start, done, keep, plan)
+    bnd_cells = int(host["bnd_off"][-1]) if plan is not None else 0
+    return _Launch(packed, dev, d, last, pred, begin, uploaded, start, done, keep, plan, bnd_cells)
 
 
 def forward_gpu_many(
@@ -503,7 +512,7 @@ def solve_gpu(
 
     with launch.dev:
         moves = cp.empty(max(int(packed.moves_off[-1]), 1), cp.uint8)
-        bnd = cp.empty(max(int(packed.bnd_off(plan.cap)[-1]), 1), cp.int32)
+        bnd = cp.empty(max(launch.bnd_cells, 1), cp.int32)
         ops = cp.empty(max(int(packed.ops_off[-1]), 1), cp.uint8)
         chain = cp.empty(max(int(packed.exon_off[-1]), 1), cp.int32)
         result = cp.empty(4 * packed.n_cases, cp.int32)
@@ -527,7 +536,6 @@ def solve_gpu(
         end.record()
         end.synchronize()
         stage("download")
-        launch.keep = None
         if timing is not None:
             timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
             timing.traceback += cp.cuda.get_elapsed_time(start, done) / 1000.0
@@ -549,16 +557,18 @@ def traceback_cap(target_len: Sequence[int] | np.ndarray, budget: int) -> int:
     """Columns per strip of the traceback (a multiple of 64): the widest case's columns ``0..n``
     in one strip when ``budget`` bytes of dynamic shared memory hold them, else what they hold."""
     widest = (int(np.max(target_len)) + 1 + 63) // 64 * 64 if len(target_len) else 64
-    fits = (budget - TB_WIN_ROWS * TB_WIN_BYTES) * 2 // 11 // 64 * 64
+    per_64 = traceback_dynamic_bytes(64) - traceback_dynamic_bytes(0)  # bytes per 64 columns
+    fits = (budget - traceback_dynamic_bytes(0)) // per_64 * 64
     return max(64, min(widest, fits))
 
 
-def traceback_budget(device_attributes: dict, static_bytes: int, few: bool) -> int:
-    """Dynamic shared memory for one traceback block: the device's opt-in maximum for a launch of
-    a few cases (a block per SM), else half an SM's (at least two blocks per SM)."""
-    optin = int(device_attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
-    if not few:
-        optin = min(optin, int(device_attributes.get("MaxSharedMemoryPerMultiprocessor", 2 * optin)) // 2 - 1024)
+def traceback_budget(attributes: Mapping[str, int], static_bytes: int, blocks_per_sm: int) -> int:
+    """Dynamic shared memory for one traceback block when ``blocks_per_sm`` blocks share an SM: the
+    device's opt-in maximum for one, else an even share of the SM's (1 KB reserved per block)."""
+    optin = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+    if blocks_per_sm > 1:
+        sm = int(attributes.get("MaxSharedMemoryPerMultiprocessor", blocks_per_sm * optin))
+        optin = min(optin, sm // blocks_per_sm - 1024)
     return max(0, optin - static_bytes)
 
 
@@ -599,14 +609,23 @@ def collect_tracebacks(packed: PackedBatch, result: np.ndarray, ops: np.ndarray,
     )
 
 
+def _pinned(nbytes: int):
+    """``nbytes`` of page-locked host memory from CuPy's pinned pool, or None when there is none to spare."""
+    import cupy as cp
+
+    try:
+        return cp.cuda.alloc_pinned_memory(nbytes)
+    except cp.cuda.runtime.CUDARuntimeError:
+        return None
+
+
 def _download(array) -> np.ndarray:
     """A device array's copy in page-locked host memory (from CuPy's pinned pool: several times
     faster than a pageable copy for the tens of MB a big case returns)."""
     import cupy as cp
 
-    try:
-        mem = cp.cuda.alloc_pinned_memory(array.nbytes)
-    except cp.cuda.runtime.CUDARuntimeError:  # no pinned memory to spare: a plain copy
+    mem = _pinned(array.nbytes)
+    if mem is None:  # no pinned memory to spare: a plain copy
         return cp.asnumpy(array)
     host = np.frombuffer(mem, array.dtype, array.size)
     array.get(out=host)

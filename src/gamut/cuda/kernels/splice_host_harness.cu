@@ -9,7 +9,6 @@
 #define TB_THREADS 1024  // the most threads a test may ask for
 #endif
 
-#include <cstdlib>
 #include <vector>
 
 #include "splice_traceback.cu"

@@ -20,17 +20,19 @@
 // Work of a block. The columns 0..j of an exon are cut into strips of at most `cap` columns (the
 // kernel's dynamic shared memory holds one strip: one row of P, the target symbols, the moves of
 // two rows); a case with j < cap has one strip. Thread t owns a segment of `seg` columns of the
-// strip (a multiple of 4) and is the only thread that reads or writes the row values of its
-// segment, so one row buffer serves (updated in place). Step s of a strip computes, per thread
-// and in one pass over its segment, row s (its values and moves; s >= 1) and the maximum of v
-// over the segment for row s + 1 (s < len). The block then max-scans these maxima (warp
-// shuffles, warp totals): the exclusive prefix of thread t is P[c0 - 1] of row s + 1 (c0: the
-// segment's first column), which is what thread t needs in step s + 1 as the running maximum it
-// starts from and, in step s + 2, as its diagonal. One barrier per row. The entry row is built
-// from pred/last by the whole block (coalesced) before step 0. Strips after the first start from the previous strip's last column, kept
-// per row in a global boundary array (`bnd`, two buffers of len + 1 values) and staged in shared
-// memory with the exon's symbols every TB_CHUNK rows. Moves (2 bits per cell) are written to a
-// shared staging row, then copied to the global moves matrix with 16-byte stores in the next step.
+// strip (a multiple of 4) and, in the steps, is the only thread that reads or writes the row
+// values of its segment, so one row buffer serves (updated in place; the entry row, built by the
+// whole block, is read across segments only behind the barrier before step 0). Step s of a strip
+// computes, per thread and in one pass over its segment, row s (its values and moves; s >= 1) and
+// the maximum of v over the segment for row s + 1 (s < len). The block then max-scans these maxima
+// (warp shuffles, warp totals): the exclusive prefix of thread t is P[c0 - 1] of row s + 1 (c0:
+// the segment's first column), which is what thread t needs in step s + 1 as the running maximum
+// it starts from and, in step s + 2, as its diagonal. One barrier per row. The entry row is built
+// from pred/last by the whole block (coalesced) before step 0. Strips after the first start from
+// the previous strip's last column, kept per row in a global boundary array (`bnd`, two buffers of
+// len + 1 values) and staged in shared memory with the exon's symbols every TB_CHUNK rows. Moves
+// (2 bits per cell) are written to a shared staging row, then copied to the global moves matrix
+// with 16-byte stores in the next step.
 //
 // The walk. Thread 0 follows the moves through a TB_WIN_ROWS x TB_WIN_BYTES window of the moves
 // matrix that the whole block loads into shared memory (the rows above and the columns left of
@@ -42,10 +44,10 @@
 
 #ifndef SPLICE_HOST_TEST
 #define TB_DEV __device__ __forceinline__
-#define TB_UNROLL _Pragma("unroll 1")
+#define TB_NO_UNROLL _Pragma("unroll 1")
 #else
 #define TB_DEV inline
-#define TB_UNROLL
+#define TB_NO_UNROLL
 #include <algorithm>
 #include <cstring>
 using std::max;
@@ -284,13 +286,13 @@ TB_DEV void tb_strip(TbShared& S, int q, int T) {
 }
 
 // Boundary buffer that strip q reads (strip q - 1 wrote it) or writes.
-TB_DEV const int* tb_bnd_in(const TbShared& S, const TbCase& C, int q) { return C.bnd + ((q + 1) & 1) * C.bnd_half; }
-TB_DEV int* tb_bnd_out(const TbShared& S, const TbCase& C, int q) { return C.bnd + (q & 1) * C.bnd_half; }
+TB_DEV const int* tb_bnd_in(const TbCase& C, int q) { return C.bnd + ((q + 1) & 1) * C.bnd_half; }
+TB_DEV int* tb_bnd_out(const TbCase& C, int q) { return C.bnd + (q & 1) * C.bnd_half; }
 
 // Staging of rows base .. base + TB_CHUNK + 1 (those up to len): symbols and left carries.
 TB_DEV void tb_stage(TbShared& S, const TbCase& C, int q, int base, int t, int T) {
     const unsigned char* sym = C.stream + C.seg_row[S.k];
-    const int* in = tb_bnd_in(S, C, q);
+    const int* in = tb_bnd_in(C, q);
     for (int r = t; r < TB_CHUNK + 2; r += T) {
         const int i = base + r;
         if (i > S.len) break;
@@ -415,7 +417,7 @@ TB_DEV int tb_step(TbShared& S, const TbCase& C, const TbDyn& D, int q, int s, i
         bits = 0;
     }
     const int c4 = c0 + ((c1 - c0) & ~3);  // end of the whole groups of 4 columns
-    TB_UNROLL
+    TB_NO_UNROLL
     for (; c < c4; c += 4) {
         const TbInt4 up = tb_ld4(row + c);
         const unsigned w = tb_ld32(tq + c);
@@ -443,7 +445,7 @@ TB_DEV int tb_step(TbShared& S, const TbCase& C, const TbDyn& D, int q, int s, i
         }
         stg[(c1 - 1) >> 2] = (unsigned char)bits;
     }
-    if (c1 == s1 && S.s1 <= S.j) tb_bnd_out(S, C, q)[s] = run;  // P[s1 - 1] for the next strip
+    if (c1 == s1 && s1 <= S.j) tb_bnd_out(C, q)[s] = run;  // P[s1 - 1] for the next strip
     return amax;
 }
 
