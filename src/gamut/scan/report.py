@@ -306,7 +306,7 @@ def arrow_schema():
 
 
 class ArrowBatches:
-    """The reported hits of a run's chunks as ``pyarrow.RecordBatch``\ es with :data:`HIT_COLUMNS`;
+    """The reported hits of a run's chunks as Arrow record batches with :data:`HIT_COLUMNS`;
     the query and reference id arrays are built once per run (not per chunk)."""
 
     def __init__(self, scan_input: "ScanInput") -> None:
