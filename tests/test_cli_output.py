@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gamut.cli import exit_on_sigterm, main
+from gamut.cli import main
 from gamut.errors import UsageError
 from gamut.io.atomic import atomic_output
 
@@ -50,20 +50,6 @@ def test_atomic_output_errors_before_any_work(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
         with atomic_output(tmp_path / "missing" / "x.txt"):
             raise AssertionError("the block must not run")
-
-
-def test_sigterm_inside_an_output_removes_its_temporary_file(tmp_path):
-    target = tmp_path / "out.txt"
-    with exit_on_sigterm():
-        with pytest.raises(SystemExit) as exc:
-            with atomic_output(target) as handle:
-                handle.write("partial results\n")
-                assert len(list(tmp_path.iterdir())) == 1  # the temporary file
-                os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(5)  # the handler raises here
-    assert exc.value.code == 128 + signal.SIGTERM
-    assert list(tmp_path.iterdir()) == []
-    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
 
 
 def test_sigterm_on_a_running_scan_leaves_no_file(tmp_path):

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
 import importlib
 import os
-import signal
 import sys
-from typing import Iterator, NoReturn
+from typing import NoReturn
 
 from gamut.errors import GamutError
 
@@ -41,25 +39,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.contextmanager
-def exit_on_sigterm() -> Iterator[None]:
-    """While inside, SIGTERM raises ``SystemExit(143)`` in the main thread, so that open outputs
-    remove their temporary files (``gamut.io.atomic``) as for Ctrl-C. The previous handler comes back
-    afterwards. Outside the main thread (where handlers cannot be set) it does nothing."""
-    def terminate(signum, frame):
-        raise SystemExit(128 + signum)
-
-    try:
-        previous = signal.signal(signal.SIGTERM, terminate)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def skip_numba_blas_probe() -> None:
     """Load Numba's array-math registry with SciPy hidden, so that its BLAS probe fails fast.
 
@@ -82,8 +61,10 @@ def skip_numba_blas_probe() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from gamut.io.interrupt import end_promptly_on_signals
+
     skip_numba_blas_probe()
-    with exit_on_sigterm():
+    with end_promptly_on_signals():
         return _dispatch(argv)
 
 
@@ -132,13 +113,9 @@ def _dispatch(argv: list[str]) -> int:
     except GamutError as exc:
         print(f"gamut: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # outside end_promptly_on_signals (main() called from a thread)
         print("gamut: interrupted", file=sys.stderr)
         return 130
-    except SystemExit as exc:
-        if exc.code == 128 + signal.SIGTERM:
-            print("gamut: terminated", file=sys.stderr)
-        raise
     except BrokenPipeError:
         return 0
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from gamut.errors import UsageError
+from gamut.io.interrupt import temporary_file
 
 
 @contextlib.contextmanager
@@ -33,12 +34,13 @@ def atomic_output(path: str | os.PathLike | None, mode: str = "w") -> Iterator[I
     except OSError as exc:  # e.g. no permission to write in the directory
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, target)
+        with temporary_file(tmp):
+            with os.fdopen(fd, mode) as handle:
+                yield handle
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
