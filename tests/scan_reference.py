@@ -82,13 +82,14 @@ def reference_alignments(query: str, ref: str, threshold=140, scale=4.0, go=-9, 
             if best[i][j] >= threshold and tBest[i][j] != 2:
                 candidates.append((best[i][j], i, j))
     ordered = sorted(candidates, key=lambda cand: (-cand[0], cand[2]))  # stable
-    alive = [True] * len(ordered)
-    for k, (_, i, j) in enumerate(ordered):
-        if not alive[k]:
-            continue
-        for m in range(k + 1, len(ordered)):
-            if abs((ordered[m][2] - ordered[m][1]) - (j - i)) <= 6:
-                alive[m] = False
+    # Walk from the top; a live candidate kills every later one within 6 diagonals of its own.
+    # (A set of the diagonals killed so far: the same walk without its quadratic inner loop.)
+    alive, killed = [], set()
+    for _, i, j in ordered:
+        keep = (j - i) not in killed
+        alive.append(keep)
+        if keep:
+            killed.update(range(j - i - 6, j - i + 7))
     survivors = []
     for (s, i_end, j_end), keep in zip(ordered, alive):
         if not keep:

@@ -38,7 +38,7 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
     Row by row: A and C depend only on the row above, so they are computed in a branch-free,
     vectorisable pass; B is a serial scan along the row; ``best``, the trace byte and the
     candidate test are vectorisable again. The DP rows use ``profile``'s integer type: int16
-    when every value provably fits (see :func:`dp_tables`), else int32.
+    when every value provably fits (see :func:`dp_tables`), else int32 or int64.
     """
     L = qrev.shape[0]
     R = ref.shape[0]
@@ -51,7 +51,7 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
     tAC = np.zeros(R + 1, np.uint8)
     extB = np.zeros(R + 1, np.uint8)
     score = np.empty(R + 1, profile.dtype)
-    cs = np.empty(64, np.int32)
+    cs = np.empty(64, np.int64)
     ci = np.empty(64, np.int32)
     cj = np.empty(64, np.int32)
     n = 0
@@ -140,10 +140,18 @@ def order_and_suppress(scores, rows, cols, query_length, ref_length):
     span_i = np.int64(query_length + 1)
     span_j = np.int64(ref_length + 1) * span_i
     top = np.int64(scores.max()) if n > 0 else np.int64(0)
-    keys = np.empty(n, np.int64)
-    for k in range(n):
-        keys[k] = (top - scores[k]) * span_j + np.int64(cols[k]) * span_i + rows[k]
-    order = np.argsort(keys)
+    low = np.int64(scores.min()) if n > 0 else np.int64(0)
+    if (top - low + 1) < (np.int64(1) << 62) // span_j:  # one packed key per candidate
+        keys = np.empty(n, np.int64)
+        for k in range(n):
+            keys[k] = (top - scores[k]) * span_j + np.int64(cols[k]) * span_i + rows[k]
+        order = np.argsort(keys)
+    else:  # scores too far apart to pack: stable sorts, least significant key first
+        cell = np.empty(n, np.int64)
+        for k in range(n):
+            cell[k] = np.int64(cols[k]) * span_i + rows[k]
+        order = np.argsort(cell, kind="mergesort")
+        order = order[np.argsort(-scores[order], kind="mergesort")]
     # A candidate survives iff no earlier survivor lies within DIAGONAL_WINDOW diagonals.
     offset = query_length + DIAGONAL_WINDOW
     blocked = np.zeros(ref_length + query_length + 2 * DIAGONAL_WINDOW + 2, np.uint8)
@@ -217,7 +225,7 @@ def trace_survivors(trace, cs, ci, cj, keep):
     L = trace.shape[0] - 1
     R = trace.shape[1] - 1
     s = keep.shape[0]
-    score = np.empty(s, np.int32)
+    score = np.empty(s, np.int64)
     i_end = np.empty(s, np.int32)
     j_end = np.empty(s, np.int32)
     i_start = np.empty(s, np.int32)
@@ -242,16 +250,20 @@ def trace_survivors(trace, cs, ci, cj, keep):
     return score, i_end, j_end, i_start, j_start, offsets, ops[: offsets[s]]
 
 
-def dp_tables(tables):
-    """(profile[row, class], gap_open, gap_extend) in the narrowest exact integer type for the DP rows.
+def dp_tables(tables, ref_length: int = 0, rise: int = 0):
+    """(profile[row, class], gap_open, gap_extend) in the narrowest exact integer type for the DP rows
+    against references of up to ``ref_length`` letters (``rise``: :func:`~gamut.scan.params.gap_rise`).
 
-    Stored values lie in [min(gap_open, -1), sum of the rows' best scores]: B and C are at least
-    an opening from a non-negative A, and A is a clamped sum of row scores. int16 halves memory
-    traffic and doubles SIMD width; int32 is used when the bounds do not fit.
+    Stored values lie in [min(gap_open, -1), bound] (bound: :func:`~gamut.scan.params.score_bound`):
+    B and C are at least an opening from a non-negative A. int16 halves memory traffic and
+    doubles SIMD width; int32 or int64 are used when the bounds do not fit.
     """
+    from gamut.scan.params import exact_int_type, score_bound
+
     top = int(np.maximum(tables.profile, 0).max(axis=0).sum())
-    low = min(int(tables.gap_open.min()), int(tables.gap_extend.min()), -1)
-    dtype = np.int16 if top < 32000 and low > -32000 else np.int32
+    high = max(int(tables.profile.max()), rise)
+    low = min(int(tables.gap_open.min()), int(tables.gap_extend.min()), int(tables.profile.min()), -1)
+    dtype = exact_int_type(score_bound(top, rise, ref_length) + high, 2 * low)
     profile_rows = np.ascontiguousarray(tables.profile.T, dtype=dtype)  # [row, class]: one row per DP row
     return (profile_rows, tables.gap_open.astype(dtype), tables.gap_extend.astype(dtype))
 
@@ -329,13 +341,11 @@ def align_block(qrev_flat, q_off, prof_flat, go_flat, ge_flat, seed_flat, row_of
 
 
 class QueryBank:
-    """Every query's DP tables (:func:`dp_tables`) concatenated once, in one integer type.
-
-    int16 when every query's score bound fits (see :func:`dp_tables`), else int32 for all.
-    """
+    """Every query's DP tables concatenated once; :meth:`typed` gives them in the integer type that
+    :meth:`dtype` chooses for a chunk (the widest any of its queries needs, see :func:`dp_tables`)."""
 
     def __init__(self, queries, params) -> None:
-        from gamut.scan.params import query_tables, row_scheme
+        from gamut.scan.params import gap_rise, query_tables, row_scheme
 
         n = len(queries.offsets) - 1
         lengths = np.diff(queries.offsets)
@@ -346,18 +356,33 @@ class QueryBank:
             if L not in schemes:
                 schemes[L] = row_scheme(L, params)
             tables.append(query_tables(queries.class_codes(q), params, schemes[L]))
-        per_query = [dp_tables(t) for t in tables]
-        dtype = np.int16 if all(d[0].dtype == np.int16 for d in per_query) else np.int32
+        self.rise = gap_rise(params)
+        self.top = max((int(np.maximum(t.profile, 0).max(axis=0).sum()) for t in tables), default=0)
+        self.high = max([int(t.profile.max()) for t in tables] + [self.rise])
+        self.low = min([min(int(t.gap_open.min()), int(t.gap_extend.min()), int(t.profile.min())) for t in tables]
+                       + [-1])
         self.q_off = np.asarray(queries.offsets, np.int64)
         self.qrev = (np.concatenate([t.qrev for t in tables]) if n else np.zeros(0, np.int8)).astype(np.int8)
         rows = lengths + 1
         self.row_off = np.zeros(n + 1, np.int64)
         np.cumsum(rows, out=self.row_off[1:])
-        cat = lambda parts, dt, shape: np.concatenate(parts).astype(dt) if n else np.zeros(shape, dt)  # noqa: E731
-        self.profile = np.ascontiguousarray(cat([d[0] for d in per_query], dtype, (0, 5)))
-        self.gap_open = cat([d[1] for d in per_query], dtype, (0,))
-        self.gap_extend = cat([d[2] for d in per_query], dtype, (0,))
-        self.seed_row = cat([t.seed_row for t in tables], np.uint8, (0,))
+        cat = lambda parts, shape: np.concatenate(parts).astype(np.int64) if n else np.zeros(shape, np.int64)  # noqa: E731
+        self._tables = (np.ascontiguousarray(cat([t.profile.T for t in tables], (0, 5))),
+                        cat([t.gap_open for t in tables], (0,)), cat([t.gap_extend for t in tables], (0,)))
+        self._typed: dict = {}
+        self.seed_row = np.concatenate([t.seed_row for t in tables]).astype(np.uint8) if n else np.zeros(0, np.uint8)
+
+    def dtype(self, ref_length: int) -> type:
+        """The DP rows' integer type against references of at most ``ref_length`` letters."""
+        from gamut.scan.params import exact_int_type, score_bound
+
+        return exact_int_type(score_bound(self.top, self.rise, ref_length) + self.high, 2 * self.low)
+
+    def typed(self, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(profile, gap_open, gap_extend) of every query in ``dtype`` (cached)."""
+        if dtype not in self._typed:
+            self._typed[dtype] = tuple(np.ascontiguousarray(a.astype(dtype)) for a in self._tables)
+        return self._typed[dtype]
 
 
 class CpuEngine:
@@ -394,6 +419,7 @@ class CpuEngine:
         pq = np.ascontiguousarray(pairs[:, 0])
         pr = np.ascontiguousarray(pairs[:, 1])
         threshold = int(params.score_threshold)
+        profile, gap_open, gap_extend = bank.typed(bank.dtype(int(np.diff(r_off)[pr].max())))
         # Blocks of about equal cells (contiguous runs of pairs).
         cells = np.diff(bank.q_off)[pq] * np.diff(r_off)[pr]
         blocks = min(n, 1 if self.threads == 1 else self.threads * self.BLOCKS_PER_THREAD)
@@ -403,7 +429,7 @@ class CpuEngine:
 
         def one(k: int):
             a, b = int(bounds[k]), int(bounds[k + 1])
-            return align_block(bank.qrev, bank.q_off, bank.profile, bank.gap_open, bank.gap_extend, bank.seed_row,
+            return align_block(bank.qrev, bank.q_off, profile, gap_open, gap_extend, bank.seed_row,
                                bank.row_off, refs, r_off, pq[a:b], pr[a:b], threshold)
 
         count = len(bounds) - 1

@@ -29,11 +29,11 @@ from typing import Any, Sequence
 import numpy as np
 from numba import njit
 
-from gamut.errors import DeviceError, InputError
+from gamut.errors import DeviceError, InputError, UsageError
 from gamut.io.textcols import gather
 from gamut.scan.alignments import DIAGONAL_WINDOW, ChunkAlignments
 from gamut.scan.hits import SequenceSet
-from gamut.scan.params import ScanParams, query_tables, row_scheme
+from gamut.scan.params import ScanParams, c_trunc, gap_rise, query_tables, row_scheme, score_bound
 
 #: Register-array heights the kernels are instantiated for (a query uses the smallest that fits).
 ROW_BUCKETS = (8, 16, 24, 32, 40, 48, 56, 64)
@@ -86,6 +86,21 @@ def bucket_for(length: int) -> int:
         if length <= b:
             return b
     return 0
+
+
+def check_int32_scores(query_length: int, ref_length: int, params: ScanParams) -> None:
+    """Refuse parameters whose scores could leave the kernels' int32 cells (the CPU engine widens
+    its lanes instead): a bound from the best row score, the query length and the gap rise."""
+    z = float(params.scale)
+    best_row = max(5, c_trunc(5 * z), c_trunc(-3 * z), c_trunc(-z), c_trunc(z))
+    rise = gap_rise(params)
+    high = score_bound(query_length * best_row, rise, ref_length) + max(best_row, rise)
+    low = 2 * min(params.gap_open, params.gap_extend, c_trunc(z * params.gap_open), c_trunc(z * params.gap_extend),
+                  -3 * max(1, c_trunc(abs(z))) - 1)
+    limit = 2**31 - 3
+    if high >= limit or low <= -limit:
+        raise UsageError(f"with these scoring parameters scores could reach {max(high, -low):,}, beyond the GPU "
+                         f"engine's 32-bit cells (limit {limit:,}); use --device cpu, which widens them")
 
 
 def small_unique(ids: np.ndarray, bound: int | None = None) -> np.ndarray:
@@ -817,6 +832,7 @@ class GpuEngine:
         if longest > MAX_GPU_REFERENCE:
             raise InputError(f"a reference of {longest:,} nt is longer than the GPU engine's limit of "
                              f"{MAX_GPU_REFERENCE:,} nt (split it into pieces)")
+        check_int32_scores(int(qlen.max()), longest, params)
         trivial = (qlen == 0) | (rlen == 0)
         out.assigned[trivial] = True
         buckets = np.searchsorted(np.array(ROW_BUCKETS), q_lengths)  # smallest bucket that fits

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,13 +43,38 @@ class ScanParams:
         if self.energy_model not in ("miranda", "vienna2004"):
             raise UsageError(f"unknown energy model '{self.energy_model}' (miranda or vienna2004)")
 
-    def with_(self, **changes) -> "ScanParams":
-        return replace(self, **changes)
-
 
 def c_trunc(x: float) -> int:
     """C's conversion of a double to int: truncation toward zero."""
     return int(math.trunc(x))
+
+
+def gap_rise(params: ScanParams) -> int:
+    """The most one gap step can add to a score: 0, unless a negative ``scale`` turns the seed
+    rows' gap penalties (``trunc(scale * gap)``) into bonuses, which miRanda applies as computed:
+    a gap in the query then gains that much per reference letter, so scores grow with the
+    reference's length."""
+    seed = (c_trunc(params.scale * float(params.gap_open)), c_trunc(params.scale * float(params.gap_extend)))
+    return max(0, params.gap_open, params.gap_extend, *seed)
+
+
+def score_bound(top: int, rise: int, ref_length: int) -> int:
+    """The largest value any DP cell can hold for a query whose rows' best positive scores sum to
+    ``top``, against a reference of ``ref_length`` letters: a path enters each row once (adding at
+    most that row's best score) and takes at most one gap step per reference letter."""
+    return int(top) + int(rise) * int(ref_length)
+
+
+def exact_int_type(high: int, low: int) -> type:
+    """The narrowest of int16, int32 and int64 that holds every value in [low, high] with room
+    for the DP's sums; raises :class:`UsageError` when not even int64 does (no score may wrap
+    or saturate)."""
+    for dtype in (np.int16, np.int32, np.int64):
+        limit = int(np.iinfo(dtype).max) - 2
+        if high < limit and low > -limit:
+            return dtype
+    raise UsageError(f"these scoring parameters allow scores up to {high:,}, beyond the 64-bit range "
+                     f"of gamut's engines; use a smaller -scale or gap penalties, or shorter references")
 
 
 @dataclass(frozen=True)

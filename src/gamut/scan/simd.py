@@ -38,7 +38,7 @@ from numba.extending import overload
 
 from gamut.scan.alignments import OP_MATCH, OP_QGAP, OP_RGAP, ChunkAlignments
 from gamut.scan.cpu import grow_array, order_and_suppress
-from gamut.scan.params import ScanParams, row_scheme
+from gamut.scan.params import ScanParams, exact_int_type, gap_rise, row_scheme, score_bound
 
 #: Pairs aligned side by side (one SIMD lane each). With 16-bit lanes a row of a block is two
 #: 256-bit vectors; the block's state and profile stay in the L1 cache for miRNA-sized queries.
@@ -541,6 +541,7 @@ class QueryArrays:
     top: np.ndarray  # sum of the rows' best positive scores
     high: np.ndarray  # largest score
     low: np.ndarray  # smallest score or gap cost, at most -1
+    rise: int = 0  # the most a gap step adds (see gap_rise)
     cast: dict = field(default_factory=dict)
 
     @classmethod
@@ -574,23 +575,23 @@ class QueryArrays:
         high = np.maximum.reduceat(prof.max(axis=1), starts) if rows else np.zeros(0, np.int64)
         lows = np.minimum(np.minimum(prof.min(axis=1), go), ge)
         low = np.minimum(np.minimum.reduceat(lows, starts), -1) if rows else np.zeros(0, np.int64)
-        return cls(qlen, qrow, prof, go, ge, seed, top, high, low)
+        return cls(qlen, qrow, prof, go, ge, seed, top, high, low, gap_rise(params))
 
-    def lane_dtype(self, used: np.ndarray) -> type:
-        """The narrowest lane type in which the score-only pass is exact for queries ``used``.
+    def bound(self, used: np.ndarray, ref_length: int) -> int:
+        """The largest value a cell can hold for queries ``used`` against references of at most
+        ``ref_length`` letters (:func:`~gamut.scan.params.score_bound`)."""
+        return score_bound(int(self.top[used].max()), self.rise, ref_length)
 
-        Cells hold D in [0, top] and A, B, C in [low, top] (top: sum of the rows' best positive
-        scores, low: the most negative gap cost or -1, see :func:`gamut.scan.cpu.dp_tables`);
-        the pass also forms D + score and C + extend: top + high and 2 * low must fit.
+    def lane_dtype(self, used: np.ndarray, ref_length: int = 0) -> type:
+        """The narrowest lane type in which the score-only pass is exact for queries ``used``
+        against references of at most ``ref_length`` letters.
+
+        Cells hold D in [0, bound] and A, B, C in [low, bound] (bound: :meth:`bound`, low: the most
+        negative score or gap cost, or -1); the pass also forms D + score, A + open and
+        C + extend, so bound + max(high, rise) and 2 * low must fit.
         """
-        top = int(self.top[used].max())
-        high = int(self.high[used].max())
-        low = int(self.low[used].min())
-        for dtype in (np.int16, np.int32):
-            limit = np.iinfo(dtype).max - 2
-            if top + high < limit and 2 * low > -limit:
-                return dtype
-        return np.int64
+        high = max(int(self.high[used].max()), self.rise)
+        return exact_int_type(self.bound(used, ref_length) + high, 2 * int(self.low[used].min()))
 
     def tables(self, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(prof, go, ge) in the lane type (cached)."""
@@ -636,11 +637,12 @@ class SimdEngine:
         pair_query = np.ascontiguousarray(pairs[:, 0])
         used = np.zeros(qa.qlen.shape[0], bool)
         used[pair_query] = True
-        dtype = qa.lane_dtype(used)
+        longest = int(np.diff(r_off)[pairs[:, 1]].max())
+        dtype = qa.lane_dtype(used, longest)
         qprof, qgo, qge = qa.tables(dtype)
         threshold = int(params.score_threshold)
         lane_threshold = dtype(min(max(threshold, 0), int(np.iinfo(dtype).max) - 2))
-        pad_score = -int(qa.top[used].max()) - 1  # D + pad_score < 0: A stays 0 past a lane's end
+        pad_score = -qa.bound(used, longest) - 1  # D + pad_score < 0: A stays 0 past a lane's end
 
         pair_ref = np.ascontiguousarray(pairs[:, 1])
         block_ref, block_lanes, block_lm, block_new = make_blocks(pair_ref, np.diff(r_off), qa.qlen, pair_query)
