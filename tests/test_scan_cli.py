@@ -165,16 +165,16 @@ def test_energy_models_through_the_scan(files):
 
 
 def test_first_run_notice_once_per_installation(files, tmp_path, capsys, monkeypatch):
-    """On a terminal, the first successful command says it compiles; later ones say nothing, and a
-    failed command does not count as the first run."""
-    monkeypatch.setenv("GAMUT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    """The first successful command says it compiles; later ones say nothing, and a failed
+    command does not count as the first run."""
+    monkeypatch.setattr("gamut.cache.compiled_marker_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr("gamut.cache.NOTICE_DELAY", 0)  # show it even for commands that end at once
     query, reference = files
     assert main(["miranda", str(query), str(tmp_path / "missing.fa")]) != 0
     assert "first run" in capsys.readouterr().err
-    assert not list((tmp_path / "cache").glob("compiled-*"))
+    assert not list((tmp_path / "cache").glob("gamut-compiled-*"))
     assert main(["scan", str(query), str(reference), "-o", str(tmp_path / "hits.tsv")]) == 0
     assert "first run" in capsys.readouterr().err
-    assert len(list((tmp_path / "cache").glob("compiled-*"))) == 1
+    assert len(list((tmp_path / "cache").glob("gamut-compiled-*"))) == 1
     assert main(["miranda", str(query), str(reference), "-out", str(tmp_path / "hits.txt")]) == 0
     assert "first run" not in capsys.readouterr().err

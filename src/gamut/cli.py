@@ -10,7 +10,7 @@ import atexit
 import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 from gamut.errors import GamutError
 
@@ -89,7 +89,8 @@ def run() -> NoReturn:
             pass
         except (OSError, ValueError) as exc:
             if stream is sys.stdout:
-                print(f"gamut: error: writing to {name} failed: {exc}", file=sys.stderr)
+                print(f"gamut: error: writing {name} failed: {getattr(exc, 'strerror', None) or exc}",
+                      file=sys.stderr)
                 code = code or 1
     finish = getattr(atexit, "_run_exitfuncs", None)
     if finish is None or sys.getprofile() is not None or sys.gettrace() is not None:
@@ -116,18 +117,51 @@ def _dispatch(argv: list[str]) -> int:
     except KeyboardInterrupt:  # outside end_promptly_on_signals (main() called from a thread)
         print("gamut: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader of standard output has gone (e.g. `| head`): not an error
         return 0
+    except OSError as exc:  # the readers turn theirs into InputError: this is an output failing
+        print(f"gamut: error: writing {_output_name(exc)} failed: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"gamut: error: out of memory in {_command(argv)}: {_MEMORY_HINTS.get(_command(argv), _MEMORY_HINT)}",
+              file=sys.stderr)
+        return 1
 
 
-def _first_run(command) -> int:
-    """Run ``command()``; on an installation's first run, say that it compiles (see gamut.cache)."""
-    from gamut.cache import first_run_notice, mark_compiled
+_MEMORY_HINT = "try a smaller input (fewer or shorter records per run)"
+_MEMORY_HINTS = {
+    "gamut scan": "try a smaller --partition-cells, or fewer queries or references per run",
+    "gamut miranda": "try a smaller --partition-cells, or fewer queries or references per run",
+    "gamut fold": "try fewer or shorter sequences per run, or --no-structure",
+    "gamut splice": "try fewer targets per run, or shorter bases and targets",
+}
 
-    marker = first_run_notice()
-    code = command()
-    if code == 0:
-        mark_compiled(marker)
+
+def _command(argv: list[str]) -> str:
+    return f"gamut {argv[0]}" if argv and not argv[0].startswith("-") else "gamut"
+
+
+def _output_name(exc: OSError) -> str:
+    """The output a failed write was for: the file named on the error (``gamut.io.atomic`` names
+    its target), else standard output, written without a name."""
+    name = exc.filename
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return str(name) if name else "standard output"
+
+
+def _first_run(command: Callable[[], int]) -> int:
+    """Run ``command()``; on an environment's first run, say that it compiles and, once it has
+    succeeded, how long it took (see gamut.cache.FirstRunNotice)."""
+    from gamut.cache import FirstRunNotice
+
+    notice = FirstRunNotice.start()
+    code = 1
+    try:
+        code = command()
+    finally:
+        if notice is not None:
+            notice.finish(code == 0)
     return code
 
 

@@ -6,15 +6,28 @@ installed is a one-line :class:`~gamut.errors.UsageError` naming ``pip install '
 """
 from __future__ import annotations
 
+import ast
+import contextlib
 import os
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from gamut.errors import UsageError
+from gamut.errors import GamutError, UsageError
 
 DASK_HINT = "pip install 'gamut[dask]'"
 #: Seconds to wait for the first worker of a cluster given by address.
 WORKER_WAIT_S = 300
+
+
+class ClusterError(GamutError):
+    """The cluster could not finish the work (workers or scheduler gone, a task that killed its
+    workers); ``reason`` says what happened, without advice, for callers to add their own."""
+
+    def __init__(self, reason: str, advice: str = "check the workers' logs and run again") -> None:
+        super().__init__(f"the Dask cluster failed: {reason}; {advice}")
+        self.reason = reason
 
 
 def require_dask():
@@ -115,11 +128,17 @@ def _local(n: int | None, device: str, gpus, analysis: str) -> Connection:
     """Start a local cluster of worker processes (one thread each) and connect to it."""
     import logging
 
+    import dask
     from distributed import Client, Nanny, Scheduler, SpecCluster
     from distributed.system import MEMORY_LIMIT
 
     from gamut.cuda import available_gpus, parse_gpus, resolve_device
 
+    spec = "local" if n is None else f"local:{n}"
+    method = dask.config.get("distributed.worker.multiprocessing-method", "spawn")
+    unguarded = unguarded_main_call() if method != "fork" else None
+    if unguarded is not None:  # the workers would fail to start, after pages of their tracebacks
+        raise UsageError(_guard_message(spec, *unguarded))
     cuda = resolve_device(device, analysis) == "cuda"
     gpu_ids = (parse_gpus(gpus) if gpus is not None else list(available_gpus())) if cuda else []
     specs = local_worker_specs(n, cuda, gpu_ids)
@@ -129,15 +148,70 @@ def _local(n: int | None, device: str, gpus, analysis: str) -> Connection:
                for name, opts in specs.items()}
     scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "port": 0, "dashboard": False,
                                                   "dashboard_address": "127.0.0.1:0"}}
-    cluster = SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR, name="gamut")
-    client = Client(cluster)
-    conn = Connection(client, f"local cluster of {len(specs)} workers", [cluster.close, client.close])
+    conn = None
     try:
+        cluster = SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR, name="gamut")
+        client = Client(cluster)
+        conn = Connection(client, f"local cluster of {len(specs)} workers", [cluster.close, client.close])
         client.wait_for_workers(len(specs), timeout=120)
-    except Exception:
-        conn.close()
-        raise
+    except Exception as exc:
+        if conn is not None:
+            conn.close()
+        unguarded = unguarded_main_call()
+        if unguarded is not None and method != "fork":
+            raise UsageError(_guard_message(spec, *unguarded)) from None
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise GamutError(f"could not start the local Dask cluster ({spec}): {type(exc).__name__}: {first}") from None
     return conn
+
+
+def _guard_message(spec: str, script: str, line: int) -> str:
+    return (f"{script}, line {line}, starts a local Dask cluster ({spec}) outside an "
+            "'if __name__ == \"__main__\":' block; its worker processes re-run the script when they start, "
+            "so put the code that runs the scan under that guard, as in "
+            "'if __name__ == \"__main__\": main()'")
+
+
+def unguarded_main_call() -> tuple[str, int] | None:
+    """``(script, line)`` when this call comes from the top level of the main script, outside an
+    ``if __name__ == "__main__":`` block; else None.
+
+    Dask starts local workers with multiprocessing's spawn method, which re-runs the main script
+    (as ``__mp_main__``) in each worker: without the guard, the worker starts a cluster of its
+    own while bootstrapping, and fails. Scripts run as ``package/__main__.py``, ``-c`` code and
+    notebooks are not re-run, as in :mod:`multiprocessing.spawn`.
+    """
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if main is None or not script or (name and (name == "__main__" or name.endswith(".__main__"))):
+        return None
+    if Path(script).stem == "ipython":
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
+            break
+        frame = frame.f_back
+    if frame is None:  # called later, e.g. from an interactive prompt after the script ran
+        return None
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(frame.f_code.co_filename).read_text(), frame.f_code.co_filename)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    guarded = [(node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
+               for node in ast.walk(tree) if isinstance(node, ast.If) and _is_main_test(node.test) and node.body]
+    return None if any(first <= line <= last for first, last in guarded) else (script, line)
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
 
 
 def default_threads(conn: Connection, cluster: Any, threads: int | None) -> int | None:
@@ -157,6 +231,7 @@ def run_in_order(
     window: int | None = None,
     held: Callable[[], int] = lambda: 0,
     key_prefix: str = "gamut",
+    label: str = "task",
 ) -> Iterator[tuple[int, Any]]:
     """Run ``fn(shared, *args)`` for each ``(key, args)`` of ``tasks`` on the cluster; yield
     ``(key, result)`` as tasks finish (in any order).
@@ -164,16 +239,17 @@ def run_in_order(
     ``shared`` (e.g. the sequences) is sent to every worker once. Tasks in flight plus results
     the caller still holds out of order (``held()``) stay within ``window`` (default: 4 per
     worker), which bounds memory. A task whose worker dies is recomputed elsewhere by Dask; one
-    that raises is retried ``retries`` times before its error is raised here.
+    that raises is retried ``retries`` times before its error is raised here. When the cluster
+    itself fails (tasks cancelled because the scheduler or the workers are gone, a task that
+    killed every worker that ran it) a :class:`ClusterError` is raised, naming the task as
+    ``{label} {key}``.
     """
     from distributed import as_completed
 
     client = conn.client
-    [shared_future] = client.scatter([shared], broadcast=True, hash=False)
-    limit = max(1, window or 4 * conn.n_workers)
-    todo = iter(tasks)
     inflight: dict[str, tuple[int, Any]] = {}
-    done = as_completed()
+    shared_future = None
+    current: list[Any] = [None]  # the key of the task whose result is being fetched
 
     def refill() -> None:
         while len(inflight) + held() < limit or not inflight:
@@ -186,14 +262,68 @@ def run_in_order(
             done.add(future)
 
     try:
-        refill()
-        for future in done:
-            key, _ = inflight.pop(future.key)
-            result = future.result()
-            future.release()
-            yield key, result
+        with cluster_failures(label, current):
+            [shared_future] = client.scatter([shared], broadcast=True, hash=False)
+            limit = max(1, window or 4 * conn.n_workers)
+            todo = iter(tasks)
+            done = as_completed()
             refill()
+        while True:
+            with cluster_failures(label, current):
+                future = next(done, None)
+                if future is None:
+                    return
+                key, _ = inflight.pop(future.key)
+                current[0] = key
+                result = future.result()
+                current[0] = None
+                future.release()
+            yield key, result
+            with cluster_failures(label, current):
+                refill()
     finally:
-        for _, future in inflight.values():
-            future.cancel()
-        shared_future.release()
+        with contextlib.suppress(Exception):  # the cluster may be gone already
+            for _, future in inflight.values():
+                future.cancel()
+            if shared_future is not None:
+                shared_future.release()
+
+
+def run_one(conn: Connection, fn: Callable, *args: Any, label: str = "a task") -> Any:
+    """``fn(*args)`` on one worker of the cluster, with :func:`run_in_order`'s errors."""
+    with cluster_failures(label, [None]):
+        return conn.client.submit(fn, *args, pure=False).result()
+
+
+@contextlib.contextmanager
+def cluster_failures(label: str, current: list[Any]) -> Iterator[None]:
+    """Turn Dask's errors for a failed cluster into one-line :class:`ClusterError` s
+    (``current[0]``: the key of the task being waited for, if any)."""
+    try:
+        yield
+    except ClusterError:
+        raise
+    except Exception as exc:
+        reason = _failure_reason(exc, label if current[0] is None else f"{label} {current[0]}")
+        if reason is None:
+            raise
+        raise ClusterError(reason) from None
+
+
+def _failure_reason(exc: Exception, task: str) -> str | None:
+    """What a Dask exception says about the cluster, or None for an error of the task itself."""
+    from concurrent.futures import CancelledError
+
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(exc, KilledWorker):
+        return (f"{task} killed every worker that ran it ({exc.allowed_failures + 1} workers died; "
+                "out of memory, or a crash in compiled code)")
+    if isinstance(exc, CancelledError):
+        why = getattr(exc, "reason", None)
+        why = f"reason: {why}" if why and why != "unknown" else "the scheduler or every worker is gone"
+        return f"{task} was cancelled ({why})"
+    if isinstance(exc, CommClosedError):
+        return "the connection to the Dask scheduler was lost"
+    return None

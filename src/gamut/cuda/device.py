@@ -72,6 +72,25 @@ def resolve_device(device: str = "auto", analysis: str | None = None) -> str:
     return "cpu"
 
 
+def check_gpus_used(spec: str | Sequence[int] | None, device: str, analysis: str, cluster: object = None) -> None:
+    """Refuse ``--gpus`` when no GPU engine will run here, where it would be silently ignored.
+
+    A remote cluster (a scheduler address) is left alone: its workers choose their own devices.
+    ``--device cuda`` without a GPU raises :class:`DeviceError` from :func:`resolve_device`.
+    """
+    if spec is None or (cluster is not None and not str(cluster).startswith("local")):
+        return
+    if device == "cpu":
+        raise UsageError(f"--gpus {_shown(spec)} needs a GPU engine, but --device cpu was given")
+    if resolve_device(device, analysis) != "cuda":
+        raise UsageError(f"--gpus {_shown(spec)} needs a GPU engine, but no CUDA GPU is usable here "
+                         "(the CPU engine would run); drop --gpus or install CuPy")
+
+
+def _shown(spec: str | Sequence[int]) -> str:
+    return spec if isinstance(spec, str) else ",".join(str(g) for g in spec)
+
+
 def parse_gpus(spec: str | Sequence[int] | None) -> list[int]:
     """Parse ``--gpus``: ``None``/``"0"`` style lists, ``"0,1,3"`` or ``"all"``; checks they exist."""
     gpus = available_gpus()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Union
@@ -22,6 +23,8 @@ CPU_TILE = 64
 #: Engines reported for sequences folded by the batch engines (one block / one core per sequence).
 BATCH_ENGINES = {"gpu": "gpu-batch", "blocked": "cpu-batch"}
 BATCH_CHUNK = 4096  # sequences per batch in fold_many and the CLI
+#: Length from which a CPU fold shows a progress bar by default (on a terminal): several seconds of work.
+PROGRESS_MIN_LENGTH = 8000
 
 Records = Iterable[Union[str, tuple[str, str]]]
 
@@ -116,6 +119,7 @@ def fold(
     traceback: bool = True,
     corner: int = 0,
     name: str = "sequence",
+    progress: bool | None = None,
 ) -> FoldResult | list[FoldResult]:
     """Fold one RNA ``sequence`` by maximising base pairs (AU, GC, GU) with Nussinov's recurrence.
 
@@ -125,6 +129,8 @@ def fold(
     ``gpu``, ``blocked`` (tiled, multicore; the CPU default), ``multicore`` (OMP2), ``cpu2`` or
     ``cpu1``. ``traceback=False`` skips the structure; ``corner=k`` keeps the top-right ``k x k``
     block of the score matrix in ``result.corner``. T is read as U; IUPAC codes such as N never pair.
+    ``progress`` shows a bar on stderr while the blocked CPU engine fills (default: for sequences of
+    :data:`PROGRESS_MIN_LENGTH` nt or more when stderr is a terminal; a long fold takes minutes).
 
     A list (or other iterable) of sequences or ``(name, sequence)`` pairs returns a list of
     results in the same order: sequences up to :data:`gamut.fold.batch.BATCH_MAX_LENGTH` nt are
@@ -137,7 +143,7 @@ def fold(
     if not isinstance(sequence, str):
         if isinstance(sequence, (bytes, bytearray)) or not hasattr(sequence, "__iter__"):
             raise UsageError(f"sequence must be a string or an iterable of them, got {type(sequence).__name__}")
-        return _fold_list(sequence, min_loop, device, engine, traceback, corner)
+        return _fold_list(sequence, min_loop, device, engine, traceback, corner, progress)
     codes = encode(sequence, where=name)
     n = int(codes.shape[0])
     engine = choose_engine(engine, device)
@@ -145,7 +151,8 @@ def fold(
     if engine == "gpu":
         pairs, partner, block = _fold_gpu(codes, min_loop, traceback, corner)
     else:
-        pairs, partner, block = _fold_cpu(codes, min_loop, engine, traceback, corner)
+        show = (sys.stderr.isatty() and n >= PROGRESS_MIN_LENGTH) if progress is None else bool(progress)
+        pairs, partner, block = _fold_cpu(codes, min_loop, engine, traceback, corner, show)
     return FoldResult(
         sequence=sequence,
         pairs=pairs,
@@ -183,8 +190,8 @@ def _named(items: Records) -> list[tuple[str, str]]:
     return records
 
 
-def _fold_list(items: Records, min_loop: int, device: str, engine: str, traceback: bool, corner: int
-               ) -> list[FoldResult]:
+def _fold_list(items: Records, min_loop: int, device: str, engine: str, traceback: bool, corner: int,
+               progress: bool | None = None) -> list[FoldResult]:
     """Fold many sequences: the short ones with a batch engine, the rest one by one."""
     from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, encode_many, fold_batch_cpu, starts_of
 
@@ -223,7 +230,7 @@ def _fold_list(items: Records, min_loop: int, device: str, engine: str, tracebac
         if result is None:
             name, sequence = records[x]
             results[x] = fold(sequence, min_loop, device, engine=engine, traceback=traceback, corner=corner,
-                              name=name)
+                              name=name, progress=progress)
     return results  # type: ignore[return-value]
 
 
@@ -243,16 +250,19 @@ def _corner_tiled(tiles: np.ndarray, n: int, k: int) -> np.ndarray:
     return block
 
 
-def _fold_cpu(codes: np.ndarray, min_loop: int, engine: str, traceback: bool, corner: int):
+def _fold_cpu(codes: np.ndarray, min_loop: int, engine: str, traceback: bool, corner: int, progress: bool = False):
     from gamut.fold.cpu import fill_matrix, matrix_dtype
-    from gamut.fold.tiled import fill_tiled, tile_count
+    from gamut.fold.tiled import diagonal_work, fill_tiled, tile_count
+    from gamut.progress import progress_bar
 
     n = int(codes.shape[0])
     k = min(corner, n)
     itemsize = np.dtype(matrix_dtype(n)).itemsize
     if engine == "blocked":
         _check_host_memory(tile_count(n, CPU_TILE)[1] * CPU_TILE * CPU_TILE * itemsize, f"folding {n:,} nt")
-        tiles = fill_tiled(codes, min_loop, CPU_TILE)
+        with progress_bar(f"fold [{engine}] {n:,} nt", int(diagonal_work(n, CPU_TILE).sum()), progress,
+                          unit="ops") as advance:
+            tiles = fill_tiled(codes, min_loop, CPU_TILE, advance=advance if progress else None)
         nb = (n + CPU_TILE) // CPU_TILE
         from gamut.fold.tiled import tiled_value
 

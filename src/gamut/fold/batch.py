@@ -18,7 +18,7 @@ from gamut.fold.sequence import encode
 from gamut.fold.traceback import DENSE, _traceback, greedy_pairs
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _fold_cpu_batch(codes, starts, lengths, min_loop, traceback, scores, partners):
     for s in prange(starts.shape[0]):
         a, n = starts[s], lengths[s]
@@ -33,7 +33,7 @@ def _fold_cpu_batch(codes, starts, lengths, min_loop, traceback, scores, partner
             partners[a:a + n] = _traceback(DENSE, M, np.zeros((1, 1, 1), np.int16), 1, seq, min_loop)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _greedy_batch(codes, starts, lengths, min_loop, out):
     for s in prange(starts.shape[0]):
         out[s] = greedy_pairs(codes[starts[s]:starts[s] + lengths[s]], min_loop)

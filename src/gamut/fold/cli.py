@@ -9,10 +9,15 @@ import sys
 
 from gamut.errors import InputError, UsageError
 from gamut.fold.api import DEFAULT_MIN_LOOP, ENGINES, FoldResult, fold, fold_many
+from gamut.fold.plot import arc_diagram, check_plot_path
 from gamut.io import atomic_output, read_fasta
+from gamut.io.outputs import check_outputs, format_for_output
+from gamut.io.threads import numba_threads, parse_threads
 from gamut.progress import progress_bar
 
 FORMATS = ("dot-bracket", "tsv", "jsonl")
+#: The format an output file's suffix names when --format is not given.
+FORMAT_BY_SUFFIX = {".tsv": "tsv", ".jsonl": "jsonl"}
 
 
 def register(subparsers) -> None:
@@ -32,33 +37,51 @@ def register(subparsers) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="cuda runs the GPU engine; auto uses it when a CUDA GPU and CuPy are present, "
                    "else the CPU (default auto)")
-    p.add_argument("-o", "--output", default="-", help="output file (default: standard output); written atomically")
-    p.add_argument("--format", choices=FORMATS, default="dot-bracket",
-                   help="dot-bracket (FASTA-like: header, sequence, structure), tsv or jsonl (default dot-bracket)")
+    p.add_argument("-o", "--output", default="-",
+                   help="output file (default: standard output); written atomically, never onto the input")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="dot-bracket (FASTA-like: header, sequence, structure), tsv or jsonl (default: the "
+                   "output's suffix, .tsv or .jsonl; else dot-bracket)")
     p.add_argument("--no-structure", action="store_true", help="report the score only (skip the traceback)")
     p.add_argument("--corner", type=int, default=0, metavar="K",
                    help="also report the top-right K x K block of the score matrix (for inspection)")
     p.add_argument("--plot", metavar="FILE",
                    help="arc diagram (.png, .svg or .pdf); with several records, one file per record named FILE "
-                   "with the record name before the suffix")
+                   "with the record name before the suffix (names that give the same file get _2, _3, ...)")
+    p.add_argument("--threads", default=None, metavar="N",
+                   help="CPU threads of the CPU engines, at least 1 (default: all cores)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: on for several records in a terminal)")
+                   help="progress bar on stderr (default: on in a terminal for several records, or for one "
+                   "sequence long enough to take seconds on the CPU)")
     p.set_defaults(func=run)
 
 
 def _records(source: str) -> list[tuple[str, str]]:
     """FASTA records of the file ``source``, or ``source`` itself when it is no file and looks like a sequence."""
     if os.path.exists(source) or "." in source or os.sep in source or not source:
-        return [(rec.name, rec.sequence) for rec in read_fasta(source)]
+        # unique: results (and plot files) are known by the record name
+        return [(rec.name, rec.sequence) for rec in read_fasta(source, unique=True)]
     return [("sequence", source)]
 
 
-def _plot_path(template: str, name: str, many: bool) -> str:
-    if not many:
-        return template
+def _plot_paths(template: str, names: list[str]) -> list[str]:
+    """One plot file per record: ``template`` alone for one record, else the record name (made safe
+    for a file name) before the suffix. Names that become the same file name get ``_2``, ``_3``, ...
+    in input order, so that no plot overwrites another."""
+    if len(names) == 1:
+        return [template]
     stem, suffix = os.path.splitext(template)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-    return f"{stem}.{safe}{suffix}"
+    used: set[str] = set()
+    paths = []
+    for name in names:
+        safe = candidate = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+        number = 1
+        while candidate in used:
+            number += 1
+            candidate = f"{safe}_{number}"
+        used.add(candidate)
+        paths.append(f"{stem}.{candidate}{suffix}")
+    return paths
 
 
 def format_result(result: FoldResult, fmt: str) -> str:
@@ -88,34 +111,39 @@ def format_result(result: FoldResult, fmt: str) -> str:
 def _fold_records(records: list[tuple[str, str]], args: argparse.Namespace):
     """Results in input order: one record alone, several in batches (short ones on a batch engine)."""
     options = dict(engine=args.engine, traceback=not args.no_structure, corner=args.corner)
-    if len(records) == 1:
+    if len(records) == 1:  # its own bar: the fill's progress (long sequences in a terminal by default)
         name, sequence = records[0]
-        yield fold(sequence, args.min_loop, args.device, name=name, **options)
-    else:
-        yield from fold_many(records, args.min_loop, args.device, **options)
+        yield fold(sequence, args.min_loop, args.device, name=name, progress=args.progress, **options)
+    else:  # one bar over the records (rich shows one bar at a time)
+        yield from fold_many(records, args.min_loop, args.device, progress=False, **options)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
+    args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, "dot-bracket")
     if args.corner < 0:
         raise UsageError("--corner must be >= 0")
     if args.corner and args.format == "tsv":
         raise UsageError("--corner is shown in the dot-bracket and jsonl formats, not tsv")
     if args.plot and args.no_structure:
         raise UsageError("--plot needs the structure: drop --no-structure")
+    threads = parse_threads(args.threads)
+    if args.plot:
+        check_plot_path(args.plot)
     records = _records(args.input)
-    show = args.progress if args.progress is not None else (len(records) > 1 and sys.stderr.isatty())
+    plots = _plot_paths(args.plot, [name for name, _ in records]) if args.plot else []
+    show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())
     with atomic_output(args.output, "w") as out:
         if args.format == "tsv":
             out.write("name\tlength\tpairs\tmin_loop\tengine\tstructure\n")
         with progress_bar("folding records", len(records), show) as advance:
             try:
-                for result in _fold_records(records, args):
-                    out.write(format_result(result, args.format))
-                    if args.plot:
-                        from gamut.fold.plot import arc_diagram
-
-                        arc_diagram(result, _plot_path(args.plot, result.name, len(records) > 1))
-                    advance(1)
+                with numba_threads(threads):
+                    for index, result in enumerate(_fold_records(records, args)):
+                        out.write(format_result(result, args.format))
+                        if plots:
+                            arc_diagram(result, plots[index])
+                        advance(1)
             except InputError as exc:
                 if len(records) == 1 and records[0][0] == "sequence":
                     raise

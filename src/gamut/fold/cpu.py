@@ -29,12 +29,12 @@ def matrix_dtype(n: int) -> type:
     return np.int16 if n < INT16_LIMIT else np.int32
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _bond(a, b) -> int:
     return (BOND_MASK >> (5 * np.int64(a) + np.int64(b))) & 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_cpu1(codes, min_loop, M):
     """CPU1: the naive diagonal-by-diagonal fill of the upper triangle of ``M`` (zeroed, n x n)."""
     n = codes.shape[0]
@@ -51,7 +51,7 @@ def fill_cpu1(codes, min_loop, M):
             M[row, col] = best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _max_split(a, b, lo, hi, best):
     """``max(best, max_{lo <= k < hi} a[k] + b[k+1])`` in the arrays' own type (vectorises)."""
     for k in range(lo, hi):
@@ -59,7 +59,7 @@ def _max_split(a, b, lo, hi, best):
     return best
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _cell_cpu2(codes, min_loop, M, row, col):
     diag = col - row
     best = M.dtype.type(0)
@@ -71,7 +71,7 @@ def _cell_cpu2(codes, min_loop, M, row, col):
     M[col, row] = best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fill_cpu2(codes, min_loop, M):
     """CPU2: like CPU1 but reading ``C(k+1, j)`` from the transposed copy ``M[j, k+1]``."""
     n = codes.shape[0]
@@ -80,7 +80,7 @@ def fill_cpu2(codes, min_loop, M):
             _cell_cpu2(codes, min_loop, M, row, row + diag)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def fill_multicore(codes, min_loop, M, band=32, chunks=2):
     """OMP2: CPU2 with the cells of each diagonal spread over ``chunks`` threads.
 

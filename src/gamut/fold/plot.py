@@ -11,6 +11,15 @@ from gamut.io import atomic_output
 FORMATS = (".png", ".svg", ".pdf")
 
 
+def check_plot_path(path: str | os.PathLike) -> str:
+    """The plot file's suffix (its format), or a :class:`UsageError` before any work for one
+    matplotlib cannot write here."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix not in FORMATS:
+        raise UsageError(f"plot file '{os.fspath(path)}' must end in {', '.join(FORMATS)}")
+    return suffix
+
+
 def arc_diagram(result, path: str | os.PathLike, *, title: str | None = None, width: float = 12.0) -> None:
     """Draw each pair of ``result`` (a :class:`~gamut.fold.api.FoldResult`) as an arc over the sequence axis.
 
@@ -19,9 +28,7 @@ def arc_diagram(result, path: str | os.PathLike, *, title: str | None = None, wi
     from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
 
-    suffix = os.path.splitext(os.fspath(path))[1].lower()
-    if suffix not in FORMATS:
-        raise UsageError(f"plot file '{path}' must end in {', '.join(FORMATS)}")
+    suffix = check_plot_path(path)
     pairs = np.array(result.pair_list(), dtype=float).reshape(-1, 2)
     n = len(result.sequence)
     fig = Figure(figsize=(width, width / 3), dpi=150)

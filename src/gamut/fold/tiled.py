@@ -15,6 +15,9 @@ tiles; the rest (splits inside tiles ``I`` and ``J``, and the pair term) is fini
 """
 from __future__ import annotations
 
+import time
+from typing import Callable
+
 import numpy as np
 from numba import njit, prange
 
@@ -27,14 +30,14 @@ def tile_count(n: int, tile: int) -> tuple[int, int]:
     return nb, nb * (nb + 1) // 2
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def tile_index(I, J, nb):
     """Position of tile ``(I, J)``, ``I <= J``, in diagonal-major order."""
     d = np.int64(J - I)
     return d * nb - d * (d - 1) // 2 + I
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def tiled_value(tiles, nb, i, j):
     """``D(i, j)`` from the tiled triangle (0 for an empty or reversed interval)."""
     if j <= i:
@@ -43,7 +46,7 @@ def tiled_value(tiles, nb, i, j):
     return tiles[tile_index(i // T, j // T, nb), i % T, j % T]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _pairs(codes, n, min_loop, i, j):
     """True when ``s[i]`` and ``s[j-1]`` may close the interval ``[i, j)``."""
     if j > n or j - i < min_loop + 2:
@@ -51,7 +54,7 @@ def _pairs(codes, n, min_loop, i, j):
     return (BOND_MASK >> (5 * np.int64(codes[i]) + np.int64(codes[j - 1]))) & 1 == 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _maxplus(dst, A, B):
     """``dst[r, c] = max(dst[r, c], max_k A[r, k] + B[k, c])`` (vectorised over ``c``, 4 k at a time)."""
     T = dst.shape[0]
@@ -73,7 +76,7 @@ def _maxplus(dst, A, B):
             k += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _push(row, v, src, start):
     """``row[c] = max(row[c], v + src[c])`` for ``c >= start``."""
     one = row.dtype.type
@@ -81,7 +84,7 @@ def _push(row, v, src, start):
         row[c] = max(row[c], one(v + src[c]))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _diagonal_tile(codes, n, min_loop, S, base):
     """Fill diagonal tile ``S`` (rows and columns from ``base``) row by row from the bottom."""
     T = S.shape[0]
@@ -97,7 +100,7 @@ def _diagonal_tile(codes, n, min_loop, S, base):
                 _push(row, v, S[lj], lj + 1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _finish_tile(codes, n, min_loop, tiles, nb, I, J):
     """Finish tile ``(I, J)``, ``I < J``, whose cells already hold the product over tiles between."""
     T = tiles.shape[1]
@@ -124,7 +127,7 @@ def _finish_tile(codes, n, min_loop, tiles, nb, I, J):
                 _push(row, v, R[lj], lj + 1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _tile(codes, n, min_loop, tiles, nb, I, J):
     T = tiles.shape[1]
     if I == J:
@@ -136,23 +139,71 @@ def _tile(codes, n, min_loop, tiles, nb, I, J):
     _finish_tile(codes, n, min_loop, tiles, nb, I, J)
 
 
-@njit(cache=True, parallel=True)
-def fill_blocked(codes, min_loop, tiles):
-    """Fill the zeroed tiled triangle ``tiles`` (shape ``(nb(nb+1)/2, T, T)``), tiles of a diagonal in parallel."""
+@njit(cache=True, nogil=True, parallel=True)
+def fill_diagonals(codes, min_loop, tiles, first, stop):
+    """Fill tile diagonals ``first .. stop - 1`` of the tiled triangle ``tiles`` (shape
+    ``(nb(nb+1)/2, T, T)``, the earlier diagonals finished), the tiles of a diagonal in parallel."""
     n = codes.shape[0]
     T = tiles.shape[1]
     nb = (n + T) // T
-    for d in range(nb):
+    for d in range(first, stop):
         for I in prange(nb - d):
             _tile(codes, n, min_loop, tiles, nb, I, I + d)
 
 
-def fill_tiled(codes: np.ndarray, min_loop: int, tile: int = 64, dtype=None) -> np.ndarray:
-    """Allocate and fill the tiled triangle on the CPU; ``dtype`` defaults to int16 when it suffices."""
+def fill_blocked(codes: np.ndarray, min_loop: int, tiles: np.ndarray) -> None:
+    """Fill the zeroed tiled triangle ``tiles`` in one call (every tile diagonal)."""
+    nb = (int(codes.shape[0]) + tiles.shape[1]) // tiles.shape[1]
+    fill_diagonals(codes, np.int64(min_loop), tiles, 0, nb)
+
+
+def diagonal_work(n: int, tile: int) -> np.ndarray:
+    """Max-plus operations of each tile diagonal: ``nb - d`` tiles, each ``d - 1`` tile products
+    plus about one product's worth to finish it (a share of the fill's time, for a progress bar)."""
+    nb = (n + tile) // tile
+    d = np.arange(nb, dtype=np.int64)
+    return (nb - d) * (np.maximum(d - 1, 0) + 1) * tile ** 3
+
+
+#: Seconds of work between two progress updates: long enough that a call's overhead is lost in it.
+BAND_SECONDS = 0.1
+
+
+def fill_blocked_in_bands(codes: np.ndarray, min_loop: int, tiles: np.ndarray,
+                          advance: Callable[[int], None]) -> None:
+    """:func:`fill_blocked` a band of tile diagonals at a time (the same cells in the same order,
+    so the same values), calling ``advance(ops)`` after each band with its share of
+    :func:`diagonal_work`. Each band is sized from the last band's speed to take about
+    :data:`BAND_SECONDS`."""
+    work = diagonal_work(int(codes.shape[0]), tiles.shape[1])
+    nb = work.shape[0]
+    min_loop = np.int64(min_loop)
+    first, rate = 0, 0.0
+    while first < nb:
+        stop = first + 1
+        budget = rate * BAND_SECONDS
+        spent = int(work[first])
+        while stop < nb and spent + work[stop] <= budget:
+            spent += int(work[stop])
+            stop += 1
+        start = time.perf_counter()
+        fill_diagonals(codes, min_loop, tiles, first, stop)
+        rate = spent / max(time.perf_counter() - start, 1e-6)
+        advance(spent)
+        first = stop
+
+
+def fill_tiled(codes: np.ndarray, min_loop: int, tile: int = 64, dtype=None,
+               advance: Callable[[int], None] | None = None) -> np.ndarray:
+    """Allocate and fill the tiled triangle on the CPU; ``dtype`` defaults to int16 when it suffices.
+    With ``advance``, fill in bands and report each band's operations (see :func:`diagonal_work`)."""
     from gamut.fold.cpu import matrix_dtype
 
     n = int(codes.shape[0])
     _, count = tile_count(n, tile)
     tiles = np.zeros((count, tile, tile), dtype=dtype or matrix_dtype(n))
-    fill_blocked(codes, np.int64(min_loop), tiles)
+    if advance is None:
+        fill_blocked(codes, min_loop, tiles)
+    else:
+        fill_blocked_in_bands(codes, min_loop, tiles, advance)
     return tiles

@@ -18,7 +18,7 @@ from gamut.fold.tiled import tiled_value
 DENSE, TILED = 0, 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _c(kind, dense, tiles, nb, i, j):
     """``C(i, j)`` for the closed interval (0 when empty)."""
     if j <= i:
@@ -28,7 +28,7 @@ def _c(kind, dense, tiles, nb, i, j):
     return np.int64(tiled_value(tiles, nb, i, j + 1))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _traceback(kind, dense, tiles, nb, codes, min_loop):
     n = codes.shape[0]
     partner = np.full(n, -1, dtype=np.int64)
@@ -79,7 +79,7 @@ def _traceback(kind, dense, tiles, nb, codes, min_loop):
     return partner
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def greedy_pairs(codes, min_loop):
     """Pairs of a quick valid structure (a lower bound on the optimum): each base ``j`` pairs with
     the nearest of the last few open bases that may close a loop with it, as in bracket matching;

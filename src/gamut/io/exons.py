@@ -11,15 +11,17 @@ Strand columns are ignored: exons are taken on the base as given. Every malforme
 """
 from __future__ import annotations
 
-import gzip
+import io
 import os
 from dataclasses import dataclass
 from typing import Iterable
 from urllib.parse import unquote
 
 from gamut.errors import InputError
+from gamut.io.fasta import READ_ERRORS, open_input
 
 FORMATS = ("bed", "gff3", "tsv")
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 _EXTENSIONS = {".bed": "bed", ".gff": "gff3", ".gff3": "gff3", ".tsv": "tsv", ".txt": "tsv", ".tab": "tsv"}
 
 
@@ -34,10 +36,10 @@ class ExonRecord:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``bed``, ``gff3`` or ``tsv`` from the file name (``.gz`` ignored)."""
+    """``bed``, ``gff3`` or ``tsv`` from the file name (a compression suffix such as ``.gz`` ignored)."""
     name = os.fspath(path).lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
+    for suffix in _COMPRESSED:
+        name = name.removesuffix(suffix)
     for ext, fmt in _EXTENSIONS.items():
         if name.endswith(ext):
             return fmt
@@ -45,15 +47,13 @@ def detect_format(path: str | os.PathLike) -> str:
 
 
 def _lines(path: str) -> Iterable[tuple[int, str]]:
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
-                yield number, line.rstrip("\r\n")
-    except (OSError, EOFError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+    with open_input(path) as raw:  # compressed files by content; a directory is an InputError
+        try:
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
+                for number, line in enumerate(handle, 1):
+                    yield number, line.rstrip("\r\n")
+        except READ_ERRORS as exc:
+            raise InputError(f"{path}: cannot read ({exc})") from None
 
 
 def _int(path: str, number: int, text: str, what: str) -> int:

@@ -1,17 +1,79 @@
-"""General FASTA reading (plain or gzip-compressed) for folding and spliced alignment.
+"""General FASTA reading (plain or compressed) for folding and spliced alignment, and the opening
+of input files that every reader shares.
 
 miRanda-exact parsing, with its own id/description/letter rules, lives in
 :mod:`gamut.scan.fasta`; this reader is the everyday one, built on dnaio.
 """
 from __future__ import annotations
 
+import lzma
 import os
+import sys
 from dataclasses import dataclass
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import dnaio
+from xopen import xopen
 
 from gamut.errors import InputError
+
+#: Leading bytes of the compressed formats xopen reads (detected by content, so that a file's
+#: name does not have to say it is compressed, as miRanda's gzip handling allows).
+_MAGIC = ((b"\x1f\x8b", "gz"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zst"))
+
+
+def _decompression_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged or truncated compressed file raises while it is read (beyond ``OSError``)."""
+    errors: list[type[BaseException]] = [EOFError, lzma.LZMAError]
+    try:  # the module xopen decompresses zstd with
+        if sys.version_info >= (3, 14):
+            from compression.zstd import ZstdError
+        else:
+            from backports.zstd import ZstdError
+        errors.append(ZstdError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+#: Errors of reading an input's bytes; a reader turns them into an :class:`InputError`.
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, *_decompression_errors())
+
+
+def _compression(path: str) -> str | None:
+    with open(path, "rb") as handle:
+        head = handle.read(6)
+    return next((fmt for magic, fmt in _MAGIC if head.startswith(magic)), None)
+
+
+def open_input(path: str | os.PathLike) -> BinaryIO:
+    """Open input file ``path`` for reading bytes, decompressing gzip, bzip2, xz or zstd (told by
+    the content). A missing file, a directory or an unreadable file is an :class:`InputError`
+    naming it, so that no reader shows a traceback for them."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a file")
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file" + (" (a dangling symbolic link)" if os.path.islink(path) else ""))
+    try:
+        fmt = _compression(path)
+        # threads=0: decompress in this process, so that a damaged file fails here, not in a pipe
+        return xopen(path, "rb", threads=0, format=fmt) if fmt else open(path, "rb")
+    except READ_ERRORS as exc:
+        raise InputError(f"{path}: cannot read ({_reason(exc)})") from None
+
+
+def _reason(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+
+
+def read_input_bytes(path: str | os.PathLike) -> bytes:
+    """All bytes of input file ``path``, decompressed (see :func:`open_input`)."""
+    with open_input(path) as handle:
+        try:
+            return handle.read()
+        except READ_ERRORS as exc:
+            raise InputError(f"{os.fspath(path)}: cannot read ({_reason(exc)})") from None
 
 
 @dataclass(frozen=True)
@@ -23,30 +85,39 @@ class FastaRecord:
     sequence: str
 
 
-def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False) -> Iterator[FastaRecord]:
-    """Yield the records of a FASTA file (``.gz`` and other compressions handled by dnaio).
+def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bool = False) -> Iterator[FastaRecord]:
+    """Yield the records of a FASTA file (gzip, bzip2, xz and zstd handled, see :func:`open_input`).
 
-    Raises :class:`InputError` naming the file (and record) for a missing file, a malformed
-    file, an empty file or a record without sequence.
+    Raises :class:`InputError` naming the file (and record) for a missing, unreadable or binary
+    file, a directory, a malformed file, an empty file or a record without sequence; with
+    ``unique``, also for a record name seen before (outputs keyed by name would be ambiguous).
     """
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
     count = 0
-    try:
-        with dnaio.open(path, fileformat="fasta") as reader:
-            for record in reader:
-                header = record.name
-                name, _, description = header.partition(" ")
-                name = name.strip()
-                if not name:
-                    raise InputError(f"{path}: record {count + 1} has an empty name")
-                sequence = record.sequence
-                if not sequence and not allow_empty:
-                    raise InputError(f"{path}: record '{name}' has no sequence")
-                count += 1
-                yield FastaRecord(name, description.strip(), sequence)
-    except (dnaio.exceptions.FileFormatError, dnaio.exceptions.UnknownFileFormat) as exc:
-        raise InputError(f"{path}: not valid FASTA ({exc})") from None
+    seen: dict[str, int] = {}
+    with open_input(path) as stream:
+        try:
+            with dnaio.open(stream, fileformat="fasta") as reader:
+                for record in reader:
+                    name, _, description = record.name.partition(" ")
+                    name = name.strip()
+                    if not name:
+                        raise InputError(f"{path}: record {count + 1} has an empty name")
+                    if not record.sequence and not allow_empty:
+                        raise InputError(f"{path}: record '{name}' has no sequence")
+                    count += 1
+                    if unique:
+                        if name in seen:
+                            raise InputError(f"{path}: duplicate record name '{name}' "
+                                             f"(records {seen[name]} and {count}); names must be unique")
+                        seen[name] = count
+                    yield FastaRecord(name, description.strip(), record.sequence)
+        except (dnaio.exceptions.FileFormatError, dnaio.exceptions.UnknownFileFormat) as exc:
+            raise InputError(f"{path}: not valid FASTA ({exc})") from None
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not a FASTA text file (record {count + 1} has bytes that are "
+                             "not text; a binary file?)") from None
+        except READ_ERRORS as exc:
+            raise InputError(f"{path}: cannot read ({_reason(exc)})") from None
     if count == 0:
         raise InputError(f"{path}: no FASTA records found")

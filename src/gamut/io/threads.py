@@ -47,3 +47,22 @@ def numba_threads(threads: int | None) -> Iterator[int]:
         yield count
     finally:
         numba.set_num_threads(previous)
+
+
+def parse_threads(value: str | int | None, option: str = "--threads") -> int | None:
+    """A ``--threads`` value as a positive count (``None``: the default, all cores).
+
+    Checked before any output is written: 0, a negative count or a non-number would otherwise
+    fail inside an engine, after the output's header.
+    """
+    if value is None:
+        return None
+    from gamut.errors import UsageError
+
+    try:
+        count = int(value.strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{option} expects a positive whole number, got '{value}'") from None
+    if isinstance(value, bool) or count < 1 or (not isinstance(value, str) and count != value):
+        raise UsageError(f"{option} must be a whole number of at least 1, got '{value}'")
+    return count

@@ -7,6 +7,7 @@ from typing import IO, TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from gamut.errors import InputError, UsageError
 from gamut.io.atomic import atomic_output
+from gamut.io.outputs import check_outputs
 from gamut.progress import progress_bar
 from gamut.scan.alignments import AlignmentEngine
 from gamut.scan.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
@@ -132,6 +133,7 @@ def scan_files(
         raise UsageError(f"unknown output format '{fmt}' (choose from {', '.join(OUTPUT_FORMATS)})")
     if fmt == "parquet" and output in (None, "-"):
         raise UsageError("--format parquet needs an output file (-o hits.parquet)")
+    check_outputs([output], (query_path, reference_path))
     if cluster is not None:
         from gamut.cluster import require_dask
 
@@ -152,10 +154,10 @@ def scan_files(
     total = scan_input.total_cells()
     if progress is None:
         progress = sys.stderr.isatty() and total > 300_000_000
-    bar = progress_bar(f"scan [{engine.name}] cells", total, bool(progress))
+    bar = progress_bar(f"scan [{engine.name}]", total, bool(progress), unit="cells")
     if fmt == "parquet":
         return _write_parquet(scan_input, engine, output, threads, bar)
-    with atomic_output(output) as out, bar as tracker:
+    with atomic_output(output, inputs=(query_path, reference_path)) as out, bar as tracker:
         writer = _writer(out, scan_input, fmt, quiet, keyval)
         writer.start(banner, query_path, reference_path)
         for result in run_scan(scan_input, engine, threads=threads, progress=tracker):

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import argparse
 
+from gamut.io.outputs import check_outputs, format_for_output
 from gamut.scan.api import OUTPUT_FORMATS, read_restrict, scan_files
 from gamut.scan.params import ScanParams
+
+#: The format an output file's suffix names when --format is not given.
+FORMAT_BY_SUFFIX = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".txt": "miranda", ".miranda": "miranda"}
 
 
 def register(subparsers) -> None:
@@ -16,9 +20,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("queries", help="FASTA file of miRNAs (.gz allowed)")
     p.add_argument("references", help="FASTA file of target sequences, e.g. 3'UTRs (.gz allowed)")
-    p.add_argument("-o", "--output", default="-", help="output file (default: standard output); written atomically")
-    p.add_argument("--format", choices=OUTPUT_FORMATS, default="tsv",
-                   help="miranda (miRanda's text), tsv, jsonl or parquet (default: tsv)")
+    p.add_argument("-o", "--output", default="-",
+                   help="output file (default: standard output); written atomically, never onto an input")
+    p.add_argument("--format", choices=OUTPUT_FORMATS, default=None,
+                   help="miranda (miRanda's text), tsv, jsonl or parquet (default: the output's suffix, "
+                   ".txt/.miranda, .tsv, .jsonl or .parquet; else tsv)")
     s = p.add_argument_group("scoring (miRanda options)")
     s.add_argument("--score-threshold", "-sc", type=int, default=140, help="minimum alignment score (default 140)")
     s.add_argument("--energy-threshold", "-en", type=int, default=1,
@@ -38,7 +44,7 @@ def register(subparsers) -> None:
     r = p.add_argument_group("compute")
     r.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto uses a CUDA GPU when CuPy and a device are present (default auto)")
-    r.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    r.add_argument("--threads", default=None, metavar="N", help="CPU threads, at least 1 (default: all cores)")
     r.add_argument("--gpus", default=None, help="GPUs to use: e.g. 0,1 or 'all' (default: the first)")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on for long runs in a terminal)")
@@ -71,7 +77,18 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--retries", type=int, default=2, help="retries of a failed partition on a cluster (default 2)")
 
 
+def output_format(output: str | None, explicit: str | None) -> str:
+    """--format when given, else the format the output's suffix names, else tsv."""
+    return format_for_output(output, explicit, FORMAT_BY_SUFFIX, "tsv")
+
+
 def run(args: argparse.Namespace) -> int:
+    from gamut.cuda import check_gpus_used
+    from gamut.io.threads import parse_threads
+
+    threads = parse_threads(args.threads)  # before any output (0 would fail after the header)
+    check_gpus_used(args.gpus, args.device, "scan", args.cluster)
+    check_outputs([args.output], (args.queries, args.references, args.restrict))  # before any work
     params = ScanParams(
         score_threshold=args.score_threshold,
         energy_threshold=args.energy_threshold,
@@ -91,12 +108,12 @@ def run(args: argparse.Namespace) -> int:
         args.references,
         params,
         output=args.output,
-        fmt=args.format,
+        fmt=output_format(args.output, args.format),
         quiet=args.quiet,
         keyval=args.keyval,
         banner=banner(),
         device=args.device,
-        threads=args.threads,
+        threads=threads,
         gpus=args.gpus,
         progress=args.progress,
         cluster=args.cluster,

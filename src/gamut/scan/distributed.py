@@ -8,9 +8,10 @@ partition's bytes, and the client writes them in partition order. The result is 
 the output of a single-process run, in every format.
 
 With a run directory every finished partition is stored there atomically (``parts/N.part``),
-and a later run with the same directory computes only the missing ones. ``manifest.json``
-records the inputs' fingerprints, the options and the partitioning; a run whose inputs or
-options differ is refused. ``runs.log`` and ``computed.log`` record which run computed which
+its length and SHA-256 recorded in ``manifest.json``, and a later run with the same directory
+computes only the missing ones and those that no longer verify. ``manifest.json`` also records
+the inputs' fingerprints, the options and the partitioning; a run whose inputs or options
+differ is refused. ``runs.log`` and ``computed.log`` record which run computed which
 partition.
 """
 from __future__ import annotations
@@ -25,11 +26,12 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from gamut.errors import UsageError
+from gamut.errors import GamutError, UsageError
+from gamut.io.interrupt import remove_stale, temporary_file
 from gamut.scan.params import ScanParams
 from gamut.scan.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput, run_scan
 
@@ -220,7 +222,12 @@ def scan_options(params: ScanParams, fmt: str, quiet: bool, keyval: bool) -> dic
 
 
 class RunDir:
-    """A run directory: ``manifest.json``, ``parts/NNNNNNNN.part`` and the run logs."""
+    """A run directory: ``manifest.json``, ``parts/NNNNNNNN.part`` and the run logs.
+
+    The manifest records each stored part's length and SHA-256 (``parts``); a part is reused
+    only when it matches them, so a part truncated or changed since (a full disk, a copy cut
+    short, an edit) is computed again rather than copied into the output.
+    """
 
     def __init__(self, path: str | os.PathLike, inputs: dict, options: dict, asked: dict | None,
                  default: dict) -> None:
@@ -229,6 +236,7 @@ class RunDir:
         differs from the directory's. A new directory takes ``asked`` or ``default``."""
         self.path = Path(path)
         self.parts = self.path / "parts"
+        _usable_directory(self.path)
         manifest_path = self.path / "manifest.json"
         if manifest_path.exists():
             try:
@@ -237,17 +245,24 @@ class RunDir:
                 raise UsageError(f"--run-dir {self.path}: unreadable manifest.json ({exc})") from None
             self._check(manifest, inputs, options, asked)
         else:
-            if self.path.exists() and any(self.path.iterdir()):
+            if any(not _is_temporary(entry.name) for entry in self.path.iterdir()):
                 raise UsageError(f"--run-dir {self.path} exists and is not a gamut run directory (no manifest.json)")
             manifest = {"gamut_run_dir": RUN_DIR_VERSION, "inputs": inputs, "options": options,
                         "partitioning": asked or default, "runs": 0}
+        # A run killed outright (SIGKILL, power loss) leaves its temporary files; one run at a
+        # time uses a directory, so every one found now is such a leftover.
+        remove_stale(self.path, TEMPORARY_PATTERN)
+        if self.parts.is_dir():
+            remove_stale(self.parts, TEMPORARY_PATTERN)
         manifest["runs"] = int(manifest.get("runs", 0)) + 1
-        self.parts.mkdir(parents=True, exist_ok=True)
-        _atomic_write(manifest_path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+        manifest["parts"] = dict(manifest.get("parts") or {})
         self.manifest = manifest
         self.run = manifest["runs"]
-        with open(self.path / "runs.log", "a") as log:
-            log.write(f"{self.run}\tpid {os.getpid()}\n")
+        with self._writing("start the run"):
+            self.parts.mkdir(parents=True, exist_ok=True)
+            self._save_manifest()
+            with open(self.path / "runs.log", "a") as log:
+                log.write(f"{self.run}\tpid {os.getpid()}\n")
 
     def _check(self, manifest: dict, inputs: dict, options: dict, partitioning: dict | None) -> None:
         where = f"--run-dir {self.path} was started with"
@@ -274,16 +289,121 @@ class RunDir:
     def _part(self, index: int) -> Path:
         return self.parts / f"{index:08d}.part"
 
-    def finished(self, count: int) -> set[int]:
-        return {k for k in range(count) if self._part(k).exists()}
+    @contextlib.contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """A failed write to the directory (full disk, removed directory) as one line."""
+        try:
+            yield
+        except OSError as exc:
+            raise GamutError(f"--run-dir {self.path}: cannot {what}: {exc.strerror or exc}") from None
+
+    def _save_manifest(self) -> None:
+        _atomic_write(self.path / "manifest.json", json.dumps(self.manifest, indent=1, sort_keys=True).encode())
+
+    def finished(self, count: int, report: Callable[[str], None] = lambda line: None) -> set[int]:
+        """The partitions below ``count`` stored whole: their part has the recorded length and
+        SHA-256. Parts that do not verify are removed (and ``report`` told, in one line)."""
+        records = self.manifest["parts"]
+        good: set[int] = set()
+        bad: dict[str, list[int]] = {}
+        for k in range(count):
+            path = self._part(k)
+            if not path.exists():
+                continue
+            problem = _verify(path, records.get(str(k)))
+            if problem is None:
+                good.add(k)
+                continue
+            bad.setdefault(problem, []).append(k)
+            records.pop(str(k), None)
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if bad:
+            with self._writing("update manifest.json"):
+                self._save_manifest()
+        for problem, indices in bad.items():
+            one = len(indices) == 1
+            report(f"gamut: run dir {self.path}: {'part' if one else 'parts'} {_ranges(indices)} "
+                   f"{problem}; recomputing {'it' if one else 'them'}")
+        return good
 
     def store(self, index: int, data: bytes) -> None:
-        _atomic_write(self._part(index), data)
-        with open(self.path / "computed.log", "a") as log:
-            log.write(f"{self.run}\t{index}\n")
+        """Store partition ``index`` atomically, then record its length and SHA-256."""
+        with self._writing(f"store partition {index}"):
+            _atomic_write(self._part(index), data)
+            self.manifest["parts"][str(index)] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            self._save_manifest()
+            with open(self.path / "computed.log", "a") as log:
+                log.write(f"{self.run}\t{index}\n")
 
     def load(self, index: int) -> bytes:
-        return self._part(index).read_bytes()
+        """A stored partition's bytes, checked again against its record (it was verified at the
+        start, but the file may have changed since)."""
+        try:
+            data = self._part(index).read_bytes()
+        except OSError as exc:
+            data, reason = None, exc.strerror or str(exc)
+        record = self.manifest["parts"].get(str(index)) or {}
+        if data is not None and hashlib.sha256(data).hexdigest() == record.get("sha256"):
+            return data
+        if data is not None:
+            reason = "it changed during this run"
+        raise GamutError(f"--run-dir {self.path}: partition {index} cannot be read back ({reason}); "
+                         "run the same command again to recompute it")
+
+
+#: Temporary files in a run directory: ``_atomic_write``'s and the writability probe's.
+TEMPORARY_PATTERN = ".*.tmp"
+
+
+def _is_temporary(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _usable_directory(path: Path) -> None:
+    """Create ``path`` if needed and check that files can be created in it (permission bits do
+    not tell when running as root, or on read-only mounts), before any work."""
+    try:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--run-dir {path} is not a directory")
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--run-dir {path}: cannot create the directory ({exc.strerror or exc})") from None
+    probe = path / f".gamut-probe.{os.getpid()}.tmp"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--run-dir {path} is not writable: creating a file in it failed "
+                         f"({exc.strerror or exc})") from None
+
+
+def _verify(path: Path, record: dict | None) -> str | None:
+    """Why the part at ``path`` does not match ``record`` (length first, then SHA-256), or None."""
+    if not record or "bytes" not in record or "sha256" not in record:
+        return ("did not verify (no recorded checksum: stored by an older gamut, "
+                "or by a run killed before it recorded one)")
+    try:
+        if path.stat().st_size != record["bytes"]:
+            return "did not verify (truncated or changed)"
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        return f"could not be read ({exc.strerror or exc})"
+    return None if digest.hexdigest() == record["sha256"] else "did not verify (truncated or changed)"
+
+
+def _ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    out: list[str] = []
+    for k in sorted(indices):
+        if out and out[-1].split("-")[-1] == str(k - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{k}"
+        else:
+            out.append(str(k))
+    return ", ".join(out)
 
 
 def _flat(options: dict, prefix: str = "") -> dict:
@@ -297,12 +417,19 @@ def _flat(options: dict, prefix: str = "") -> dict:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all; a signal that ends the run removes the temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    with temporary_file(tmp):
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
 def computed_by_run(run_dir: str | os.PathLike) -> dict[int, list[int]]:
@@ -332,7 +459,7 @@ def execute(
 ) -> None:
     """Compute every partition not already in ``run_dir`` (on ``conn``'s cluster, else here, in
     order) and call ``write(partition, data)`` for all of them in partition order."""
-    finished = run_dir.finished(len(parts)) if run_dir is not None else set()
+    finished = run_dir.finished(len(parts), _say) if run_dir is not None else set()
     held: dict[int, Any] = {}
     state = {"next": 0, "computed": 0}
     progress(sum(parts[k].cells for k in finished))
@@ -360,14 +487,30 @@ def execute(
         for p in todo:
             deliver(p.index, compute_partition(job, p.index, p.start, p.stop, p.prev_query))
     else:
-        from gamut.cluster import run_in_order
+        from gamut.cluster import ClusterError, run_in_order
 
         tasks = ((p.index, (p.index, p.start, p.stop, p.prev_query)) for p in todo)
-        for index, data in run_in_order(conn, compute_partition, job, tasks, retries=retries,
-                                        held=lambda: len(held), key_prefix=f"gamut-scan-{job.token}"):
-            deliver(index, data)
+        try:
+            for index, data in run_in_order(conn, compute_partition, job, tasks, retries=retries,
+                                            held=lambda: len(held), key_prefix=f"gamut-scan-{job.token}",
+                                            label="partition"):
+                deliver(index, data)
+        except ClusterError as exc:
+            raise ClusterError(exc.reason, _resume_advice(run_dir, len(finished), len(parts))) from None
     if state["next"] != len(parts):
         raise RuntimeError(f"partitions {state['next']}.. were not delivered")
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _resume_advice(run_dir: RunDir | None, finished: int, total: int) -> str:
+    """What to do after the cluster failed: the finished partitions are kept in a run directory."""
+    if run_dir is None:
+        return "check the workers' logs and run again"
+    return (f"{finished} of {total} partitions are kept in {run_dir.path}; check the workers' logs and run "
+            "the same command again to resume")
 
 
 def _grid_stops(job: PartitionJob, conn) -> np.ndarray:
@@ -375,7 +518,9 @@ def _grid_stops(job: PartitionJob, conn) -> np.ndarray:
     if conn is None:
         cells, pairs = engine_chunking(job)
     else:
-        cells, pairs = conn.client.submit(engine_chunking, job, pure=False).result()
+        from gamut.cluster import run_one
+
+        cells, pairs = run_one(conn, engine_chunking, job, label="the chunk-size task")
     lengths = [c.shape[0] for c in job.scan_input.chunks(cells, pairs)]
     return np.cumsum(np.asarray(lengths, np.int64))
 
@@ -428,11 +573,11 @@ def scan_partitioned(
         if isinstance(cluster, str) and cluster.startswith("local") and resolve_device(device, "scan") == "cuda":
             gpus = None  # each local worker sees its one GPU as device 0
     job = PartitionJob(scan_input, fmt, quiet, keyval, device, threads, gpus)
-    label = f"scan [{conn.description if conn else 'partitions'}] cells"
+    label = f"scan [{conn.description if conn else 'partitions'}]"
     with contextlib.ExitStack() as stack:
         if conn is not None:
             stack.callback(conn.close)
-        bar = stack.enter_context(progress_bar(label, scan_input.total_cells(), bool(progress)))
+        bar = stack.enter_context(progress_bar(label, scan_input.total_cells(), bool(progress), unit="cells"))
         if fmt == "parquet":
             grid = _grid_stops(job, conn)
             out = stack.enter_context(atomic_output(output, "wb"))

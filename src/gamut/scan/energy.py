@@ -343,7 +343,7 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, bulge, lc, lc_ro
     return f3[1]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _mfe_batch(raw, offsets, order, blocks, pair, rtype, code_of, alias, stack, hairpin, bulge,
                lc, lc_row_min, mm_h, mm_i, d5, d3, int11, int21, int22, scalars, lxc, tl_key,
                tl_e):
@@ -401,6 +401,38 @@ def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
     return tables, lc
 
 
+#: Bytes of work buffers per folding thread for a string of n letters: (n + 2)^2 times this
+#: (one uint8, one int64 and ten int32 tables of _mfe_one).
+FOLD_BYTES_PER_CELL = 1 + 8 + 10 * 4
+
+
+def available_memory() -> int | None:
+    """Memory the system can give without swapping (bytes; Linux's MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def folds_that_fit(longest: int, threads: int) -> int:
+    """How many threads may fold at once without running out of memory (each holds buffers for
+    the longest string); raises :class:`InputError` when not even one fold fits. Very long
+    queries make duplexes of thousands of letters, whose exact fold needs memory quadratic in
+    their length."""
+    need = FOLD_BYTES_PER_CELL * (longest + 2) ** 2
+    free = available_memory()
+    if free is None or need * threads <= free // 2:
+        return threads
+    if need > free // 2:
+        raise InputError(f"folding a duplex of {longest:,} letters needs {need / 2**30:.1f} GiB, more than half of "
+                         f"the {free / 2**30:.1f} GiB available; use --noenergy (-noenergy) or shorter queries")
+    return max(1, int(free // 2 // need))
+
+
 def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
     from gamut.io.threads import numba_threads
 
@@ -409,6 +441,7 @@ def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.n
     if count == 0:
         return np.zeros(0, np.int64)
     order = np.argsort(np.diff(offsets), kind="stable")
+    threads = folds_that_fit(int(np.diff(offsets).max()), threads)
     with numba_threads(threads) as workers:
         blocks = max(1, min(count, 16 * workers))
         return _mfe_batch(raw, offsets, order, blocks, _PAIR, _RTYPE, _CODE, _ALIAS, t.stack,

@@ -3,15 +3,15 @@
 A hand-written parser is needed here (rather than dnaio) because miRanda's rules differ from
 general FASTA: the id ends at the first space/tab/CR/LF, the description keeps a trailing CR,
 a '>' anywhere in a sequence starts a new record, letters are checked against miRanda's alphabet,
-and case is kept. Gzip-compressed files are read transparently.
+and case is kept. Compressed files (gzip, bzip2, xz, zstd) are read transparently.
 """
 from __future__ import annotations
 
-import gzip
 import os
 from dataclasses import dataclass
 
 from gamut.errors import InputError
+from gamut.io.fasta import read_input_bytes
 from gamut.scan.alphabet import ALLOWED_LETTERS
 
 _WHITESPACE = b" \t\r\n"
@@ -32,17 +32,11 @@ class SeqRecord:
 
 
 def _read_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes, decompressed when it is gzip, bzip2, xz or zstd (told by its content)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot open file {os.fspath(path)}: {exc.strerror or exc}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"{os.fspath(path)}: corrupt gzip file ({exc})") from None
-    return data
+        return read_input_bytes(path)
+    except InputError as exc:  # miRanda's wording for a file it cannot open
+        raise InputError(f"cannot open file {exc}") from None
 
 
 def _first_illegal(sequence: bytes) -> int:
@@ -92,7 +86,7 @@ def parse_miranda_fasta(data: bytes, name: str = "<input>") -> list[SeqRecord]:
 
 
 def read_miranda_fasta(path: str | os.PathLike) -> list[SeqRecord]:
-    """Read every record of a (optionally gzipped) FASTA file; an empty file is an error."""
+    """Read every record of a (optionally compressed) FASTA file; an empty file is an error."""
     records = parse_miranda_fasta(_read_bytes(path), os.fspath(path))
     if not records:
         raise InputError(f"{os.fspath(path)}: no FASTA records found")

@@ -11,6 +11,8 @@ import re
 import sys
 
 from gamut.errors import UsageError
+from gamut.io.outputs import check_outputs
+from gamut.io.threads import parse_threads
 from gamut.scan.api import read_restrict, scan_files
 from gamut.scan.params import ScanParams
 
@@ -64,7 +66,7 @@ HELP = USAGE + """
   -go X, -ge Y   gap open and extend penalties (defaults -9 and -4; must be <= 0)
   -noenergy      no duplex folding; energies count as -1,000,000 and print as 0
   -quiet         fewer lines; -keyval: one key=value line per hit
-  -out FILE      write output to FILE (written atomically)
+  -out FILE      write output to FILE (written atomically; never onto an input)
   -trim T        use only the first T letters of each reference
   -restrict FILE scan only the 'query_id reference_id' pairs listed in FILE
   --device D     auto (GPU if present), cpu or cuda
@@ -107,6 +109,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(banner() + USAGE)
         return 0
     opts = parse_args(argv)
+    check_outputs([opts.get("-out")], (opts["query"], opts["reference"], opts.get("-restrict")))  # before any work
     trim = atoi(opts.get("-trim", "0"))
     if trim < 0:
         raise UsageError("negative value given for -trim (reference truncation)")
@@ -122,7 +125,10 @@ def main(argv: list[str]) -> int:
         energy_model=opts.get("--energy-model", "miranda"),
         restrict=read_restrict(opts["-restrict"]) if "-restrict" in opts else None,
     )
-    threads = opts.get("--threads")
+    from gamut.cuda import check_gpus_used
+
+    threads = parse_threads(opts.get("--threads"))  # before any output
+    check_gpus_used(opts.get("--gpus"), opts.get("--device", "auto"), "scan", opts.get("--cluster"))
 
     def count(name: str) -> int | None:
         return int(strtod(opts[name])) if name in opts else None  # 2e9 as well as 2000000000
@@ -136,7 +142,7 @@ def main(argv: list[str]) -> int:
         keyval=opts.get("-keyval", False),
         banner=banner(),
         device=opts.get("--device", "auto"),
-        threads=int(threads) if threads else None,
+        threads=threads,
         gpus=opts.get("--gpus"),
         cluster=opts.get("--cluster"),
         run_dir=opts.get("--run-dir"),

@@ -29,6 +29,8 @@ HIT_COLUMNS = (
     "query_id", "reference_id", "score", "energy", "query_start", "query_end", "ref_start",
     "ref_end", "aln_length", "identity", "similarity", "aln_mirna", "aln_map", "aln_utr",
 )
+#: The alignment strings (letters, '|', ':', ' ' and '-' only: quoted without escaping in JSON lines).
+ALIGNMENT_COLUMNS = ("aln_mirna", "aln_map", "aln_utr")
 SUMMARY_HEADER = "Seq1,Seq2,Tot Score,Tot Energy,Max Score,Max Energy,Strand,Len1,Len2,Positions\n"
 
 
@@ -267,15 +269,16 @@ class TableWriter:
         lines = [c.lines(b, w) for w in range(3)]
         energy = np.zeros(c.rows.size, np.float32) if c.noenergy else c.field("energy")
         if json_mode:
-            fmt = lambda v: json.dumps(round(float(v), 2))  # noqa: E731
-            e = b.formatted(energy, fmt)
-            ident = b.formatted(c.field("identity"), lambda v: json.dumps(float(v)))
-            sim = b.formatted(c.field("similarity"), lambda v: json.dumps(float(v)))
+            # JSON numbers with the TSV's values: round(x, 2) is the number '%.2f' of x prints.
+            two = lambda v: json.dumps(round(float(v), 2))  # noqa: E731
+            e = b.formatted(energy, two)
+            ident = b.formatted(c.field("identity"), two)
+            sim = b.formatted(c.field("similarity"), two)
             values = [qid, rid, ints["score"], e, ints["query_start"], ints["query_end"], ints["ref_start"],
                       ints["ref_end"], ints["aln_length"], ident, sim, *lines]
             pieces: list = []
             for k, (name, value) in enumerate(zip(HIT_COLUMNS, values)):
-                quoted = name.startswith("aln_")
+                quoted = name in ALIGNMENT_COLUMNS  # ids come JSON-encoded; numbers are bare
                 pieces += [("{" if k == 0 else ", ") + json.dumps(name) + ": " + ('"' if quoted else ""), value]
                 if quoted:
                     pieces.append('"')

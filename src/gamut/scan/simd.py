@@ -48,6 +48,9 @@ LANES = 32
 CKPT = 64
 #: Columns, beyond the query length, that a traceback window reaches back at first.
 TRACE_MARGIN = 16
+#: Largest trace (bytes, one per cell) of a whole pair, used when its survivors' windows would
+#: recompute more columns than the pair has.
+WHOLE_TRACE_BYTES = 64 << 20
 #: References with fewer pairs than this in a chunk are aligned in blocks of one query against
 #: different references (column tables of TILE columns, at most TILE_KINDS distinct rows).
 SHARED_MIN = LANES // 2
@@ -147,9 +150,41 @@ def _build_tab(tab, LM, lane_query, qlen, qrow, qprof, qgo, qge, qseed):
 
 
 @njit(cache=True, nogil=True)
-def _emit(st, tab, sc, roff, coff, LM, l, P, din, bin_, j, threshold, cand, n):
-    """Candidates of lane ``l`` in column ``j`` (exact scalar rules, spec §5.4-5), appended to
-    ``cand`` (rows: lane, score, i, j); returns (cand, n)."""
+def _push(cand, n, l, score, i, j):
+    """Append the candidate (lane l, score, i, j) to ``cand``, growing it; returns (cand, n)."""
+    if n >= cand.shape[0]:
+        bigger = np.empty((2 * cand.shape[0], 4), np.int64)
+        bigger[:n] = cand[:n]
+        cand = bigger
+    cand[n, 0] = l
+    cand[n, 1] = score
+    cand[n, 2] = i
+    cand[n, 3] = j
+    return cand, n + 1
+
+
+@njit(cache=True, nogil=True)
+def _flush_diagonals(ring, cand, n):
+    """Move every diagonal's best candidate still held in ``ring`` to ``cand``; empty the ring."""
+    for l in range(ring.shape[0]):
+        for slot in range(ring.shape[1]):
+            if ring[l, slot, 0] >= 0:
+                cand, n = _push(cand, n, l, ring[l, slot, 1], ring[l, slot, 2], ring[l, slot, 3])
+                ring[l, slot, 0] = -1
+    return cand, n
+
+
+@njit(cache=True, nogil=True)
+def _emit(st, tab, sc, roff, coff, LM, l, P, din, bin_, j, threshold, ring, cand, n):
+    """Candidates of lane ``l`` in column ``j`` (exact scalar rules, spec §5.4-5); returns (cand, n).
+
+    Only each diagonal's best candidate (score desc, j asc, i asc: the order of spec §6) is kept:
+    it either survives diagonal suppression and kills the rest of its diagonal, or is killed by a
+    better survivor within 6 diagonals that kills them too. So a long query's candidates take
+    memory in proportion to its diagonals, not its cells. ``ring[l, d % (LM + 1)]`` holds
+    (diagonal, score, i, j) of the diagonals that column j can still reach (j - L .. j - 1); a
+    diagonal found in a slot that another one needs is finished and moves to ``cand``.
+    """
     aup = 0
     cup = 0
     for a in range(P + 1, LM + 1):
@@ -175,15 +210,20 @@ def _emit(st, tab, sc, roff, coff, LM, l, P, din, bin_, j, threshold, cand, n):
         if best <= 0:
             best, tb = 0, 0
         if best >= threshold and tb != 2:
-            if n >= cand.shape[0]:
-                bigger = np.empty((2 * cand.shape[0], 4), np.int64)
-                bigger[:n] = cand[:n]
-                cand = bigger
-            cand[n, 0] = l
-            cand[n, 1] = best
-            cand[n, 2] = a - P
-            cand[n, 3] = j
-            n += 1
+            i = a - P
+            d = j - i + LM
+            slot = d % (LM + 1)
+            if ring[l, slot, 0] != d:
+                if ring[l, slot, 0] >= 0:
+                    cand, n = _push(cand, n, l, ring[l, slot, 1], ring[l, slot, 2], ring[l, slot, 3])
+                ring[l, slot, 0] = d
+                ring[l, slot, 1] = best
+                ring[l, slot, 2] = i
+                ring[l, slot, 3] = j
+            elif best > ring[l, slot, 1]:  # same diagonal, later column: only a higher score ranks first
+                ring[l, slot, 1] = best
+                ring[l, slot, 2] = i
+                ring[l, slot, 3] = j
     return cand, n
 
 
@@ -203,7 +243,7 @@ def _fill_tile(ctab, j0, width, nk, kind_prof, ref_codes, lane_start, lane_len):
 
 @njit(cache=True, nogil=True)
 def _score_pass(st, tab, LM, R, ref, shared_ref, ctab, roff, nk, kind_prof, ref_codes, lane_start, lane_len,
-                threshold, lane_threshold, lane_pad, ck, ckpt, cand):
+                threshold, lane_threshold, lane_pad, ck, ckpt, ring, cand):
     """Score-only DP of one block over columns 1..R. Fills the checkpoints ``ck``
     (``ck[k]`` = (D of column k*ckpt - 1, B of column k*ckpt) for k >= 1) and returns the
     candidates (rows: lane, score, i, j) and their count.
@@ -242,24 +282,23 @@ def _score_pass(st, tab, LM, R, ref, shared_ref, ctab, roff, nk, kind_prof, ref_
         if hit:
             for l in range(LANES):
                 if st[gtop + l] >= lane_threshold and j <= lane_len[l]:
-                    cand, n = _emit(st, tab, sc, roff, coff, LM, l, lane_pad[l], din, bin_, j, threshold, cand, n)
+                    cand, n = _emit(st, tab, sc, roff, coff, LM, l, lane_pad[l], din, bin_, j, threshold, ring, cand, n)
         if j % ckpt == 0:
             k = j // ckpt
             for a in range(LM + 1):
                 for l in range(LANES):
                     ck[k, 0, a, l] = st[a * row + din * LANES + l]
                     ck[k, 1, a, l] = st[a * row + bin_ * LANES + l]
-    return cand, n
+    return _flush_diagonals(ring, cand, n)
 
 
 @njit(cache=True, nogil=True)
-def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, ops):
-    """Traceback of the candidate (i_end, j_end) in the window of columns c..j_end.
+def _fill_window(prof, go, ge, seed, ref, L, c, j_end, dprev, bcol, trace):
+    """The full three-state DP with trace bytes over the window of columns c..j_end, rows 1..L.
 
     ``dprev[i]`` = D(i, c-1) and ``bcol[i]`` = B(i, c) (exact; ignored when c = 0, where the
-    column is all zero). Columns c+1..j_end get trace bytes (the layout of
-    :mod:`gamut.scan.cpu`). Returns (i0, j0, n_ops) with the ops, in reverse, in ``ops``; n_ops
-    = -1 when the traceback needs column c > 0 (the caller retries from an earlier checkpoint).
+    column is all zero). Columns c+1..j_end get trace bytes (the layout of :mod:`gamut.scan.cpu`)
+    in ``trace[i * width + (j - c)]``, width = j_end - c + 1.
     """
     width = j_end - c + 1
     pa = np.zeros(L + 1, np.int64)
@@ -319,6 +358,14 @@ def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trac
         pa, ca = ca, pa
         pb, cb = cb, pb
         pcc, cc = cc, pcc
+
+
+@njit(cache=True, nogil=True)
+def _trace_window(trace, width, c, i_end, j_end, ops):
+    """Traceback of the candidate (i_end, j_end) through a window filled by :func:`_fill_window`
+    (columns c..c + width - 1). Returns (i0, j0, n_ops) with the ops, in reverse, in ``ops``;
+    n_ops = -1 when the traceback needs column c > 0 (the caller retries from an earlier
+    checkpoint)."""
     i = i_end
     j = j_end
     state = (trace[i * width + (j - c)] >> 4) & 3
@@ -346,6 +393,16 @@ def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trac
             i -= 1
         n += 1
     return i, j, n
+
+
+
+
+@njit(cache=True, nogil=True)
+def _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, ops):
+    """Traceback of the candidate (i_end, j_end) in the window of columns c..j_end (see
+    :func:`_fill_window` and :func:`_trace_window`)."""
+    _fill_window(prof, go, ge, seed, ref, L, c, j_end, dprev, bcol, trace)
+    return _trace_window(trace, j_end - c + 1, c, i_end, j_end, ops)
 
 
 @njit(cache=True, nogil=True)
@@ -383,6 +440,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
         ckpt *= 2
     ck = np.zeros((max_r // ckpt + 1, 2, max_lm + 1, LANES), dt)
     cand = np.empty((256, 4), np.int64)
+    ring = np.full((LANES, max_lm + 1, 4), -1, np.int64)  # per lane: the open diagonals' best candidates
     lane_pad = np.zeros(LANES, np.int64)
     cap = 64
     out = np.empty((cap, 7), np.int64)  # score, i_end, j_end, i_start, j_start, op_start, op_end
@@ -439,7 +497,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
                 roff_kinds[a] = found * LANES
         roff = roff_shared if shared else roff_kinds
         cand, n = _score_pass(st, tab, LM, R, ref, shared, ctab, roff, nk, kind_prof, ref_codes, lane_start,
-                              lane_len, threshold, lane_threshold, lane_pad, ck, ckpt, cand)
+                              lane_len, threshold, lane_threshold, lane_pad, ck, ckpt, ring, cand)
         # Candidates grouped by lane (stable: column-major order inside a lane).
         counts = np.zeros(LANES + 1, np.int64)
         for k in range(n):
@@ -482,26 +540,38 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
             go = qgo[q0 : q0 + L + 1].astype(np.int64)
             ge = qge[q0 : q0 + L + 1].astype(np.int64)
             seed = qseed[q0 : q0 + L + 1]
+            # Windows cost about (L + margin) columns each; past R columns in all, one trace of the
+            # whole pair is cheaper (long queries: thousands of survivors, windows as wide as L).
+            whole = keep.shape[0] * (L + TRACE_MARGIN) > R and (L + 1) * (R + 1) <= WHOLE_TRACE_BYTES
+            if whole:
+                if (L + 1) * (R + 1) > trace.shape[0]:
+                    trace = np.empty((L + 1) * (R + 1), np.uint8)
+                _fill_window(prof, go, ge, seed, ref, L, 0, R, dprev, bcol, trace)
             for s in range(keep.shape[0]):
                 idx = keep[s]
                 i_end = np.int64(ci[idx])
                 j_end = np.int64(cj[idx])
-                k = max(j_end - i_end - TRACE_MARGIN, 0) // ckpt
-                while True:
-                    c = k * ckpt
-                    if c > 0:
-                        for i in range(L + 1):
-                            dprev[i] = ck[k, 0, P + i, l]
-                            bcol[i] = ck[k, 1, P + i, l]
-                    need = (L + 1) * (j_end - c + 1)
-                    if need > trace.shape[0]:
-                        trace = np.empty(2 * need, np.uint8)
+                if whole:
                     if L + j_end + 2 > buf.shape[0]:
                         buf = np.empty(2 * (L + j_end + 2), np.uint8)
-                    i0, j0, nop = _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, buf)
-                    if nop >= 0:
-                        break
-                    k = max(0, j_end - 2 * (j_end - c)) // ckpt  # twice as wide, down to column 0
+                    i0, j0, nop = _trace_window(trace, R + 1, 0, i_end, j_end, buf)
+                else:
+                    k = max(j_end - i_end - TRACE_MARGIN, 0) // ckpt
+                    while True:
+                        c = k * ckpt
+                        if c > 0:
+                            for i in range(L + 1):
+                                dprev[i] = ck[k, 0, P + i, l]
+                                bcol[i] = ck[k, 1, P + i, l]
+                        need = (L + 1) * (j_end - c + 1)
+                        if need > trace.shape[0]:
+                            trace = np.empty(2 * need, np.uint8)
+                        if L + j_end + 2 > buf.shape[0]:
+                            buf = np.empty(2 * (L + j_end + 2), np.uint8)
+                        i0, j0, nop = _window_trace(prof, go, ge, seed, ref, L, c, i_end, j_end, dprev, bcol, trace, buf)
+                        if nop >= 0:
+                            break
+                        k = max(0, j_end - 2 * (j_end - c)) // ckpt  # twice as wide, down to column 0
                 if n_out >= out.shape[0]:
                     bigger = np.empty((2 * out.shape[0], 7), np.int64)
                     bigger[:n_out] = out[:n_out]

@@ -29,10 +29,11 @@ def register(subparsers) -> None:
     parser.add_argument("--gap", type=int, default=DEFAULT_GAP, help=f"score per gap symbol, negative (default {DEFAULT_GAP})")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--engine", choices=("reference", "fast", "gpu"), help="force an engine (testing)")
-    parser.add_argument("--threads", type=int, help="CPU threads for batch mode (default: all)")
+    parser.add_argument("--threads", metavar="N", help="CPU threads for batch mode, at least 1 (default: all)")
     parser.add_argument("--cluster", metavar="ADDR",
                         help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut[dask]')")
-    parser.add_argument("-o", "--output", default="-", help="text report (default: standard output)")
+    parser.add_argument("-o", "--output", default="-",
+                        help="text report (default: standard output); written atomically, never onto an input")
     parser.add_argument("--gff3", help="write the chosen chains as GFF3")
     parser.add_argument("--table", help="write the chosen exons as a TSV table")
     parser.add_argument("--no-alignment", action="store_true", help="leave the alignment out of the report")
@@ -41,15 +42,16 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gamut.progress import progress_bar
-    from gamut.errors import UsageError
     from gamut.io import atomic_output
+    from gamut.io.outputs import check_outputs
+    from gamut.io.threads import parse_threads
     from gamut.splice.api import splice_many
     from gamut.splice.files import load_cases
     from gamut.splice.model import ScoreParams
     from gamut.splice.report import format_report, table_rows, write_gff3, write_table
 
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
+    threads = parse_threads(args.threads)
+    check_outputs([args.output, args.gff3, args.table], (args.base, args.exons, args.target, args.pairs))
     params = ScoreParams(args.match, args.mismatch, args.gap)
     types = tuple(t for t in args.feature_type.split(",") if t)
     file_cases = load_cases(args.base, args.exons, args.target, params,
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     cases = [fc.case for fc in file_cases]
     with progress_bar("spliced alignment", len(cases), len(cases) > 1 and sys.stderr.isatty()) as advance:
         results = splice_many(cases, match=args.match, mismatch=args.mismatch, gap=args.gap,
-                              device=args.device, engine=args.engine, threads=args.threads,
+                              device=args.device, engine=args.engine, threads=threads,
                               progress=advance, cluster=args.cluster)
     with atomic_output(args.output) as handle:
         for fc, result in zip(file_cases, results):

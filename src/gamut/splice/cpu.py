@@ -220,7 +220,7 @@ def _tile(base, starts, ends, lengths, by_end, profile, ramp, gap, last, pred, p
             i += 1
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _tiled_forward(base, starts, ends, target, matrix, gap, last, pred, n_chunks, block_rows):
     """Multicore single case: tiles of (stream-row block x column chunk) by anti-diagonals.
 

@@ -6,12 +6,15 @@ base record named by their seqid (a TSV without seqids needs a single-record bas
 """
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
+from typing import IO, Iterator
 
 from gamut.errors import InputError, UsageError
 from gamut.io import read_fasta
 from gamut.io.exons import ExonRecord, read_exons
+from gamut.io.fasta import READ_ERRORS, open_input
 from gamut.splice.model import ScoreParams, SpliceCase, encode, make_case
 
 
@@ -25,11 +28,9 @@ class FileCase:
 
 
 def _read_pairs(path: str) -> list[tuple[str, str]]:
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
     pairs = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
+    with open_input(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(_read_lines(handle, path), 1):
             fields = line.split()
             if not fields or fields[0].startswith("#"):
                 continue
@@ -39,6 +40,13 @@ def _read_pairs(path: str) -> list[tuple[str, str]]:
     if not pairs:
         raise InputError(f"{path}: no target/base pairs")
     return pairs
+
+
+def _read_lines(handle: IO[str], path: str) -> Iterator[str]:
+    try:
+        yield from handle
+    except READ_ERRORS as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
 
 
 def load_cases(
@@ -54,9 +62,7 @@ def load_cases(
     """All cases described by the three files (and the optional pairs file), validated."""
     base_path, exons_path, target_path = os.fspath(base_path), os.fspath(exons_path), os.fspath(target_path)
     bases = {}
-    for record in read_fasta(base_path):
-        if record.name in bases:
-            raise InputError(f"{base_path}: duplicate record name '{record.name}'")
+    for record in read_fasta(base_path, unique=True):
         bases[record.name] = record.sequence
     exons: list[ExonRecord] = read_exons(exons_path, exon_format, feature_types)
     by_seqid: dict[str, list[ExonRecord]] = {}
@@ -69,7 +75,8 @@ def load_cases(
         if seqid not in bases:
             raise InputError(f"{exons_path}: exon {rec.start}-{rec.end} is on '{seqid}', which is not in {base_path}")
         by_seqid.setdefault(seqid, []).append(rec)
-    targets = list(read_fasta(target_path, allow_empty=True))
+    # unique: a target name is the ID of its chain in the GFF3 and the key of the pairs file
+    targets = list(read_fasta(target_path, allow_empty=True, unique=True))
     if pairs_path is not None:
         wanted = _read_pairs(os.fspath(pairs_path))
         names = {t.name: t for t in targets}

@@ -572,7 +572,7 @@ def traceback_budget(attributes: Mapping[str, int], static_bytes: int, blocks_pe
     return max(0, optin - static_bytes)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _tails(buffer, ends, counts):  # pragma: no cover - compiled
     """``buffer[ends[c] - counts[c]:ends[c]]`` of every case, concatenated."""
     out = np.empty(counts.sum(), buffer.dtype)

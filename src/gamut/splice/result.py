@@ -175,7 +175,7 @@ def _assemble_case(c, ops, ops_off, chain, chain_off, score, exon_off, starts, e
     return 0
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _assemble(ops, ops_off, chain, chain_off, score, exon_off, starts, ends, base, base_off, target, target_off,
               target_len, matrix, gap, letters):  # pragma: no cover - compiled
     """Positions and letters of every alignment column, the target span of every chain exon, and

@@ -35,7 +35,7 @@ FOLD_NEVER = -3
 FOLD_GLOBAL = -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _assign_slots(elig, slots):  # pragma: no cover - compiled
     """Finish action of every exon (see the module docstring); greedy slot reuse."""
     k_total = elig.shape[0]
@@ -57,7 +57,7 @@ def _assign_slots(elig, slots):  # pragma: no cover - compiled
     return fin
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _plans(base, base_off, starts, ends, exon_off, slots, rows):  # pragma: no cover - compiled
     """Streams and fold plans of a batch of cases (see :func:`build_plans`), one pass per case."""
     n_cases = exon_off.shape[0] - 1

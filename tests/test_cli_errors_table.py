@@ -1,0 +1,264 @@
+"""Every bad input, bad option and failing output gives one line and a non-zero exit, never a traceback.
+
+Each row of ``CASES`` runs ``python -m gamut ...`` in a fresh directory that holds all its inputs
+and outputs, and checks: the documented exit code (see :mod:`gamut.errors`), exactly one line on
+standard error starting with ``gamut: error:``, nothing on standard output, and no file left
+behind (no output, no ``.*.tmp``). Add a row to cover a new case.
+"""
+from __future__ import annotations
+
+import bz2
+import lzma
+import os
+import resource
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from gamut.cli import main
+
+BASE = "TTTACGTACGGGGGGCCATGCATTTTTTGGAACCTTAAA"
+EXONS = [(3, 10), (15, 23), (28, 36), (5, 18), (30, 33)]
+TARGET = "ACGTACGCATGCAGAACCTT"
+QUERY = "UGAGGUAGUAGGUUGUAUAGUU"
+SITE = "AAAACUAUACAACCUACUACCUCAAAA"
+#: Lines gamut may print on a first run in a fresh environment (gamut.cache), not errors.
+NOTICES = ("gamut: first run", "gamut: compiled")
+BINARY = bytes(range(256)) * 4
+FILE_LIMIT = 4096  # bytes a file may grow to in the "file too large" case
+
+
+def _write(path: Path, text: str | bytes) -> None:
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+
+
+def fold_input(d: Path) -> None:
+    _write(d / "rna.fa", ">a\nGGGAAACCC\n>b\nGGGGAAAACCCC\n")
+
+
+def many_folds(d: Path) -> None:
+    """Enough records that the output outgrows FILE_LIMIT."""
+    _write(d / "rna.fa", "".join(f">s{i}\nGGGGAAAACCCCGGGGAAAACCCC\n" for i in range(400)))
+
+
+def splice_inputs(d: Path) -> None:
+    _write(d / "base.fa", f">chr1\n{BASE}\n")
+    _write(d / "ex.bed", "".join(f"chr1\t{s}\t{e}\te{i}\n" for i, (s, e) in enumerate(EXONS)))
+    _write(d / "t.fa", f">cdna1\n{TARGET}\n>cdna2\n{TARGET[:12]}\n")
+
+
+def scan_inputs(d: Path) -> None:
+    _write(d / "q.fa", f">q1\n{QUERY}\n")
+    _write(d / "r.fa", f">r1\n{SITE}\n>r2\n{SITE * 2}\n")
+
+
+def then(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+    """One setup made of several steps, in order."""
+    def setup(d: Path) -> None:
+        for step in steps:
+            step(d)
+    return setup
+
+
+def binary(name: str) -> Callable[[Path], None]:
+    return lambda d: _write(d / name, BINARY)
+
+
+def directory(name: str) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        (d / name).unlink(missing_ok=True)
+        (d / name).mkdir()
+    return setup
+
+
+def dangling(name: str) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        (d / name).unlink(missing_ok=True)
+        (d / name).symlink_to(d / "nowhere")
+    return setup
+
+
+def unreadable(name: str) -> Callable[[Path], None]:
+    return lambda d: (d / name).chmod(0)
+
+
+def text(name: str, content: str) -> Callable[[Path], None]:
+    return lambda d: _write(d / name, content)
+
+
+def limit_file_size() -> None:
+    """In the child: files may not grow past FILE_LIMIT, and going past it fails the write with
+    EFBIG ('File too large') instead of killing the process with SIGXFSZ."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One command that must fail cleanly: ``argv`` after ``gamut``, run in a directory prepared
+    by ``setup``; ``message`` is a piece of the expected error line."""
+
+    id: str
+    argv: tuple[str, ...]
+    setup: Callable[[Path], None]
+    message: str
+    code: int = 1
+    stdout_to_full_device: bool = False  # standard output is /dev/full (opened here, not replaced)
+    preexec: Callable[[], None] | None = field(default=None)
+    needs_non_root: str = ""  # the reason, when root could not see this error
+
+
+SPLICE = ("splice", "base.fa", "ex.bed", "t.fa")
+CASES = [
+    Case("fold-binary", ("fold", "rna.fa"), binary("rna.fa"), "rna.fa: not a FASTA text file"),
+    Case("fold-directory", ("fold", "rna.fa"), directory("rna.fa"), "rna.fa: is a directory"),
+    Case("fold-dangling-link", ("fold", "rna.fa"), dangling("rna.fa"), "rna.fa: no such file"),
+    Case("fold-unreadable", ("fold", "rna.fa"), then(fold_input, unreadable("rna.fa")), "rna.fa: cannot read",
+         needs_non_root="root reads a file whatever its permissions"),
+    Case("fold-duplicate-names", ("fold", "rna.fa"), text("rna.fa", ">a\nGGGAAACCC\n>b\nGGAACC\n>a\nGGGAAACC\n"),
+         "rna.fa: duplicate record name 'a' (records 1 and 3)"),
+    Case("fold-threads-zero", ("fold", "rna.fa", "--threads", "0"), fold_input, "--threads must be"),
+    Case("fold-stdout-full-device", ("fold", "rna.fa"), many_folds,
+         "writing standard output failed: No space left on device", stdout_to_full_device=True),
+    Case("fold-output-too-large", ("fold", "rna.fa", "-o", "out.txt"), many_folds,
+         "writing out.txt failed: File too large", preexec=limit_file_size),
+    Case("splice-binary-base", SPLICE, then(splice_inputs, binary("base.fa")), "base.fa: not a FASTA text file"),
+    Case("splice-binary-target", SPLICE, then(splice_inputs, binary("t.fa")), "t.fa: not a FASTA text file"),
+    Case("splice-binary-exons", SPLICE, then(splice_inputs, binary("ex.bed")), "ex.bed: line"),
+    Case("splice-directory-base", SPLICE, then(splice_inputs, directory("base.fa")), "base.fa: is a directory"),
+    Case("splice-directory-exons", SPLICE, then(splice_inputs, directory("ex.bed")), "ex.bed: is a directory"),
+    Case("splice-directory-pairs", (*SPLICE, "--pairs", "pairs.txt"), then(splice_inputs, directory("pairs.txt")),
+         "pairs.txt: is a directory"),
+    Case("splice-dangling-target", SPLICE, then(splice_inputs, dangling("t.fa")), "t.fa: no such file"),
+    Case("splice-unreadable-target", SPLICE, then(splice_inputs, unreadable("t.fa")), "t.fa: cannot read",
+         needs_non_root="root reads a file whatever its permissions"),
+    Case("splice-duplicate-targets", SPLICE,
+         then(splice_inputs, text("t.fa", f">cdna1\n{TARGET}\n>cdna1\n{TARGET[:12]}\n")),
+         "t.fa: duplicate record name 'cdna1'"),
+    Case("splice-threads-abc", (*SPLICE, "--threads", "abc"), splice_inputs, "--threads expects a positive"),
+    Case("splice-output-too-large", (*SPLICE, "-o", "report.txt"),
+         then(splice_inputs, text("t.fa", "".join(f">c{i}\n{TARGET}\n" for i in range(200)))),
+         "writing report.txt failed: File too large", preexec=limit_file_size),
+    Case("miranda-threads-abc", ("miranda", "q.fa", "r.fa", "--threads", "abc"), scan_inputs,
+         "--threads expects a positive whole number, got 'abc'"),
+    Case("miranda-threads-zero", ("miranda", "q.fa", "r.fa", "--threads", "0"), scan_inputs, "--threads must be"),
+    Case("scan-threads-zero", ("scan", "q.fa", "r.fa", "--threads", "0"), scan_inputs, "--threads must be"),
+    Case("scan-gpus-on-cpu", ("scan", "q.fa", "r.fa", "--gpus", "0,1", "--device", "cpu"), scan_inputs,
+         "--gpus 0,1 needs a GPU engine"),
+    Case("miranda-gpus-on-cpu", ("miranda", "q.fa", "r.fa", "--gpus", "0,1", "--device", "cpu"), scan_inputs,
+         "--gpus 0,1 needs a GPU engine"),
+    Case("scan-directory", ("scan", "q.fa", "r.fa"), then(scan_inputs, directory("r.fa")), "r.fa: is a directory"),
+    Case("scan-stdout-full-device", ("scan", "q.fa", "r.fa"), scan_inputs,
+         "writing standard output failed: No space left on device", stdout_to_full_device=True),
+]
+
+
+def _run(case: Case, cwd: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "gamut", *case.argv]
+    if case.stdout_to_full_device:
+        with open("/dev/full", "w") as full:  # the child writes to the device; it is not replaced
+            result = subprocess.run(command, check=False, cwd=cwd, stdout=full, stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=case.preexec, timeout=120)
+        result.stdout = ""
+        return result
+    return subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, preexec_fn=case.preexec,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_error_is_one_line_and_leaves_nothing(case: Case, tmp_path: Path):
+    if case.needs_non_root and os.geteuid() == 0:
+        pytest.skip(f"running as root: {case.needs_non_root}")
+    if case.stdout_to_full_device and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    case.setup(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = _run(case, tmp_path)
+    lines = [line for line in result.stderr.splitlines() if not line.startswith(NOTICES)]
+    assert "Traceback" not in result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("gamut: error: "), result.stderr
+    assert case.message in lines[0]
+    assert result.returncode == case.code, result.stderr
+    assert result.stdout == ""  # checked before any output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no output, no temporary file
+
+
+def test_compressed_references_scan_like_plain_text(tmp_path: Path):
+    """The scan reads zstd (and bzip2, xz, gzip) references, with the same result as plain text."""
+    scan_inputs(tmp_path)
+    plain = subprocess.run([sys.executable, "-m", "gamut", "scan", "q.fa", "r.fa"], check=False, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.count("\nq1\tr") == 3  # one site in r1, two in r2
+    data = (tmp_path / "r.fa").read_bytes()
+    if sys.version_info >= (3, 14):
+        from compression import zstd
+    else:
+        from backports import zstd  # what xopen decompresses zstd with before Python 3.14
+
+    (tmp_path / "r.fa.zst").write_bytes(zstd.compress(data))
+    (tmp_path / "r.fa.bz2").write_bytes(bz2.compress(data))
+    (tmp_path / "r.xz.fa").write_bytes(lzma.compress(data))  # told by the content, not the name
+    for name in ("r.fa.zst", "r.fa.bz2", "r.xz.fa"):
+        result = subprocess.run([sys.executable, "-m", "gamut", "scan", "q.fa", name], check=False, cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == plain.stdout
+
+
+def test_plots_with_the_same_safe_name_do_not_overwrite(tmp_path: Path, capsys):
+    """Record names that sanitise to the same file name get _2, _3 in input order."""
+    pytest.importorskip("matplotlib")
+    _write(tmp_path / "rna.fa", ">x|1\nGGGAAACCC\n>x/1\nGGGGAAAACCCC\n>x:1\nGGAAACC\n")
+    plot = tmp_path / "arc.svg"
+    assert main(["fold", str(tmp_path / "rna.fa"), "-o", str(tmp_path / "out.txt"), "--plot", str(plot)]) == 0
+    names = sorted(p.name for p in tmp_path.glob("arc.*.svg"))
+    assert names == ["arc.x_1.svg", "arc.x_1_2.svg", "arc.x_1_3.svg"]
+    assert ">x/1 length=12" in (tmp_path / "out.txt").read_text()
+    assert "12 nt" in (tmp_path / "arc.x_1_2.svg").read_text()  # the second record's plot
+
+
+@pytest.mark.parametrize("command, target", [
+    (["fold", "GGGAAACCC"], "gamut.fold.cli.fold"),
+    (["scan", "{q}", "{r}", "--device", "cpu"], "gamut.scan.api.run_scan"),
+])
+def test_out_of_memory_is_one_line(command, target, tmp_path: Path, monkeypatch, capsys):
+    scan_inputs(tmp_path)
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(target, exhausted)
+    argv = [a.format(q=tmp_path / "q.fa", r=tmp_path / "r.fa") for a in command]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if not line.startswith(NOTICES)]
+    assert lines == [lines[0]] and lines[0].startswith(f"gamut: error: out of memory in gamut {command[0]}: try ")
+    assert "Traceback" not in captured.err
+
+
+def test_splice_api_rejects_fractional_exon_coordinates():
+    from gamut.errors import InputError
+
+    with pytest.raises(InputError, match=r"exon 2 .*must be integers, got 15.5"):
+        gamut_splice(BASE, [(3, 10), (15.5, 23)], TARGET)
+    with pytest.raises(InputError, match="must be integers, got an array of float64"):
+        gamut_splice(BASE, np.array(EXONS, dtype=float), TARGET)
+    with pytest.raises(InputError, match=r"case7: exon 1 must be a \(start, end\) pair"):
+        from gamut.splice.api import splice_many
+
+        splice_many([(BASE, [(3, 10, 12)], TARGET, "case7")], device="cpu")
+    assert gamut_splice(BASE, np.array(EXONS, dtype=np.int32), TARGET).score == gamut_splice(BASE, EXONS, TARGET).score
+
+
+def gamut_splice(base, exons, target):
+    from gamut.splice.api import splice
+
+    return splice(base, exons, target, device="cpu")

@@ -1,0 +1,107 @@
+"""SIGTERM and SIGINT end a running command promptly at any input size (gamut.io.interrupt).
+
+Each test starts a real ``gamut scan`` on an input that keeps it busy in compiled code (a 10 kb
+query; a 50 Mb reference), waits until it is computing (its temporary output exists), sends the
+signal and times the exit. The bound here is generous (a loaded CI machine); bench/long_queries.py
+measures the latency precisely.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gamut.io.interrupt import Ending, remove_stale, temporary_file
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SRC = Path(__file__).resolve().parents[1] / "src"
+BOUND_S = 5.0  # generous: the benchmark measures tens of milliseconds
+
+
+def write_fasta(path: Path, records: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as handle:
+        for name, letters in records.items():
+            handle.write(b">" + name.encode() + b"\n" + letters.tobytes() + b"\n")
+
+
+def random_letters(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.frombuffer(b"ACGU", np.uint8)[rng.integers(0, 4, n)]
+
+
+def signal_running_scan(tmp_path: Path, queries: Path, references: Path, sig: int, *extra: str):
+    """Start a scan writing over an existing output, signal it while it computes; returns
+    (exit code, seconds from the signal to the exit, stderr, output path)."""
+    out = tmp_path / "out.tsv"
+    out.write_text("old results\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "gamut", "scan", str(queries), str(references), "-o", str(out),
+                             "--device", "cpu", "--no-progress", *extra],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob(".out.tsv.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(1.0)  # well inside the alignment
+    if proc.poll() is not None:
+        pytest.fail(f"the scan ended before it could be signalled: {proc.stderr.read()}")
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    code = proc.wait(timeout=120)
+    return code, time.monotonic() - sent, proc.stderr.read(), out
+
+
+def assert_ended_cleanly(tmp_path: Path, code: int, latency: float, err: str, out: Path, sig: int) -> None:
+    assert code == 128 + sig, err
+    assert latency < BOUND_S, f"{latency:.2f} s from the signal to the exit"
+    assert err.strip() in ("gamut: terminated", "gamut: interrupted") and "Traceback" not in err, err
+    assert out.read_text() == "old results\n"  # the old output is intact
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_sigterm_ends_a_10kb_query_scan_promptly(tmp_path):
+    rng = np.random.default_rng(5)
+    q, r = tmp_path / "q.fa", tmp_path / "r.fa"
+    write_fasta(q, {"long": random_letters(rng, 10_000)})
+    write_fasta(r, {f"u{k}": random_letters(rng, 20_000) for k in range(20)})
+    code, latency, err, out = signal_running_scan(tmp_path, q, r, signal.SIGTERM, "--noenergy")
+    assert_ended_cleanly(tmp_path, code, latency, err, out, signal.SIGTERM)
+
+
+def test_sigterm_ends_a_50mb_reference_scan_promptly(tmp_path):
+    rng = np.random.default_rng(6)
+    q, r = tmp_path / "q.fa", tmp_path / "r.fa"
+    q.write_bytes((EXAMPLES / "mirnas.fa").read_bytes() * 1)
+    write_fasta(r, {"chr": random_letters(rng, 50_000_000)})
+    code, latency, err, out = signal_running_scan(tmp_path, q, r, signal.SIGTERM)
+    assert_ended_cleanly(tmp_path, code, latency, err, out, signal.SIGTERM)
+
+
+def test_sigint_ends_a_scan_with_exit_130(tmp_path):
+    rng = np.random.default_rng(7)
+    q, r = tmp_path / "q.fa", tmp_path / "r.fa"
+    write_fasta(q, {"long": random_letters(rng, 10_000)})
+    write_fasta(r, {f"u{k}": random_letters(rng, 20_000) for k in range(20)})
+    code, latency, err, out = signal_running_scan(tmp_path, q, r, signal.SIGINT, "--noenergy")
+    assert_ended_cleanly(tmp_path, code, latency, err, out, signal.SIGINT)
+
+
+def test_temporary_files_are_tracked_only_inside_a_command(tmp_path):
+    ending = Ending()
+    path = tmp_path / ".x.tmp"
+    with ending.track(path):
+        assert os.fspath(path) in ending._temporary
+    assert not ending._temporary
+    with temporary_file(path):  # no command running: nothing to register, nothing raised
+        pass
+
+
+def test_remove_stale_removes_only_matching_files(tmp_path):
+    (tmp_path / ".a.tmp").write_text("x")
+    (tmp_path / "keep.txt").write_text("y")
+    assert [p.name for p in remove_stale(tmp_path, ".*.tmp")] == [".a.tmp"]
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
