@@ -156,6 +156,27 @@ CASES = [
     Case("scan-directory", ("scan", "q.fa", "r.fa"), then(scan_inputs, directory("r.fa")), "r.fa: is a directory"),
     Case("scan-stdout-full-device", ("scan", "q.fa", "r.fa"), scan_inputs,
          "writing standard output failed: No space left on device", stdout_to_full_device=True),
+    # Outputs that would lose data (tests/test_output_safety.py checks each in more detail).
+    Case("scan-output-is-input", ("scan", "q.fa", "r.fa", "-o", "r.fa"), scan_inputs,
+         "cannot write r.fa: it is the input file r.fa"),
+    Case("miranda-out-is-input-through-link", ("miranda", "q.fa", "r.fa", "-out", "link.fa"),
+         then(scan_inputs, lambda d: (d / "link.fa").symlink_to(d / "q.fa")), "it is the input file"),
+    Case("fold-output-is-input", ("fold", "rna.fa", "-o", "rna.fa"), fold_input, "it is the input file"),
+    Case("splice-output-is-input", (*SPLICE, "-o", "t.fa"), splice_inputs, "it is the input file"),
+    Case("scan-read-only-output", ("scan", "q.fa", "r.fa", "-o", "old.tsv"),
+         then(scan_inputs, text("old.tsv", "old\n"), lambda d: (d / "old.tsv").chmod(0o444)), "read-only"),
+    # Resumable runs (tests/test_scan_rundir_integrity.py checks recomputation of bad parts).
+    Case("scan-run-dir-is-a-file", ("scan", "q.fa", "r.fa", "--run-dir", "rd", "-o", "out.tsv"),
+         then(scan_inputs, text("rd", "not a directory\n")), "--run-dir rd is not a directory"),
+    Case("scan-run-dir-under-proc", ("scan", "q.fa", "r.fa", "--run-dir", "/proc/self/gamut-run", "-o", "out.tsv"),
+         scan_inputs, "--run-dir /proc/self/gamut-run"),
+    # Options argparse rejects: one line too (gamut.cli.OneLineParser), exit 2.
+    Case("scan-unknown-option", ("scan", "q.fa", "r.fa", "--no-such-option"), scan_inputs,
+         "unrecognized arguments: --no-such-option", code=2),
+    Case("scan-bad-device", ("scan", "q.fa", "r.fa", "--device", "tpu"), scan_inputs, "invalid choice: 'tpu'", code=2),
+    # Exactness: parameters beyond miRanda's integer scores are refused, never saturated.
+    Case("scan-scores-beyond-64-bits", ("scan", "q.fa", "r.fa", "--scale=-1e17", "--noenergy"), scan_inputs,
+         "beyond the 32-bit integers miRanda scores with"),
 ]
 
 

@@ -17,10 +17,18 @@ from gamut.errors import GamutError
 SUBCOMMANDS = ("gamut.scan.cli", "gamut.fold.cli", "gamut.splice.cli")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``gamut: error: gamut scan: ...``), exit status 2;
+    ``--help`` still shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"gamut: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from gamut import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gamut",
         description="GPU-accelerated dynamic programming for RNA and DNA sequence analysis.",
         epilog="'gamut miranda QUERY REF [miRanda options]' runs a miRanda 3.3a-compatible scan.",

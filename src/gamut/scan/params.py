@@ -40,6 +40,10 @@ class ScanParams:
             raise UsageError("negative value given for -trim (reference truncation)")
         if not math.isfinite(self.scale):
             raise UsageError(f"-scale must be a finite number, got {self.scale}")
+        largest = abs(self.scale) * max(5, -self.gap_open, -self.gap_extend)
+        if max(largest, -self.gap_open, -self.gap_extend) >= 2**31 - 1:
+            raise UsageError(f"-scale {self.scale:g} with gap penalties {self.gap_open}/{self.gap_extend} makes seed "
+                             f"scores or gap costs beyond the 32-bit integers miRanda scores with (limit {2**31 - 1:,})")
         if self.energy_model not in ("miranda", "vienna2004"):
             raise UsageError(f"unknown energy model '{self.energy_model}' (miranda or vienna2004)")
 
