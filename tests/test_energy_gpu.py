@@ -79,3 +79,17 @@ def test_empty_and_too_long():
     assert E.duplex_energies([], device="cuda").shape == (0,)
     with pytest.raises(InputError, match="at most"):
         G.gpu_energies(["A" * (G.MAX_LENGTH + 1)])
+
+
+def test_strings_too_long_for_the_gpu_fold_on_the_cpu_among_the_rest():
+    """Long queries make duplexes longer than the GPU engine takes: the device path folds those on
+    the CPU and the rest on the GPU, every energy equal to the CPU engine's."""
+    rng = np.random.default_rng(27)
+    seqs = ["".join(rng.choice(list("ACGU"), n)) + "XXXXXXX" + "".join(rng.choice(list("ACGU"), n))
+            for n in (20, 300, 25, 260, 30)]
+    assert max(map(len, seqs)) > G.MAX_LENGTH >= min(map(len, seqs))
+    letters = np.frombuffer("".join(seqs).encode(), np.uint8)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in seqs]))).astype(np.int64)
+    on_gpu = E.packed_energies_dcal(letters, offsets, device="cuda")
+    on_cpu = E.packed_energies_dcal(letters, offsets, device="cpu")
+    assert np.array_equal(on_gpu, on_cpu)

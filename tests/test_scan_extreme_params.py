@@ -111,4 +111,4 @@ def test_gpu_engine_equals_reference_under_extreme_parameters(query, ref, scale,
     params = ScanParams(score_threshold=threshold, scale=scale, gap_open=gap_open, gap_extend=gap_extend,
                         noenergy=True)
     expected = reference_alignments(query, ref, threshold, scale, gap_open, gap_extend)
-    assert engine_tuples(GpuEngine(), query, ref, params) == expected
+    assert engine_tuples(GpuEngine([0]), query, ref, params) == expected

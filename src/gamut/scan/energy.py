@@ -596,13 +596,27 @@ def _fold_packed(letters: np.ndarray, offsets: np.ndarray, model: str, threads: 
     """Energies (dcal/mol) of packed fold strings with the chosen engine and device, every one folded."""
     if _engine(model, engine) == "compiled":
         if _on_gpu(device):
-            from gamut.scan.energy_gpu import gpu_packed_energies
-
-            return gpu_packed_energies(letters, offsets)
+            return _gpu_and_cpu_packed(letters, offsets, threads)
         return _compiled_packed(letters, offsets, threads)
     text = letters.tobytes().decode("latin-1")
     seqs = [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
     return _vienna_folds(seqs, model, threads)[0]
+
+
+def _gpu_and_cpu_packed(letters: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
+    """Energies on the GPU, except for strings longer than its engine takes (long queries make
+    duplexes of thousands of letters): those on the CPU, with the same model and results."""
+    from gamut.scan.energy_gpu import MAX_LENGTH, gpu_packed_energies
+
+    long = np.diff(offsets) > MAX_LENGTH
+    if not long.any():
+        return gpu_packed_energies(letters, offsets)
+    out = np.empty(long.shape[0], np.int64)
+    short = np.flatnonzero(~long)
+    if short.size:
+        out[short] = gpu_packed_energies(*take_strings(letters, offsets, short))
+    out[long] = _compiled_packed(*take_strings(letters, offsets, np.flatnonzero(long)), threads)
+    return out
 
 
 def duplex_energies(sequences: Sequence[str], *, model: str = "miranda",
