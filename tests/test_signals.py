@@ -63,31 +63,23 @@ def assert_ended_cleanly(tmp_path: Path, code: int, latency: float, err: str, ou
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_sigterm_ends_a_10kb_query_scan_promptly(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_a_10kb_query_scan_promptly(tmp_path, sig):
     rng = np.random.default_rng(5)
     q, r = tmp_path / "q.fa", tmp_path / "r.fa"
     write_fasta(q, {"long": random_letters(rng, 10_000)})
     write_fasta(r, {f"u{k}": random_letters(rng, 20_000) for k in range(20)})
-    code, latency, err, out = signal_running_scan(tmp_path, q, r, signal.SIGTERM, "--noenergy")
-    assert_ended_cleanly(tmp_path, code, latency, err, out, signal.SIGTERM)
+    code, latency, err, out = signal_running_scan(tmp_path, q, r, sig, "--noenergy")
+    assert_ended_cleanly(tmp_path, code, latency, err, out, sig)
 
 
 def test_sigterm_ends_a_50mb_reference_scan_promptly(tmp_path):
     rng = np.random.default_rng(6)
     q, r = tmp_path / "q.fa", tmp_path / "r.fa"
-    q.write_bytes((EXAMPLES / "mirnas.fa").read_bytes() * 1)
+    q.write_bytes((EXAMPLES / "mirnas.fa").read_bytes())
     write_fasta(r, {"chr": random_letters(rng, 50_000_000)})
     code, latency, err, out = signal_running_scan(tmp_path, q, r, signal.SIGTERM)
     assert_ended_cleanly(tmp_path, code, latency, err, out, signal.SIGTERM)
-
-
-def test_sigint_ends_a_scan_with_exit_130(tmp_path):
-    rng = np.random.default_rng(7)
-    q, r = tmp_path / "q.fa", tmp_path / "r.fa"
-    write_fasta(q, {"long": random_letters(rng, 10_000)})
-    write_fasta(r, {f"u{k}": random_letters(rng, 20_000) for k in range(20)})
-    code, latency, err, out = signal_running_scan(tmp_path, q, r, signal.SIGINT, "--noenergy")
-    assert_ended_cleanly(tmp_path, code, latency, err, out, signal.SIGINT)
 
 
 def test_temporary_files_are_tracked_only_inside_a_command(tmp_path):
@@ -105,3 +97,16 @@ def test_remove_stale_removes_only_matching_files(tmp_path):
     (tmp_path / "keep.txt").write_text("y")
     assert [p.name for p in remove_stale(tmp_path, ".*.tmp")] == [".a.tmp"]
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_duplex_folds_limited_by_available_memory(monkeypatch):
+    """Long queries make duplexes whose exact fold needs memory quadratic in their length: fewer
+    folds run at once, and one that cannot fit is a one-line error, not an out-of-memory kill."""
+    from gamut.errors import InputError
+    from gamut.scan import energy
+
+    monkeypatch.setattr(energy, "available_memory", lambda: 8 << 30)
+    assert energy.folds_that_fit(100, 16) == 16
+    assert energy.folds_that_fit(4_000, 16) == 5  # 49 * 4002^2 bytes each, half of 8 GiB
+    with pytest.raises(InputError, match="use --noenergy"):
+        energy.folds_that_fit(20_000, 2)

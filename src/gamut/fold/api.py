@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ import numpy as np
 
 from gamut.cuda import resolve_device
 from gamut.errors import DeviceError, InputError, UsageError
+from gamut.io.memory import available_memory
 from gamut.fold.sequence import encode
 from gamut.fold.traceback import dot_bracket, greedy_pairs, traceback_dense, traceback_tiled
 
@@ -89,23 +89,8 @@ def _check_min_loop(min_loop: int) -> int:
     return int(min_loop)
 
 
-def _available_memory() -> int | None:
-    """Bytes of host memory available to a new allocation (``MemAvailable``), if known."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _check_host_memory(nbytes: int, what: str) -> None:
-    available = _available_memory()
+    available = available_memory()
     if available is not None and nbytes > available:
         raise InputError(f"{what} needs {nbytes / 1e9:.1f} GB of memory, only {available / 1e9:.1f} GB available")
 

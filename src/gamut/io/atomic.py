@@ -24,7 +24,7 @@ def atomic_output(path: PathLike | None, mode: str = "w", inputs: Iterable[PathL
     :class:`UsageError` before the block runs. A character device or a FIFO is opened and
     written directly (renaming a file over it would replace it); a symlink's target is replaced
     and the link kept. A replaced file keeps its permission bits. The temporary file is removed
-    on any exception, including the ``SystemExit`` that ``gamut.cli`` raises on SIGTERM.
+    on any exception; a signal that ends the command removes it too (``gamut.io.interrupt``).
     """
     if is_stdout(path):
         yield sys.stdout if "b" not in mode else sys.stdout.buffer

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from gamut.errors import InputError, UsageError
+from gamut.io.memory import available_memory
 from gamut.io.textcols import distinct_strings, take_strings
 from gamut.scan.energy_params import (
     INF,
@@ -404,18 +405,6 @@ def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
 #: Bytes of work buffers per folding thread for a string of n letters: (n + 2)^2 times this
 #: (one uint8, one int64 and ten int32 tables of _mfe_one).
 FOLD_BYTES_PER_CELL = 1 + 8 + 10 * 4
-
-
-def available_memory() -> int | None:
-    """Memory the system can give without swapping (bytes; Linux's MemAvailable), or None."""
-    try:
-        with open("/proc/meminfo") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def folds_that_fit(longest: int, threads: int) -> int:
