@@ -11,14 +11,12 @@ Strand columns are ignored: exons are taken on the base as given. Every malforme
 """
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import dataclass
-from typing import Iterable
 from urllib.parse import unquote
 
 from gamut.errors import InputError
-from gamut.io.fasta import READ_ERRORS, open_input
+from gamut.io.fasta import text_lines
 
 FORMATS = ("bed", "gff3", "tsv")
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
@@ -46,16 +44,6 @@ def detect_format(path: str | os.PathLike) -> str:
     raise InputError(f"{os.fspath(path)}: cannot tell the exon file format from its name (use .bed, .gff3 or .tsv, or give the format)")
 
 
-def _lines(path: str) -> Iterable[tuple[int, str]]:
-    with open_input(path) as raw:  # compressed files by content; a directory is an InputError
-        try:
-            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, 1):
-                    yield number, line.rstrip("\r\n")
-        except READ_ERRORS as exc:
-            raise InputError(f"{path}: cannot read ({exc})") from None
-
-
 def _int(path: str, number: int, text: str, what: str) -> int:
     try:
         return int(text)
@@ -70,7 +58,7 @@ def _check(path: str, number: int, start: int, end: int) -> None:
 
 def _read_bed(path: str) -> list[ExonRecord]:
     out = []
-    for number, line in _lines(path):
+    for number, line in text_lines(path):
         if not line.strip() or line.startswith(("#", "track", "browser")):
             continue
         fields = line.split("\t") if "\t" in line else line.split()
@@ -91,7 +79,7 @@ def _gff_name(attributes: str) -> str:
 def _read_gff3(path: str, feature_types: tuple[str, ...]) -> list[ExonRecord]:
     out = []
     wanted = {t.lower() for t in feature_types}
-    for number, line in _lines(path):
+    for number, line in text_lines(path):
         if line.startswith("##FASTA"):
             break
         if not line.strip() or line.startswith("#"):
@@ -110,7 +98,7 @@ def _read_gff3(path: str, feature_types: tuple[str, ...]) -> list[ExonRecord]:
 
 def _read_tsv(path: str) -> list[ExonRecord]:
     out = []
-    for number, line in _lines(path):
+    for number, line in text_lines(path):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t") if "\t" in line else line.split()

@@ -6,6 +6,7 @@ miRanda-exact parsing, with its own id/description/letter rules, lives in
 """
 from __future__ import annotations
 
+import io
 import lzma
 import os
 import sys
@@ -65,6 +66,18 @@ def open_input(path: str | os.PathLike) -> BinaryIO:
 
 def _reason(exc: BaseException) -> str:
     return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+
+
+def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of text input file ``path`` (see :func:`open_input`), line ends removed,
+    undecodable bytes replaced; a failed read is an :class:`InputError` naming the file."""
+    with open_input(path) as raw:
+        try:
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
+                for number, line in enumerate(handle, 1):
+                    yield number, line.rstrip("\r\n")
+        except READ_ERRORS as exc:
+            raise InputError(f"{os.fspath(path)}: cannot read ({_reason(exc)})") from None
 
 
 def read_input_bytes(path: str | os.PathLike) -> bytes:

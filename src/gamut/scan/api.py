@@ -157,7 +157,7 @@ def scan_files(
     bar = progress_bar(f"scan [{engine.name}]", total, bool(progress), unit="cells")
     if fmt == "parquet":
         return _write_parquet(scan_input, engine, output, threads, bar)
-    with atomic_output(output, inputs=(query_path, reference_path)) as out, bar as tracker:
+    with atomic_output(output) as out, bar as tracker:
         writer = _writer(out, scan_input, fmt, quiet, keyval)
         writer.start(banner, query_path, reference_path)
         for result in run_scan(scan_input, engine, threads=threads, progress=tracker):

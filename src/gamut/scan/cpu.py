@@ -250,6 +250,15 @@ def trace_survivors(trace, cs, ci, cj, keep):
     return score, i_end, j_end, i_start, j_start, offsets, ops[: offsets[s]]
 
 
+def score_extremes(tables) -> tuple[int, int, int]:
+    """(top, high, low) of a query's :class:`~gamut.scan.params.QueryTables`: the sum of its rows'
+    best positive scores, its largest score, and its most negative score or gap cost (at most -1)."""
+    top = int(np.maximum(tables.profile, 0).max(axis=0).sum())
+    high = int(tables.profile.max())
+    low = min(int(tables.gap_open.min()), int(tables.gap_extend.min()), int(tables.profile.min()), -1)
+    return top, high, low
+
+
 def dp_tables(tables, ref_length: int = 0, rise: int = 0):
     """(profile[row, class], gap_open, gap_extend) in the narrowest exact integer type for the DP rows
     against references of up to ``ref_length`` letters (``rise``: :func:`~gamut.scan.params.gap_rise`).
@@ -260,10 +269,8 @@ def dp_tables(tables, ref_length: int = 0, rise: int = 0):
     """
     from gamut.scan.params import exact_int_type, score_bound
 
-    top = int(np.maximum(tables.profile, 0).max(axis=0).sum())
-    high = max(int(tables.profile.max()), rise)
-    low = min(int(tables.gap_open.min()), int(tables.gap_extend.min()), int(tables.profile.min()), -1)
-    dtype = exact_int_type(score_bound(top, rise, ref_length) + high, 2 * low)
+    top, high, low = score_extremes(tables)
+    dtype = exact_int_type(score_bound(top, rise, ref_length) + max(high, rise), 2 * low)
     profile_rows = np.ascontiguousarray(tables.profile.T, dtype=dtype)  # [row, class]: one row per DP row
     return (profile_rows, tables.gap_open.astype(dtype), tables.gap_extend.astype(dtype))
 
@@ -357,10 +364,10 @@ class QueryBank:
                 schemes[L] = row_scheme(L, params)
             tables.append(query_tables(queries.class_codes(q), params, schemes[L]))
         self.rise = gap_rise(params)
-        self.top = max((int(np.maximum(t.profile, 0).max(axis=0).sum()) for t in tables), default=0)
-        self.high = max([int(t.profile.max()) for t in tables] + [self.rise])
-        self.low = min([min(int(t.gap_open.min()), int(t.gap_extend.min()), int(t.profile.min())) for t in tables]
-                       + [-1])
+        extremes = np.array([score_extremes(t) for t in tables], np.int64).reshape(-1, 3)
+        self.top = int(extremes[:, 0].max(initial=0))
+        self.high = max(int(extremes[:, 1].max(initial=0)), self.rise)
+        self.low = int(extremes[:, 2].min(initial=-1))
         self.q_off = np.asarray(queries.offsets, np.int64)
         self.qrev = (np.concatenate([t.qrev for t in tables]) if n else np.zeros(0, np.int8)).astype(np.int8)
         rows = lengths + 1

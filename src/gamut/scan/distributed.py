@@ -337,14 +337,14 @@ class RunDir:
                 log.write(f"{self.run}\t{index}\n")
 
     def load(self, index: int) -> bytes:
-        """A stored partition's bytes, checked again against its record (it was verified at the
-        start, but the file may have changed since)."""
+        """A stored partition's bytes. Its checksum was verified at the start (or made when it was
+        stored); reading it back checks the length only, which a part cut short since shows."""
         try:
             data = self._part(index).read_bytes()
         except OSError as exc:
             data, reason = None, exc.strerror or str(exc)
         record = self.manifest["parts"].get(str(index)) or {}
-        if data is not None and hashlib.sha256(data).hexdigest() == record.get("sha256"):
+        if data is not None and len(data) == record.get("bytes"):
             return data
         if data is not None:
             reason = "it changed during this run"
@@ -417,7 +417,9 @@ def _flat(options: dict, prefix: str = "") -> dict:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``path`` whole or not at all; a signal that ends the run removes the temporary file."""
+    """Write ``path`` whole or not at all, flushed to disk before it replaces the old file (a
+    resumed run must never find half a part); a signal that ends the run removes the temporary
+    file. (:func:`gamut.io.atomic.atomic_output` does not sync: outputs need not survive a crash.)"""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with temporary_file(tmp):
         try:

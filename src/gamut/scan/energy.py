@@ -405,6 +405,8 @@ def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
 #: Bytes of work buffers per folding thread for a string of n letters: (n + 2)^2 times this
 #: (one uint8, one int64 and ten int32 tables of _mfe_one).
 FOLD_BYTES_PER_CELL = 1 + 8 + 10 * 4
+#: Work buffers this small for all threads together are never checked against free memory.
+SMALL_FOLDS_BYTES = 256 << 20
 
 
 def folds_that_fit(longest: int, threads: int) -> int:
@@ -413,6 +415,8 @@ def folds_that_fit(longest: int, threads: int) -> int:
     queries make duplexes of thousands of letters, whose exact fold needs memory quadratic in
     their length."""
     need = FOLD_BYTES_PER_CELL * (longest + 2) ** 2
+    if need * threads <= SMALL_FOLDS_BYTES:  # miRNA duplexes: no need to ask the system
+        return threads
     free = available_memory()
     if free is None or need * threads <= free // 2:
         return threads

@@ -164,10 +164,14 @@ def _push(cand, n, l, score, i, j):
 
 
 @njit(cache=True, nogil=True)
-def _flush_diagonals(ring, cand, n):
-    """Move every diagonal's best candidate still held in ``ring`` to ``cand``; empty the ring."""
+def _flush_diagonals(ring, emitted, LM, cand, n):
+    """Move the best candidates still held in ``ring`` by the lanes that ``emitted`` some (slots
+    0..LM) to ``cand``, emptying those slots. Lanes without candidates (nearly all, for miRNAs)
+    cost nothing."""
     for l in range(ring.shape[0]):
-        for slot in range(ring.shape[1]):
+        if not emitted[l]:
+            continue
+        for slot in range(LM + 1):
             if ring[l, slot, 0] >= 0:
                 cand, n = _push(cand, n, l, ring[l, slot, 1], ring[l, slot, 2], ring[l, slot, 3])
                 ring[l, slot, 0] = -1
@@ -260,6 +264,7 @@ def _score_pass(st, tab, LM, R, ref, shared_ref, ctab, roff, nk, kind_prof, ref_
             st[a * row + _B0 * LANES + l] = max(tab[t0 + _GO * LANES + l], tab[t0 + _GE * LANES + l])
     gtop = LM * row + _G * LANES
     n = 0
+    emitted = np.zeros(LANES, np.bool_)
     sc = tab
     for j in range(1, R + 1):
         if shared_ref:
@@ -282,6 +287,7 @@ def _score_pass(st, tab, LM, R, ref, shared_ref, ctab, roff, nk, kind_prof, ref_
         if hit:
             for l in range(LANES):
                 if st[gtop + l] >= lane_threshold and j <= lane_len[l]:
+                    emitted[l] = True
                     cand, n = _emit(st, tab, sc, roff, coff, LM, l, lane_pad[l], din, bin_, j, threshold, ring, cand, n)
         if j % ckpt == 0:
             k = j // ckpt
@@ -289,7 +295,7 @@ def _score_pass(st, tab, LM, R, ref, shared_ref, ctab, roff, nk, kind_prof, ref_
                 for l in range(LANES):
                     ck[k, 0, a, l] = st[a * row + din * LANES + l]
                     ck[k, 1, a, l] = st[a * row + bin_ * LANES + l]
-    return _flush_diagonals(ring, cand, n)
+    return _flush_diagonals(ring, emitted, LM, cand, n)
 
 
 @njit(cache=True, nogil=True)

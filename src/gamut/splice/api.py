@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
-from gamut.errors import DeviceError, InputError, UsageError
+from gamut.errors import DeviceError, UsageError
 from gamut.splice import cpu
 from gamut.splice.batch import CaseBatch
 from gamut.splice.model import (DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams, SpliceCase,
@@ -41,30 +41,11 @@ def choose_engine(device: str = "auto", engine: str | None = None) -> str:
     return "gpu" if resolve_device(device, "splice") == "cuda" else "fast"
 
 
-def check_exons(exons: Sequence[tuple[int, int]] | np.ndarray, name: str) -> None:
-    """Exons must be ``(start, end)`` pairs of integers: building the case with NumPy would
-    silently truncate 2.5 to 2 (and take True as 1)."""
-    if isinstance(exons, np.ndarray):
-        if exons.size and (exons.dtype == np.bool_ or not np.issubdtype(exons.dtype, np.integer)):
-            raise InputError(f"{name}: exon coordinates must be integers, got an array of {exons.dtype}")
-        return
-    for index, exon in enumerate(exons, 1):
-        values = tuple(exon) if isinstance(exon, (tuple, list, np.ndarray)) else None
-        if values is None or len(values) != 2:
-            raise InputError(f"{name}: exon {index} must be a (start, end) pair, got {exon!r}")
-        for value in values:
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-                raise InputError(f"{name}: exon {index} {tuple(values)!r}: coordinates must be integers, "
-                                 f"got {value!r}")
-
-
 def _make_case(item: CaseLike, index: int, params: ScoreParams) -> SpliceCase:
     """A prepared case from a :class:`SpliceCase` or a ``(base, exons, target[, name])`` tuple."""
     if isinstance(item, SpliceCase):
         return item
-    name = item[3] if len(item) > 3 else f"case{index}"
-    check_exons(item[1], name)
-    return make_case(item[0], item[1], item[2], params, name=name)
+    return make_case(item[0], item[1], item[2], params, name=item[3] if len(item) > 3 else f"case{index}")
 
 
 def _gpu_groups(batch: CaseBatch) -> list[CaseBatch]:
@@ -173,7 +154,6 @@ def splice(
     ``.alignment``).
     """
     params = ScoreParams(match, mismatch, gap, matrix)
-    check_exons(exons, name)
     case = make_case(base, exons, target, params, name=name)
     return solve([case], params, choose_engine(device, engine))[0]
 

@@ -6,15 +6,13 @@ base record named by their seqid (a TSV without seqids needs a single-record bas
 """
 from __future__ import annotations
 
-import io
 import os
 from dataclasses import dataclass
-from typing import IO, Iterator
 
 from gamut.errors import InputError, UsageError
 from gamut.io import read_fasta
 from gamut.io.exons import ExonRecord, read_exons
-from gamut.io.fasta import READ_ERRORS, open_input
+from gamut.io.fasta import text_lines
 from gamut.splice.model import ScoreParams, SpliceCase, encode, make_case
 
 
@@ -29,24 +27,16 @@ class FileCase:
 
 def _read_pairs(path: str) -> list[tuple[str, str]]:
     pairs = []
-    with open_input(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(_read_lines(handle, path), 1):
-            fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            if len(fields) < 2:
-                raise InputError(f"{path}: line {number} needs a target name and a base name")
-            pairs.append((fields[0], fields[1]))
+    for number, line in text_lines(path):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) < 2:
+            raise InputError(f"{path}: line {number} needs a target name and a base name")
+        pairs.append((fields[0], fields[1]))
     if not pairs:
         raise InputError(f"{path}: no target/base pairs")
     return pairs
-
-
-def _read_lines(handle: IO[str], path: str) -> Iterator[str]:
-    try:
-        yield from handle
-    except READ_ERRORS as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
 
 
 def load_cases(

@@ -127,6 +127,23 @@ class SpliceCase:
         return int((self.ends - self.starts).sum()) + self.n_exons
 
 
+def check_exons(exons: Sequence[tuple[int, int]] | np.ndarray, name: str) -> None:
+    """Exons must be ``(start, end)`` pairs of integers: building the case with NumPy would
+    silently truncate 2.5 to 2 (and take True as 1)."""
+    if isinstance(exons, np.ndarray):
+        if exons.size and (exons.dtype == np.bool_ or not np.issubdtype(exons.dtype, np.integer)):
+            raise InputError(f"{name}: exon coordinates must be integers, got an array of {exons.dtype}")
+        return
+    for index, exon in enumerate(exons, 1):
+        values = tuple(exon) if isinstance(exon, (tuple, list, np.ndarray)) else None
+        if values is None or len(values) != 2:
+            raise InputError(f"{name}: exon {index} must be a (start, end) pair, got {exon!r}")
+        for value in values:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"{name}: exon {index} {tuple(values)!r}: coordinates must be integers, "
+                                 f"got {value!r}")
+
+
 def make_case(
     base: str | np.ndarray,
     exons: Sequence[tuple[int, int]] | np.ndarray,
@@ -147,6 +164,7 @@ def make_case(
         raise InputError(f"{name}: empty target sequence")
     if base_codes.size and base_codes.max() > N_CODE or target_codes.size and target_codes.max() > N_CODE:
         raise InputError(f"{name}: symbol codes must lie in 0..4")
+    check_exons(exons, name)
     pairs = np.asarray(exons, dtype=np.int64).reshape(-1, 2) if len(exons) else np.zeros((0, 2), np.int64)
     if pairs.shape[0] == 0:
         raise InputError(f"{name}: no candidate exons")
