@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gamut.scan.energy import duplex_energies_dcal, duplex_folds
+from gamut.scanning.energy.cpu import duplex_energies_dcal, duplex_folds
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "tests" / "data" / "energy" / "duplex_30C.tsv"

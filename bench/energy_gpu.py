@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from energy import distinct_copies, timed  # bench/energy.py helpers
-from gamut.scan import energy as E
-from gamut.scan import energy_gpu as G
+from gamut.scanning.energy import cpu as E
+from gamut.scanning.energy import gpu as G
 
 HERE = Path(__file__).resolve().parent
 MATURE = [HERE.parent / "shared" / "data" / "mirbase" / "mature.fa.gz",

@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gamut.fold.sequence import encode  # noqa: E402
+from gamut.folding.sequence import encode  # noqa: E402
 
 GENOME = ROOT.parent / "shared" / "data" / "rna" / "NC_045512.2.fasta"
 
@@ -61,8 +61,8 @@ def genome_codes(path: Path) -> np.ndarray | None:
 
 
 def cpu_fill(engine: str, codes: np.ndarray, min_loop: int) -> int:
-    from gamut.fold.cpu import fill_matrix
-    from gamut.fold.tiled import fill_tiled, tiled_value
+    from gamut.folding.cpu import fill_matrix
+    from gamut.folding.tiled import fill_tiled, tiled_value
 
     n = int(codes.shape[0])
     if engine == "blocked":
@@ -185,8 +185,8 @@ def run_cpu(args, rec: Recorder) -> None:
         assert len(scores) == 1, f"engines disagree at n={n}: {scores}"
     genome = genome_codes(Path(args.genome))
     if genome is not None and "blocked" in args.engines and not args.no_genome:
-        from gamut.fold.tiled import fill_tiled
-        from gamut.fold.traceback import traceback_tiled
+        from gamut.folding.tiled import fill_tiled
+        from gamut.folding.traceback import traceback_tiled
 
         start = time.perf_counter()
         tiles = fill_tiled(genome, args.min_loop, 64)
@@ -204,8 +204,8 @@ def run_cpu(args, rec: Recorder) -> None:
 def run_gpu(args, rec: Recorder) -> None:
     import cupy
 
-    from gamut.fold.gpu import fill_gpu, max_length, score_of, traceback_gpu, triangle_bytes
-    from gamut.fold.traceback import traceback_tiled
+    from gamut.folding.gpu import fill_gpu, max_length, score_of, traceback_gpu, triangle_bytes
+    from gamut.folding.traceback import traceback_tiled
 
     fill_gpu(random_codes(500), args.min_loop)  # compile
     cupy.cuda.Device().synchronize()
@@ -297,7 +297,7 @@ def run_api(args, rec: Recorder) -> None:
         if device == "cuda" and n <= args.compare_max:  # a second fill: its corner must be the score
             import cupy
 
-            from gamut.fold.gpu import fill_gpu, score_of
+            from gamut.folding.gpu import fill_gpu, score_of
 
             tiles = fill_gpu(gamut_codes(seq), args.min_loop)
             corner = score_of(tiles, n)
@@ -310,7 +310,7 @@ def run_api(args, rec: Recorder) -> None:
 
 
 def gamut_codes(seq: str) -> np.ndarray:
-    from gamut.fold.sequence import encode
+    from gamut.folding.sequence import encode
 
     return encode(seq)
 

@@ -53,8 +53,8 @@ def main() -> None:
     import numba
 
     import gamut
-    from gamut.fold.sequence import encode
-    from gamut.fold.batch import encode_many, fold_batch_cpu, layout
+    from gamut.folding.sequence import encode
+    from gamut.folding.batch import encode_many, fold_batch_cpu, layout
     from gamut.io import read_fasta
 
     records = [(r.name, r.sequence) for r in read_fasta(args.fasta) if r.name.startswith(args.prefix)]
@@ -86,7 +86,7 @@ def main() -> None:
     if not args.no_gpu:
         import cupy
 
-        from gamut.fold.gpu import fold_batch_gpu
+        from gamut.folding.gpu import fold_batch_gpu
 
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
         device = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])

@@ -1,6 +1,6 @@
 """The largest Nussinov fold one GPU holds, with its structure, end to end.
 
-Picks n = ``gamut.fold.gpu.max_length(free memory)`` (the int32 tiled triangle, ``2 (n + 64)^2``
+Picks n = ``gamut.folding.gpu.max_length(free memory)`` (the int32 tiled triangle, ``2 (n + 64)^2``
 bytes, with 1% and 64 MiB to spare), folds a random RNA of that length (seed n) with
 ``gamut.fold(seq, device="cuda")`` and writes ``fold_<label>_largest.json`` to ``--out``.
 
@@ -24,7 +24,7 @@ def main() -> int:
     import cupy as cp
 
     import gamut
-    from gamut.fold import gpu
+    from gamut.folding import gpu
 
     free, total = cp.cuda.runtime.memGetInfo()
     n = gpu.max_length(free)

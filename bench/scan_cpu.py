@@ -9,8 +9,8 @@ reference lengths, real cells only):
 - ``clip``: N human miRNAs x the first M fragments of ../shared/data/clip/ago_clip_fragments.fa.gz
   (50 nt AGO CLIP fragments).
 
-Engines: ``simd`` (:class:`gamut.scan.simd.SimdEngine`, engine time only) and ``scalar``
-(:class:`gamut.scan.cpu.CpuEngine`, engine and end-to-end time).
+Engines: ``simd`` (:class:`gamut.scanning.engines.simd.SimdEngine`, engine time only) and ``scalar``
+(:class:`gamut.scanning.engines.cpu.CpuEngine`, engine and end-to-end time).
 
     python bench/scan_cpu.py                                   # simd, 256 x 8 x 20 kb
     python bench/scan_cpu.py --workload clip --refs 2000       # simd, 256 x 2000 CLIP fragments
@@ -33,14 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from gamut.scan.hits import SequenceSet
-from gamut.scan.alphabet import encode
-from gamut.scan.cpu import CpuEngine
-from gamut.scan.fasta import read_miranda_fasta
-from gamut.scan.hits import SequenceSet
-from gamut.scan.params import ScanParams
-from gamut.scan.runner import ScanInput, run_scan
-from gamut.scan.simd import SimdEngine
+from gamut.scanning.hits import SequenceSet
+from gamut.scanning.alphabet import encode
+from gamut.scanning.engines.cpu import CpuEngine
+from gamut.scanning.fasta import read_miranda_fasta
+from gamut.scanning.hits import SequenceSet
+from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline.runner import ScanInput, run_scan
+from gamut.scanning.engines.simd import SimdEngine
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parent.parent / "shared" / "data" / "mirbase"

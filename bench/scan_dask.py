@@ -81,7 +81,7 @@ class TcpCluster:
 
         with Client(self.address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=120)
-            client.run(lambda: __import__("gamut.scan.distributed"))  # imports, as a warm pool would have
+            client.run(lambda: __import__("gamut.scanning.pipeline.distributed"))  # imports, as a warm pool would have
 
     def _start(self, *args: str) -> None:
         self.procs.append(subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
@@ -160,7 +160,7 @@ def main() -> int:
                 raise SystemExit("1 pair: the cluster output differs from the single-process output")
         finally:
             cluster.close()
-        from gamut.scan.fasta import read_miranda_fasta
+        from gamut.scanning.fasta import read_miranda_fasta
 
         nq, nr = len(read_miranda_fasta(query)), len(read_miranda_fasta(ref))
     single = rows[0]["wall_s"]

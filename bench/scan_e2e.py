@@ -125,10 +125,10 @@ def engine_only(query: Path, ref: Path, args) -> dict:
 
 def _engine_only(query: Path, ref: Path, args) -> dict:
     """The engine alone over the runner's chunks (after a warm-up), in this process."""
-    from gamut.scan.api import make_engine
-    from gamut.scan.fasta import read_miranda_fasta
-    from gamut.scan.params import ScanParams
-    from gamut.scan.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput
+    from gamut.scanning.api import make_engine
+    from gamut.scanning.fasta import read_miranda_fasta
+    from gamut.scanning.params import ScanParams
+    from gamut.scanning.pipeline.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
     engine = make_engine(args.device, args.threads or None, args.gpus or None)
@@ -219,7 +219,7 @@ def main() -> int:
                 size = (tmp / f"{case}_{mode}.txt").stat().st_size
                 digest = results_digest(tmp / f"{case}_{mode}.txt")
                 if engine is None:
-                    from gamut.scan.fasta import read_miranda_fasta
+                    from gamut.scanning.fasta import read_miranda_fasta
 
                     nq, nr = len(read_miranda_fasta(query)), len(read_miranda_fasta(ref))
                     info = {"pairs": nq * nr, "cells": None, "engine_s": None}

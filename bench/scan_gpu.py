@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gamut.scan.hits import SequenceSet
-from gamut.scan.alphabet import encode
-from gamut.scan.fasta import SeqRecord
-from gamut.scan.params import ScanParams
+from gamut.scanning.hits import SequenceSet
+from gamut.scanning.alphabet import encode
+from gamut.scanning.fasta import SeqRecord
+from gamut.scanning.params import ScanParams
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPLEMENT = np.array([3, 2, 1, 0, 4], np.int8)
@@ -106,7 +106,7 @@ def survivor_count(res) -> int:
 
 
 def time_pipeline(engine, queries, refs, params) -> tuple[float, int]:
-    from gamut.scan.runner import ScanInput, run_scan
+    from gamut.scanning.pipeline.runner import ScanInput, run_scan
 
     records_q = [SeqRecord(f"q{k}", "", s) for k, s in enumerate(queries)]
     records_r = [SeqRecord(f"r{k}", "", s) for k, s in enumerate(refs)]
@@ -118,7 +118,7 @@ def time_pipeline(engine, queries, refs, params) -> tuple[float, int]:
 
 
 def run_config(label: str, nq: int, nr: int, mean_len: int, spread: float, args, engines, rng) -> dict:
-    from gamut.scan.cpu import CpuEngine
+    from gamut.scanning.engines.cpu import CpuEngine
 
     queries = make_queries(nq, rng)
     lengths = np.maximum(1, np.round(mean_len * rng.uniform(1 - spread, 1 + spread, nr))).astype(np.int64)
@@ -208,7 +208,7 @@ def run_big(args, rng, make_engine) -> dict:
         del res
     t = time.perf_counter() - t0
     # Post-processing cost (hit strings etc.), measured on a sample of pairs and extrapolated.
-    from gamut.scan.hits import chunk_hits
+    from gamut.scanning.hits import chunk_hits
 
     qset = SequenceSet.build([f"q{k}" for k in range(nq)], queries, [qs.class_codes(k) for k in range(nq)])
     rset = SequenceSet.build([f"r{k}" for k in range(nr)], refs, [rs.class_codes(k) for k in range(nr)])
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", action="store_true", help="run the kernels' host build (no GPU; smoke test)")
     ap.add_argument("--profile", action="store_true", help="print a cProfile summary of each GPU engine run")
     args = ap.parse_args(argv)
-    from gamut.scan.gpu import GpuEngine, HostBackend, build_host_library
+    from gamut.scanning.engines.gpu import GpuEngine, HostBackend, build_host_library
 
     rng = np.random.default_rng(args.seed)
     info = device_info(args.host)

@@ -1,7 +1,7 @@
 """Balance of the GPU scan engine's multi-device split, measured on the host (no GPU needed).
 
 For each workload the runner's chunks (as the GPU engine asks for them with N devices) are split
-with :func:`gamut.scan.gpu.split_over_devices`, exactly as ``GpuEngine.align`` does, and the
+with :func:`gamut.scanning.engines.gpu.split_over_devices`, exactly as ``GpuEngine.align`` does, and the
 report gives, per device count: the cells (query x reference letters) and pairs each device gets,
 the largest share over the mean (1.00 = perfect balance; the speed-up on N devices is at most
 N / that ratio where the kernels dominate) and the row-bucket mix.
@@ -30,11 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(query: Path, ref: Path, devices: int) -> dict:
-    from gamut.scan.fasta import read_miranda_fasta
-    from gamut.scan.gpu import (CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE, MAX_GPU_QUERY, ROW_BUCKETS,
+    from gamut.scanning.fasta import read_miranda_fasta
+    from gamut.scanning.engines.gpu import (CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE, MAX_GPU_QUERY, ROW_BUCKETS,
                                 split_over_devices)
-    from gamut.scan.params import ScanParams
-    from gamut.scan.runner import ScanInput
+    from gamut.scanning.params import ScanParams
+    from gamut.scanning.pipeline.runner import ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
     ql = scan_input.query_set.lengths().astype(np.int64)

@@ -6,7 +6,7 @@
 from pathlib import Path
 
 import gamut
-from gamut.fold.plot import arc_diagram
+from gamut.folding.plot import arc_diagram
 from gamut.io import read_fasta
 
 here = Path(__file__).parent

@@ -10,9 +10,9 @@ import argparse
 import numpy as np
 
 import gamut
-from gamut.splice.generate import generate_base, make_target
-from gamut.splice.model import decode
-from gamut.splice.report import format_report
+from gamut.splicing.generate import generate_base, make_target
+from gamut.splicing.model import decode
+from gamut.splicing.report import format_report
 
 
 def main() -> None:

@@ -99,7 +99,7 @@ class FoldHarness:
 
     def traceback(self, tiles: np.ndarray, codes: np.ndarray, min_loop: int, threads: int = 256) -> np.ndarray:
         """The device traceback (``nussinov_traceback``) on an int32 tiled triangle; raises
-        ``RuntimeError`` as :func:`gamut.fold.gpu.traceback_gpu` does."""
+        ``RuntimeError`` as :func:`gamut.folding.gpu.traceback_gpu` does."""
         tiles = np.ascontiguousarray(tiles, dtype=np.int32)
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
         n = int(codes.shape[0])

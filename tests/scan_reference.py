@@ -114,10 +114,10 @@ def reference_alignments(query: str, ref: str, threshold=140, scale=4.0, go=-9, 
 
 def align_pairs(engine, queries, references, pairs, params):
     """Run ``engine.align`` on lists of class-code arrays (or ``EncodedSeq``) and return the
-    survivors per pair (:class:`~gamut.scan.alignments.PairAlignments`), for comparisons."""
+    survivors per pair (:class:`~gamut.scanning.alignments.PairAlignments`), for comparisons."""
     import numpy as np
 
-    from gamut.scan.hits import SequenceSet
+    from gamut.scanning.hits import SequenceSet
 
     codes = lambda seqs: [np.asarray(getattr(s, "codes", s), np.int8) for s in seqs]  # noqa: E731
     chunk = engine.align(SequenceSet.from_codes(codes(queries)), SequenceSet.from_codes(codes(references)),

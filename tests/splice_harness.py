@@ -10,10 +10,10 @@ from typing import Callable
 
 import numpy as np
 
-from gamut.splice import cpu
-from gamut.splice.batch import CaseBatch
-from gamut.splice.gpu import TRACEBACK_OPTIONS, PackedBatch, collect_tracebacks, traceback_cap
-from gamut.splice.result import Tracebacks
+from gamut.splicing import cpu
+from gamut.splicing.batch import CaseBatch
+from gamut.splicing.gpu import TRACEBACK_OPTIONS, PackedBatch, collect_tracebacks, traceback_cap
+from gamut.splicing.result import Tracebacks
 
 KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
 
@@ -80,7 +80,7 @@ def concatenated(arrays: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarra
 
 def host_solve_gpu(harness: SpliceHarness, threads: int = 256,
                    edit: Callable[[PackedBatch, np.ndarray, np.ndarray], None] | None = None, cap: int | None = None):
-    """A stand-in for :func:`gamut.splice.gpu.solve_gpu`: the CPU fast forward pass, ``edit`` (to
+    """A stand-in for :func:`gamut.splicing.gpu.solve_gpu`: the CPU fast forward pass, ``edit`` (to
     make the arrays inconsistent), then the host-built traceback kernel and the engine's host side."""
 
     def solve_gpu(batch: CaseBatch, matrix, gap, **_) -> Tracebacks:

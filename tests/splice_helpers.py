@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 from hypothesis import strategies as st
 
-from gamut.splice import cpu
-from gamut.splice.model import ScoreParams, make_case
+from gamut.splicing import cpu
+from gamut.splicing.model import ScoreParams, make_case
 
 
 def global_score(a, b, matrix, gap) -> int:

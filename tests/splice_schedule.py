@@ -3,14 +3,14 @@
 Lanes of a warp are emulated in lock-step (``lanes``, ``cols`` and ``rows`` may be small so that
 tiny cases cross many lanes, tiles and chunks); chunks run one after another, so the tagged
 boundary column of the previous chunk is complete when read. The exon stream and the fold plan
-come from :func:`gamut.splice.stream.build_plan`, as for the kernel, with ``slots`` park slots.
+come from :func:`gamut.splicing.stream.build_plan`, as for the kernel, with ``slots`` park slots.
 It checks the kernel's indexing and data flow without a GPU.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from gamut.splice.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, build_plan
+from gamut.splicing.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, build_plan
 
 NEG_INF = -(1 << 29)
 

@@ -254,8 +254,8 @@ def test_plots_with_the_same_safe_name_do_not_overwrite(tmp_path: Path, capsys):
 
 
 @pytest.mark.parametrize("command, target", [
-    (["fold", "GGGAAACCC"], "gamut.fold.cli.fold"),
-    (["scan", "{q}", "{r}", "--device", "cpu"], "gamut.scan.api.run_scan"),
+    (["fold", "GGGAAACCC"], "gamut.folding.cli.fold"),
+    (["scan", "{q}", "{r}", "--device", "cpu"], "gamut.scanning.api.run_scan"),
 ])
 def test_out_of_memory_is_one_line(command, target, tmp_path: Path, monkeypatch, capsys):
     scan_inputs(tmp_path)
@@ -280,13 +280,13 @@ def test_splice_api_rejects_fractional_exon_coordinates():
     with pytest.raises(InputError, match="must be integers, got an array of float64"):
         gamut_splice(BASE, np.array(EXONS, dtype=float), TARGET)
     with pytest.raises(InputError, match=r"case7: exon 1 must be a \(start, end\) pair"):
-        from gamut.splice.api import splice_many
+        from gamut.splicing.api import splice_many
 
         splice_many([(BASE, [(3, 10, 12)], TARGET, "case7")], device="cpu")
     assert gamut_splice(BASE, np.array(EXONS, dtype=np.int32), TARGET).score == gamut_splice(BASE, EXONS, TARGET).score
 
 
 def gamut_splice(base, exons, target):
-    from gamut.splice.api import splice
+    from gamut.splicing.api import splice
 
     return splice(base, exons, target, device="cpu")

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gamut.errors import InputError, UsageError
-from gamut.scan import energy as E
-from gamut.scan import energy_params as EP
+from gamut.scanning.energy import cpu as E
+from gamut.scanning.energy import tables as EP
 
 FULL = os.environ.get("GAMUT_ENERGY_FULL") == "1"  # all rows through ViennaRNA as well (~1 min)
 
@@ -267,7 +267,7 @@ def test_errors():
 
 def test_energy_tables_cache_round_trip(tmp_path, monkeypatch):
     """The miranda tables read back from the on-disk cache equal the ones built through ViennaRNA."""
-    from gamut.scan import energy_params
+    from gamut.scanning.energy import tables as energy_params
 
     monkeypatch.setenv("GAMUT_CACHE_DIR", str(tmp_path))
     built = energy_params.energy_tables("miranda")  # builds and writes the cache

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from energy_helpers import any_letters, dcal, fold_strings, golden_rows
 from gamut.errors import InputError
-from gamut.scan import energy as E
-from gamut.scan import energy_gpu as G
+from gamut.scanning.energy import cpu as E
+from gamut.scanning.energy import gpu as G
 
 pytestmark = pytest.mark.gpu
 

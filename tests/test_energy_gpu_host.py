@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from energy_helpers import any_letters, dcal, fold_strings, golden_rows
 from gamut.cuda import gpu_available
 from gamut.errors import DeviceError, InputError, UsageError
-from gamut.scan import energy as E
-from gamut.scan import energy_gpu as G
+from gamut.scanning.energy import cpu as E
+from gamut.scanning.energy import gpu as G
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
 

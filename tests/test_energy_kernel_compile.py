@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from gamut.cuda.kernels import kernel_source
-from gamut.scan import energy_gpu as G
+from gamut.scanning.energy import gpu as G
 from test_fold_kernel_compile import nvrtc_compile
 
 

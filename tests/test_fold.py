@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 import gamut
 from gamut.errors import DeviceError, InputError, UsageError
-from gamut.fold.api import CPU_ENGINES, choose_engine
-from gamut.fold.cpu import fill_matrix
-from gamut.fold.sequence import encode
-from gamut.fold.tiled import fill_tiled, tile_count, tiled_value
+from gamut.folding.api import CPU_ENGINES, choose_engine
+from gamut.folding.cpu import fill_matrix
+from gamut.folding.sequence import encode
+from gamut.folding.tiled import fill_tiled, tile_count, tiled_value
 from gamut.io import read_fasta
 
 from fold_helpers import brute_force_pairs, check_structure, slow_interval_pairs, slow_max_pairs
@@ -180,7 +180,7 @@ def test_cuda_request_without_gpu_is_a_clear_error():
 
 
 def test_gpu_memory_arithmetic():
-    from gamut.fold.gpu import max_length, triangle_bytes
+    from gamut.folding.gpu import max_length, triangle_bytes
 
     assert triangle_bytes(0) == 64 * 64 * 4
     assert 19.5e9 < triangle_bytes(100_000) < 20.1e9  # int32 triangle of n = 100,000 is 20 GB
@@ -192,7 +192,7 @@ def test_gpu_memory_arithmetic():
 
 @pytest.mark.parametrize("band,chunks", [(1, 2), (2, 3), (5, 4), (13, 2)])
 def test_multicore_bands_and_halos(band, chunks):
-    from gamut.fold.cpu import fill_multicore
+    from gamut.folding.cpu import fill_multicore
 
     codes = np.random.default_rng(band * chunks).integers(0, 5, 400).astype(np.uint8)
     for min_loop in (0, 3):
@@ -203,7 +203,7 @@ def test_multicore_bands_and_halos(band, chunks):
 
 
 def test_host_memory_is_checked(monkeypatch):
-    import gamut.fold.api as api
+    import gamut.folding.api as api
 
     assert api.available_memory() > 10_000_000
     monkeypatch.setattr(api, "available_memory", lambda: 10_000)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import gamut
 from gamut.cli import main
 from gamut.errors import InputError, UsageError
-from gamut.fold.batch import BATCH_MAX_LENGTH, check_batch, fold_batch_cpu, layout
-from gamut.fold.sequence import encode
+from gamut.folding.batch import BATCH_MAX_LENGTH, check_batch, fold_batch_cpu, layout
+from gamut.folding.sequence import encode
 
 from fold_helpers import FoldHarness, check_structure, slow_max_pairs
 
@@ -75,7 +75,7 @@ def test_list_options_and_errors():
 
 
 def test_fold_many_batches(monkeypatch):
-    import gamut.fold.api as api
+    import gamut.folding.api as api
 
     monkeypatch.setattr(api, "BATCH_CHUNK", 2)
     records = [(f"r{i}", "GGGAAACCC"[: 3 + i]) for i in range(5)]
@@ -128,8 +128,8 @@ def test_gpu_list_path_with_the_host_built_kernel(monkeypatch, tmp_path):
     """``gamut.fold(list, device="cuda")``'s plumbing, the batch kernel run by its host build."""
     if shutil.which("g++") is None:
         pytest.skip("g++ not available")
-    import gamut.fold.api as api
-    import gamut.fold.gpu as gpu
+    import gamut.folding.api as api
+    import gamut.folding.gpu as gpu
 
     harness = FoldHarness(tmp_path)
 

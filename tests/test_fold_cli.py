@@ -85,7 +85,7 @@ def test_bad_record_names_file_and_record(tmp_path, capsys):
 
 
 def test_api_plot(tmp_path):
-    from gamut.fold.plot import arc_diagram
+    from gamut.folding.plot import arc_diagram
 
     result = gamut.fold("GGGGAAACCCCAUAUAUAAAAUAUAU", min_loop=3)
     arc_diagram(result, tmp_path / "a.pdf", title="test")

@@ -1,6 +1,6 @@
 """The device traceback and the batch kernel of ``nussinov.cu``, built for the host with g++ and
 run block-serially, against the CPU engines (no GPU needed; ``test_fold_gpu.py`` runs the real
-kernels). Both must return exactly the structure of :mod:`gamut.fold.traceback` (same tie rules)."""
+kernels). Both must return exactly the structure of :mod:`gamut.folding.traceback` (same tie rules)."""
 from __future__ import annotations
 
 import shutil
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gamut.fold.cpu import fill_matrix
-from gamut.fold.sequence import BOND_MASK, encode
-from gamut.fold.tiled import fill_tiled
-from gamut.fold.traceback import dot_bracket, traceback_dense, traceback_tiled
+from gamut.folding.cpu import fill_matrix
+from gamut.folding.sequence import BOND_MASK, encode
+from gamut.folding.tiled import fill_tiled
+from gamut.folding.traceback import dot_bracket, traceback_dense, traceback_tiled
 
 from fold_helpers import FoldHarness, brute_force_pairs, check_structure, slow_max_pairs
 
@@ -130,7 +130,7 @@ def test_batch_kernel_brute_force(harness, seq, min_loop):
 
 
 def test_batch_kernel_longest_and_real_hairpins(harness, data_dir):
-    from gamut.fold.gpu import BATCH_MAX_LENGTH
+    from gamut.folding.gpu import BATCH_MAX_LENGTH
     from gamut.io import read_fasta
 
     records = [(r.name, r.sequence) for r in read_fasta(data_dir / "fold" / "mirbase_hairpins.fa")]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import gamut
 from gamut.errors import DeviceError
-from gamut.fold.tiled import fill_tiled
+from gamut.folding.tiled import fill_tiled
 
 from fold_helpers import check_structure, slow_max_pairs
 
@@ -29,7 +29,7 @@ def _codes(n: int, seed: int, letters: int = 4) -> np.ndarray:
 @pytest.mark.parametrize("kernel", ["nussinov_maxplus16", "nussinov_maxplus16w", "int32"])
 def test_gpu_triangle_is_identical_to_cpu_blocked(n, min_loop, kernel):
     """Every max-plus kernel (packed 16-bit, the default here, and int32) gives the CPU's triangle."""
-    from gamut.fold.gpu import fill_gpu
+    from gamut.folding.gpu import fill_gpu
 
     codes = _codes(n, 100 * n + min_loop, letters=5)
     gpu = fill_gpu(codes, min_loop, **_kernel_args(kernel)).get()
@@ -41,7 +41,7 @@ def test_gpu_triangle_is_identical_to_cpu_blocked(n, min_loop, kernel):
 @pytest.mark.parametrize("blocks_per_sm", [0, 1, 64])
 @pytest.mark.parametrize("kernel", ["nussinov_maxplus16", "nussinov_maxplus16w", "int32"])
 def test_split_k_does_not_change_the_triangle(blocks_per_sm, kernel):
-    from gamut.fold.gpu import fill_gpu
+    from gamut.folding.gpu import fill_gpu
 
     codes = _codes(2500, 9)
     reference = fill_tiled(codes, 1, 64, dtype=np.int32)
@@ -49,7 +49,7 @@ def test_split_k_does_not_change_the_triangle(blocks_per_sm, kernel):
 
 
 def test_packed_and_int32_products_agree_on_a_long_sequence():
-    from gamut.fold.gpu import fill_gpu
+    from gamut.folding.gpu import fill_gpu
 
     codes = _codes(20_000, 5)
     want = fill_gpu(codes, 1, packed=False).get()
@@ -95,7 +95,7 @@ def test_gpu_real_genome_prefix():
 
 
 def test_gpu_too_long_is_a_clear_error():
-    from gamut.fold.gpu import fill_gpu
+    from gamut.folding.gpu import fill_gpu
 
     with pytest.raises(DeviceError, match="GB of GPU memory"):
         fill_gpu(np.zeros(400_000, dtype=np.uint8), 1)
@@ -108,8 +108,8 @@ def test_gpu_long_sequence_score_matches_its_structure(n):
 
     The fill's corner value, the reported score and the structure's pair count must agree.
     """
-    from gamut.fold.gpu import fill_gpu, score_of, triangle_bytes
-    from gamut.fold.sequence import encode
+    from gamut.folding.gpu import fill_gpu, score_of, triangle_bytes
+    from gamut.folding.sequence import encode
 
     assert triangle_bytes(n) > 2**33
     seq = "".join(np.random.default_rng(17).choice(list("ACGU"), n))
@@ -128,8 +128,8 @@ def test_gpu_long_sequence_score_matches_its_structure(n):
 @pytest.mark.parametrize("min_loop", [1, 3])
 def test_device_traceback_equals_cpu_traceback(n, min_loop):
     """The structure traced on the GPU is the CPU traceback's on the same triangle (same ties)."""
-    from gamut.fold.gpu import fill_gpu, traceback_gpu
-    from gamut.fold.traceback import traceback_tiled
+    from gamut.folding.gpu import fill_gpu, traceback_gpu
+    from gamut.folding.traceback import traceback_tiled
 
     codes = _codes(n, n + min_loop, letters=5 if n < 5000 else 4)
     tiles = fill_gpu(codes, min_loop)
@@ -140,8 +140,8 @@ def test_device_traceback_equals_cpu_traceback(n, min_loop):
 def test_device_traceback_any_number_of_workers(workers, threads):
     """However many blocks follow the queued intervals at once, the structure is the serial one
     (500 asks for more than the device's SMs: traceback_gpu runs one block per SM then)."""
-    from gamut.fold.gpu import fill_gpu, traceback_gpu
-    from gamut.fold.traceback import traceback_tiled
+    from gamut.folding.gpu import fill_gpu, traceback_gpu
+    from gamut.folding.traceback import traceback_tiled
 
     codes = _codes(6000, 17, letters=4)
     tiles = fill_gpu(codes, 1)
@@ -151,14 +151,14 @@ def test_device_traceback_any_number_of_workers(workers, threads):
 
 
 def test_device_traceback_rejects_a_bad_block_size():
-    from gamut.fold.gpu import traceback_gpu
+    from gamut.folding.gpu import traceback_gpu
 
     with pytest.raises(ValueError, match="multiple of 32"):
         traceback_gpu(None, np.zeros(10, np.uint8), 1, threads=100)
 
 
 def test_device_traceback_reports_an_inconsistent_triangle():
-    from gamut.fold.gpu import fill_gpu, traceback_gpu
+    from gamut.folding.gpu import fill_gpu, traceback_gpu
 
     codes = _codes(3000, 2, letters=4)
     tiles = fill_gpu(codes, 1)
@@ -189,8 +189,8 @@ def test_gpu_batch_random_lists(seqs, min_loop):
 
 
 def test_gpu_batch_longest_sequences_use_large_shared_memory():
-    from gamut.fold.gpu import BATCH_MAX_LENGTH, fold_batch_gpu
-    from gamut.fold.batch import fold_batch_cpu, layout
+    from gamut.folding.gpu import BATCH_MAX_LENGTH, fold_batch_gpu
+    from gamut.folding.batch import fold_batch_cpu, layout
 
     rng = np.random.default_rng(8)
     codes = [rng.integers(0, 5, n).astype(np.uint8) for n in [BATCH_MAX_LENGTH] * 300 + [0, 1, 2, 250]]

@@ -15,11 +15,11 @@ import shutil
 import numpy as np
 import pytest
 
-import gamut.fold.api as api
-import gamut.fold.gpu as fold_gpu
+import gamut.folding.api as api
+import gamut.folding.gpu as fold_gpu
 from gamut.errors import DeviceError
-from gamut.fold.gpu import MAX_LENGTH, TILE, max_length, score_of, triangle_bytes
-from gamut.fold.tiled import fill_tiled, tile_count, tile_index
+from gamut.folding.gpu import MAX_LENGTH, TILE, max_length, score_of, triangle_bytes
+from gamut.folding.tiled import fill_tiled, tile_count, tile_index
 
 from fold_helpers import FoldHarness
 
@@ -215,7 +215,7 @@ def test_gpu_path_rejects_a_triangle_zeroed_but_for_the_corner_tile(fake_gpu):
 
 
 def test_greedy_lower_bound_is_a_valid_structure_count():
-    from gamut.fold.traceback import greedy_pairs
+    from gamut.folding.traceback import greedy_pairs
 
     from fold_helpers import slow_max_pairs
 
@@ -232,7 +232,7 @@ def test_greedy_lower_bound_is_a_valid_structure_count():
 
 def test_packed_products_only_where_every_score_fits_16_bits():
     """n / 2 pairs at most: PACKED_MAX_LENGTH keeps every interval's pair count below 2^16."""
-    from gamut.fold.gpu import PACKED_MAX_LENGTH, fill_gpu
+    from gamut.folding.gpu import PACKED_MAX_LENGTH, fill_gpu
 
     assert PACKED_MAX_LENGTH // 2 == 0xFFFF and (PACKED_MAX_LENGTH + 1) // 2 > 0xFFFF
     with pytest.raises(DeviceError, match="16-bit"):  # raised before any GPU work

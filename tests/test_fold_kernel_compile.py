@@ -61,9 +61,9 @@ def test_kernel_compiles_for_hopper_without_spills():
 
 
 def test_finish_shared_memory_matches_the_kernel_layout():
-    """``gamut.fold.gpu.FINISH_SHARED_BYTES`` (what the launch reserves) equals the layout
+    """``gamut.folding.gpu.FINISH_SHARED_BYTES`` (what the launch reserves) equals the layout
     ``nussinov_finish`` carves out of its dynamic shared memory (FINISH_SHARED_BYTES in the .cu)."""
-    from gamut.fold.gpu import FINISH_SHARED_BYTES, TILE
+    from gamut.folding.gpu import FINISH_SHARED_BYTES, TILE
 
     text = KERNEL.read_text()
     macros = dict(re.findall(r"^#define (FPITCH|FINISH_SHARED_BYTES) (\(.*\))", text, re.M))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gamut.fold.tiled import fill_tiled, tile_count
+from gamut.folding.tiled import fill_tiled, tile_count
 
 BOND_MASK = (1 << 3) | (1 << 15) | (1 << 7) | (1 << 11) | (1 << 13) | (1 << 17)
 KERNEL = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels" / "nussinov.cu"
@@ -104,7 +104,7 @@ def nussinov_finish(tiles, seq, n, nb, d, min_loop, I, T):
 
 
 def fill_like_gpu(codes, min_loop, T, target_blocks):
-    """The host loop of ``gamut.fold.gpu.fill_gpu`` with the kernels above."""
+    """The host loop of ``gamut.folding.gpu.fill_gpu`` with the kernels above."""
     n = len(codes)
     nb, count = tile_count(n, T)
     tiles = np.zeros((count, T, T), np.int64)

@@ -75,8 +75,8 @@ def test_fold_fill_in_bands_gives_the_same_triangle_and_counts_all_work():
     """The banded fill behind the fold bar computes what the one-call fill does."""
     import numpy as np
 
-    from gamut.fold.sequence import encode
-    from gamut.fold.tiled import diagonal_work, fill_tiled
+    from gamut.folding.sequence import encode
+    from gamut.folding.tiled import diagonal_work, fill_tiled
 
     rng = np.random.default_rng(7)
     codes = encode("".join(rng.choice(list("ACGU"), 1500)))

@@ -144,11 +144,11 @@ def test_parquet_output(files, tmp_path):
 
 def test_energy_models_through_the_scan(files):
     """Hits carry the energy of their fold string under the chosen model, filtered by -en."""
-    from gamut.scan.energy import duplex_energies
-    from gamut.scan.runner import ScanInput, run_scan
-    from gamut.scan.cpu import CpuEngine
-    from gamut.scan.params import ScanParams
-    from gamut.scan.fasta import read_miranda_fasta
+    from gamut.scanning.energy.cpu import duplex_energies
+    from gamut.scanning.pipeline.runner import ScanInput, run_scan
+    from gamut.scanning.engines.cpu import CpuEngine
+    from gamut.scanning.params import ScanParams
+    from gamut.scanning.fasta import read_miranda_fasta
 
     q, r = files
     for model in ("miranda", "vienna2004"):

@@ -18,10 +18,10 @@ import pytest
 pytest.importorskip("distributed")
 
 from gamut.cli import main  # noqa: E402
-from gamut.scan.api import scan_files  # noqa: E402
-from gamut.scan.miranda_cli import banner  # noqa: E402
-from gamut.scan.params import ScanParams  # noqa: E402
-from gamut.scan.distributed import computed_by_run  # noqa: E402
+from gamut.scanning.api import scan_files  # noqa: E402
+from gamut.scanning.miranda_cli import banner  # noqa: E402
+from gamut.scanning.params import ScanParams  # noqa: E402
+from gamut.scanning.pipeline.distributed import computed_by_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).parent / "data" / "miranda"
@@ -284,7 +284,7 @@ def test_without_dask_cluster_is_a_clear_error(tmp_path, monkeypatch, capsys):
 
 def test_single_process_runs_do_not_import_dask(tmp_path):
     code = (
-        "import sys, gamut, gamut.cluster, gamut.scan.distributed\n"
+        "import sys, gamut, gamut.cluster, gamut.scanning.pipeline.distributed\n"
         "from gamut.cli import main\n"
         f"assert main(['miranda', 'query.fa', 'reference.fa', '-out', {str(tmp_path / 'o.txt')!r}, '--run-dir',"
         f" {str(tmp_path / 'run')!r}]) == 0\n"
@@ -297,9 +297,9 @@ def test_single_process_runs_do_not_import_dask(tmp_path):
 
 
 def test_splice_on_a_cluster(local_cluster, tmp_path):
-    from gamut.splice.api import splice_many
-    from gamut.splice.files import load_cases
-    from gamut.splice.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams
+    from gamut.splicing.api import splice_many
+    from gamut.splicing.files import load_cases
+    from gamut.splicing.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams
 
     params = ScoreParams(DEFAULT_MATCH, DEFAULT_MISMATCH, DEFAULT_GAP)
     cases = [fc.case for fc in load_cases(str(SPLICE / "gene.fa"), str(SPLICE / "candidates.gff3"),
@@ -319,10 +319,10 @@ def test_splice_on_a_cluster(local_cluster, tmp_path):
 
 def test_partitions_cover_the_pairs_in_order():
     """Partitions are consecutive pair ranges; their pairs are those of the plain order."""
-    from gamut.scan.api import as_records
-    from gamut.scan.distributed import plan_partitions
-    from gamut.scan.params import ScanParams
-    from gamut.scan.runner import ScanInput
+    from gamut.scanning.api import as_records
+    from gamut.scanning.pipeline.distributed import plan_partitions
+    from gamut.scanning.params import ScanParams
+    from gamut.scanning.pipeline.runner import ScanInput
 
     si = ScanInput(as_records(str(CASES / "real_trim" / "query.fa"), "query"),
                    as_records(str(CASES / "real_trim" / "reference.fa"), "reference"), ScanParams(trim=600))
@@ -340,9 +340,9 @@ def test_parquet_row_groups_follow_the_single_process_chunks(tmp_path, monkeypat
     still has one row group per chunk with hits, byte for byte."""
     import pyarrow.parquet as pq
 
-    import gamut.scan.distributed as dist
-    import gamut.scan.runner as runner
-    from gamut.scan.simd import SimdEngine
+    import gamut.scanning.pipeline.distributed as dist
+    import gamut.scanning.pipeline.runner as runner
+    from gamut.scanning.engines.simd import SimdEngine
 
     monkeypatch.setattr(runner, "DEFAULT_CHUNK_PAIRS", 13)
     monkeypatch.setattr(dist, "DEFAULT_CHUNK_PAIRS", 13)

@@ -6,10 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scan_reference import align_pairs, reference_alignments
 
-from gamut.scan.alignments import EncodedSeq
-from gamut.scan.alphabet import encode
-from gamut.scan.cpu import CpuEngine
-from gamut.scan.params import ScanParams
+from gamut.scanning.alignments import EncodedSeq
+from gamut.scanning.alphabet import encode
+from gamut.scanning.engines.cpu import CpuEngine
+from gamut.scanning.params import ScanParams
 
 OP_NAMES = {1: "M", 2: "B", 3: "C"}
 
@@ -105,8 +105,8 @@ def test_threads_give_the_same_result():
 @given(pair=planted_pair(), scale=st.sampled_from([1500.0, 2600.5]), go=st.integers(-40000, -1))
 def test_int32_rows_for_huge_scores(pair, scale, go):
     """Parameters whose scores overflow int16 take the int32 DP and still match the reference."""
-    from gamut.scan.cpu import dp_tables
-    from gamut.scan.params import query_tables
+    from gamut.scanning.engines.cpu import dp_tables
+    from gamut.scanning.params import query_tables
 
     query, ref = pair
     params = ScanParams(score_threshold=20_000, scale=scale, gap_open=go, gap_extend=-4)

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gamut.errors import UsageError
-from gamut.scan.cpu import CpuEngine
-from gamut.scan.params import ScanParams, exact_int_type, gap_rise
-from gamut.scan.simd import SimdEngine
+from gamut.scanning.engines.cpu import CpuEngine
+from gamut.scanning.params import ScanParams, exact_int_type, gap_rise
+from gamut.scanning.engines.simd import SimdEngine
 from scan_reference import reference_alignments
 from test_scan_simd import as_tuples, sequence_set
 
@@ -88,7 +88,7 @@ def test_exact_int_type_widens_then_refuses():
 
 
 def test_gpu_engine_refuses_scores_beyond_int32():
-    from gamut.scan.gpu import check_int32_scores
+    from gamut.scanning.engines.gpu import check_int32_scores
 
     check_int32_scores(22, 50_000_000, ScanParams())  # default parameters: no rise, far below
     with pytest.raises(UsageError, match="32-bit"):
@@ -106,7 +106,7 @@ def test_gpu_engine_refuses_scores_beyond_int32():
     threshold=st.integers(1, 400),
 )
 def test_gpu_engine_equals_reference_under_extreme_parameters(query, ref, scale, gap_open, gap_extend, threshold):
-    from gamut.scan.gpu import GpuEngine
+    from gamut.scanning.engines.gpu import GpuEngine
 
     params = ScanParams(score_threshold=threshold, scale=scale, gap_open=gap_open, gap_extend=gap_extend,
                         noenergy=True)

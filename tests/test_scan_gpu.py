@@ -1,4 +1,4 @@
-"""The GPU scan engine (gamut.scan.gpu) must return exactly what the CPU engine returns.
+"""The GPU scan engine (gamut.scanning.engines.gpu) must return exactly what the CPU engine returns.
 
 Two ways to run the CUDA kernels' code:
 - on a GPU (tests marked ``gpu``, skipped without one): GpuEngine through CuPy;
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gamut.scan.alignments import EncodedSeq
+from gamut.scanning.alignments import EncodedSeq
 from scan_reference import align_pairs
-from gamut.scan.cpu import CpuEngine, order_and_suppress
-from gamut.scan.gpu import (
+from gamut.scanning.engines.cpu import CpuEngine, order_and_suppress
+from gamut.scanning.engines.gpu import (
     MAX_GPU_QUERY,
     ROW_BUCKETS,
     GpuEngine,
@@ -33,8 +33,8 @@ from gamut.scan.gpu import (
     split_over_devices,
     suppress_sorted,
 )
-from gamut.scan.hits import SequenceSet
-from gamut.scan.params import ScanParams, row_scheme
+from gamut.scanning.hits import SequenceSet
+from gamut.scanning.params import ScanParams, row_scheme
 
 CASES = sorted(p for p in (Path(__file__).parent / "data" / "miranda").iterdir() if p.is_dir())
 FIELDS = ("score", "i_end", "j_end", "i_start", "j_start", "op_offsets", "ops")
@@ -230,7 +230,7 @@ def test_host_kernels_long_reference_and_nonpositive_threshold(host_lib):
 
 def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):
     """Every golden case, byte for byte, with the kernels' host build as the engine."""
-    import gamut.scan.api as api
+    import gamut.scanning.api as api
     from test_scan_golden import results_after_settings, run_case
 
     monkeypatch.setattr(api, "make_engine", lambda device="auto", threads=None, gpus=None: host_engine(host_lib))
@@ -262,7 +262,7 @@ class CountingBackend(HostBackend):
 
 @pytest.mark.parametrize("planned", [0, 4096, 10_000, 3_000_000])
 def test_candidate_buffer_grows_until_every_candidate_is_kept(planned):
-    from gamut.scan.gpu import _DeviceRun
+    from gamut.scanning.engines.gpu import _DeviceRun
 
     backend = CountingBackend(planned)
     run = _DeviceRun(backend, GpuTuning(), ScanParams())
@@ -277,7 +277,7 @@ def test_too_many_candidates_is_a_clear_error(planned):
     """An int32 count would wrap (2^32 + 3 reads as 3) and keep a partial buffer; the 64-bit count
     sees them all, and more than the buffer can index is an error, never a partial result."""
     from gamut.errors import DeviceError
-    from gamut.scan.gpu import MAX_CANDIDATES, _DeviceRun
+    from gamut.scanning.engines.gpu import MAX_CANDIDATES, _DeviceRun
 
     backend = CountingBackend(planned)
     backend.launch = lambda name, rows, n, args, block, plain=False: args[1].__setitem__(0, planned)
@@ -288,9 +288,9 @@ def test_too_many_candidates_is_a_clear_error(planned):
 
 def test_reference_longer_than_the_kernels_index_is_a_clear_error(host_lib):
     from gamut.errors import InputError
-    from gamut.scan.gpu import MAX_GPU_REFERENCE
+    from gamut.scanning.engines.gpu import MAX_GPU_REFERENCE
 
-    from gamut.scan.hits import SequenceSet
+    from gamut.scanning.hits import SequenceSet
 
     queries = SequenceSet.from_codes([np.zeros(20, np.int8)])
     huge = SequenceSet(["huge"], np.zeros(1, np.uint8), np.zeros(1, np.int8),
@@ -301,7 +301,7 @@ def test_reference_longer_than_the_kernels_index_is_a_clear_error(host_lib):
 
 def test_kernels_compile_for_hopper():
     """``scan_dp.cu`` (largest bucket) and ``splice.cu`` compile for sm_90 with NVRTC alone."""
-    from gamut.splice.gpu import STREAM_OPTIONS
+    from gamut.splicing.gpu import STREAM_OPTIONS
     from test_fold_kernel_compile import nvrtc_compile
 
     kernels = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
@@ -373,7 +373,7 @@ def test_gpu_golden_with_energies(case, tmp_path, monkeypatch):
 def test_task_tables_single_task_batches_equal_the_sorted_path(data):
     """The no-sort path for one reference length below seglen in query order gives the tables of the
     general path, array for array (so the launches see the same tasks in the same order)."""
-    from gamut.scan.gpu import task_tables, task_tables_sorted
+    from gamut.scanning.engines.gpu import task_tables, task_tables_sorted
 
     nb = data.draw(st.integers(1, 300))
     seglen = data.draw(st.sampled_from([128, 256, 512]))

@@ -7,11 +7,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gamut.scan.alignments import ChunkAlignments, PairAlignments
-from gamut.scan.alphabet import encode
-from gamut.scan.cpu import CpuEngine
-from gamut.scan.hits import Hit, SequenceSet, chunk_hits, pair_hits
-from gamut.scan.params import ScanParams
+from gamut.scanning.alignments import ChunkAlignments, PairAlignments
+from gamut.scanning.alphabet import encode
+from gamut.scanning.engines.cpu import CpuEngine
+from gamut.scanning.hits import Hit, SequenceSet, chunk_hits, pair_hits
+from gamut.scanning.params import ScanParams
 
 # Query alphabets: real bases only, with T/U and case mixes, with N/X and IUPAC letters.
 QUERY_ALPHABETS = ("ACGU", "ACGUacguTt", "ACGUACGUACGUACGUTtNX", "ACGUACGUACGUacgutTNnXRYKMSWBDHV")

@@ -14,11 +14,11 @@ import gamut.io.threads
 from gamut.errors import InputError
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
 from gamut.io.textout import write_bytes
-from gamut.scan.alphabet import encode
-from gamut.scan.cpu import CpuEngine
-from gamut.scan.fasta import parse_miranda_fasta
-from gamut.scan.hits import SequenceSet, chunk_hits
-from gamut.scan.params import ScanParams
+from gamut.scanning.alphabet import encode
+from gamut.scanning.engines.cpu import CpuEngine
+from gamut.scanning.fasta import parse_miranda_fasta
+from gamut.scanning.hits import SequenceSet, chunk_hits
+from gamut.scanning.params import ScanParams
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def test_scan_post_processing_keeps_to_threads():
     """--threads bounds the writers' and hits' parallel kernels too, not only the engine."""
     import numba
 
-    from gamut.scan.runner import ScanInput, run_scan
+    from gamut.scanning.pipeline.runner import ScanInput, run_scan
 
     records = parse_miranda_fasta(b">q1\nUGAGGUAGUAGGUUGUAUAGUU\n>q2\nUAGCAGCACGUAAAUAUUGGCG\n", "q.fa")
     refs = parse_miranda_fasta(b">r1\nACUAUACAACCUACUACCUCAAAAACUAUACAACCUACUACCUCA\n", "r.fa")

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
-from gamut.scan.fasta import SeqRecord
-from gamut.scan.params import ScanParams
-from gamut.scan.runner import ScanInput
+from gamut.scanning.fasta import SeqRecord
+from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline.runner import ScanInput
 
 
 def _input(q_lengths, r_lengths, restrict=None) -> ScanInput:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from gamut.cli import main
-from gamut.scan.distributed import computed_by_run
+from gamut.scanning.pipeline.distributed import computed_by_run
 
 CASE = Path(__file__).parent / "data" / "miranda" / "clip_quiet"
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_parts_without_checksums_are_recomputed(stored, tmp_path, clean, capsys)
 
 
 def test_stale_temporary_files_are_removed_and_new_ones_registered(stored, tmp_path, clean, monkeypatch):
-    import gamut.scan.distributed as dist
+    import gamut.scanning.pipeline.distributed as dist
 
     stale = [stored / "parts" / ".00000005.part.4242.tmp", stored / ".manifest.json.4242.tmp"]
     for path in stale:

@@ -1,4 +1,4 @@
-"""The SIMD CPU engine against the scalar engine (gamut.scan.cpu) and the plain-Python reference."""
+"""The SIMD CPU engine against the scalar engine (gamut.scanning.engines.cpu) and the plain-Python reference."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,15 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scan_reference import reference_alignments
 
-from gamut.scan import simd
-from gamut.scan.alignments import ChunkAlignments
-from gamut.scan.alphabet import encode
-from gamut.scan.cpu import CpuEngine
-from gamut.scan.fasta import read_miranda_fasta
-from gamut.scan.hits import SequenceSet
-from gamut.scan.miranda_cli import atoi, strtod
-from gamut.scan.params import ScanParams, query_tables
-from gamut.scan.simd import SimdEngine
+from gamut.scanning.engines import simd
+from gamut.scanning.alignments import ChunkAlignments
+from gamut.scanning.alphabet import encode
+from gamut.scanning.engines.cpu import CpuEngine
+from gamut.scanning.fasta import read_miranda_fasta
+from gamut.scanning.hits import SequenceSet
+from gamut.scanning.miranda_cli import atoi, strtod
+from gamut.scanning.params import ScanParams, query_tables
+from gamut.scanning.engines.simd import SimdEngine
 
 OP_NAMES = {1: "M", 2: "B", 3: "C"}
 COMP = {"A": "U", "C": "G", "G": "C", "U": "A"}

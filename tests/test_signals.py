@@ -103,7 +103,7 @@ def test_duplex_folds_limited_by_available_memory(monkeypatch):
     """Long queries make duplexes whose exact fold needs memory quadratic in their length: fewer
     folds run at once, and one that cannot fit is a one-line error, not an out-of-memory kill."""
     from gamut.errors import InputError
-    from gamut.scan import energy
+    from gamut.scanning.energy import cpu as energy
 
     monkeypatch.setattr(energy, "available_memory", lambda: 8 << 30)
     assert energy.folds_that_fit(100, 16) == 16

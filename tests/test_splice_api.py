@@ -7,8 +7,8 @@ from splice_helpers import brute_force, rescore
 
 import gamut
 from gamut.errors import InputError, UsageError
-from gamut.splice.api import splice_many
-from gamut.splice.model import ScoreParams, decode, encode, make_case
+from gamut.splicing.api import splice_many
+from gamut.splicing.model import ScoreParams, decode, encode, make_case
 
 BASE = "TTTACGTACGGGGGGCCATGCATTTTTTGGAACCTTAAA"
 EXONS = [(3, 10), (15, 23), (28, 36), (5, 18), (30, 33)]

@@ -1,5 +1,5 @@
 """The GPU traceback kernel (``splice_traceback.cu``) built for the host with g++ and run
-block-serially (no GPU needed): it must give exactly :func:`gamut.splice.cpu.traceback`'s score,
+block-serially (no GPU needed): it must give exactly :func:`gamut.splicing.cpu.traceback`'s score,
 chain and alignment (same tie rules) on every case of a batch, and the GPU engine's host side
 (packing, collection, result building) must give the CPU engines' results."""
 from __future__ import annotations
@@ -14,12 +14,13 @@ from splice_harness import SpliceHarness, concatenated, host_solve_gpu
 from splice_helpers import assert_tracebacks_match_cpu, case_lists, insertion_cases, short_exon_cases
 
 from gamut.errors import DeviceError
-from gamut.splice import api, cpu
-from gamut.splice import gpu as splice_gpu
-from gamut.splice.batch import CaseBatch
-from gamut.splice.generate import il1rapl1_like_case, paper_like_cases, wide_case
-from gamut.splice.gpu import PackedBatch, collect_tracebacks
-from gamut.splice.model import ScoreParams, make_case
+from gamut.splicing import api
+from gamut.splicing import cpu
+from gamut.splicing import gpu as splice_gpu
+from gamut.splicing.batch import CaseBatch
+from gamut.splicing.generate import il1rapl1_like_case, paper_like_cases, wide_case
+from gamut.splicing.gpu import PackedBatch, collect_tracebacks
+from gamut.splicing.model import ScoreParams, make_case
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ import pytest
 
 from splice_helpers import assert_tracebacks_match_cpu
 
-from gamut.splice import cpu
-from gamut.splice.generate import il1rapl1_like_case, paper_like_cases
-from gamut.splice.model import ScoreParams, make_case
+from gamut.splicing import cpu
+from gamut.splicing.generate import il1rapl1_like_case, paper_like_cases
+from gamut.splicing.model import ScoreParams, make_case
 
 pytestmark = pytest.mark.gpu
 
@@ -29,7 +29,7 @@ def random_case(rng, max_base=300, max_exons=12, max_exon=40, max_target=700, al
 def test_gpu_matches_reference_on_random_cases(cols, slots):
     """Many cases (one block each); parked rows in shared memory, or in global memory when the
     slots run out (slots=0: all of them; 1: most)."""
-    from gamut.splice.gpu import forward_gpu_many
+    from gamut.splicing.gpu import forward_gpu_many
 
     rng = np.random.default_rng(100 + cols)
     params = ScoreParams(match=2, mismatch=-1, gap=-2)
@@ -47,7 +47,7 @@ def test_gpu_matches_reference_on_random_cases(cols, slots):
 def test_gpu_many_chunks_and_passes(count, slots):
     """Wide targets: a few cases get a one-warp block per chunk (count=6); many cases take their
     chunks in several passes of a block's warps (count=40)."""
-    from gamut.splice.gpu import forward_gpu_many
+    from gamut.splicing.gpu import forward_gpu_many
 
     rng = np.random.default_rng(7)
     params = ScoreParams(match=1, mismatch=-1, gap=-1)
@@ -68,7 +68,7 @@ def test_gpu_generated_cases_and_api():
         fast = gamut.splice(g.base, g.exons, g.target, device="cpu")
         assert gpu.score == fast.score and gpu.chain == fast.chain
         assert gpu.alignment.base == fast.alignment.base
-    from gamut.splice.api import splice_many
+    from gamut.splicing.api import splice_many
 
     tuples = [(g.base, g.exons, g.target, g.name) for g in generated]
     on_gpu = splice_many(tuples, device="cuda")
@@ -77,7 +77,7 @@ def test_gpu_generated_cases_and_api():
 
 
 def test_gpu_il1rapl1_sized_case():
-    from gamut.splice.gpu import forward_gpu
+    from gamut.splicing.gpu import forward_gpu
 
     g = il1rapl1_like_case(seed=1)
     params = ScoreParams()
@@ -104,8 +104,8 @@ def assert_same_results(got, want):
 def assert_device_traceback_is_cpu_traceback(cases, params, **kwargs):
     """The device traceback's score, chain and ops equal ``cpu.traceback`` on the device's own
     (downloaded) last/pred arrays, which equal the CPU fast engine's."""
-    from gamut.splice.batch import CaseBatch
-    from gamut.splice.gpu import forward_gpu_many, solve_gpu
+    from gamut.splicing.batch import CaseBatch
+    from gamut.splicing.gpu import forward_gpu_many, solve_gpu
 
     tb = solve_gpu(CaseBatch(cases), params.matrix, params.gap, **kwargs)
     arrays = forward_gpu_many(cases, params.matrix, params.gap, **kwargs)
@@ -126,7 +126,7 @@ def test_device_traceback_on_random_cases(seed):
 
 
 def test_device_traceback_on_generated_cases_and_api():
-    from gamut.splice.api import solve, splice_many
+    from gamut.splicing.api import solve, splice_many
 
     params = ScoreParams()
     generated = paper_like_cases(60, seed=12, scale=0.5)
@@ -157,8 +157,8 @@ def test_device_traceback_in_strips_and_block_sizes(tb_threads, tb_cap):
     (long runs of target gaps across strips, windows and threads)."""
     from splice_helpers import insertion_cases
 
-    from gamut.splice.batch import CaseBatch
-    from gamut.splice.gpu import solve_gpu
+    from gamut.splicing.batch import CaseBatch
+    from gamut.splicing.gpu import solve_gpu
 
     rng = np.random.default_rng(300 + tb_threads)
     params = ScoreParams(match=2, mismatch=-1, gap=-1)
@@ -170,7 +170,7 @@ def test_device_traceback_in_strips_and_block_sizes(tb_threads, tb_cap):
 
 
 def test_device_traceback_il1rapl1_sized_case():
-    from gamut.splice.api import solve
+    from gamut.splicing.api import solve
 
     g = il1rapl1_like_case(seed=1)
     params = ScoreParams()
@@ -183,9 +183,9 @@ def test_wide_case_runs_on_all_sms():
     blocks on every SM take them in passes; exact forward pass and traceback."""
     import cupy as cp
 
-    from gamut.splice import gpu as splice_gpu
-    from gamut.splice.api import solve
-    from gamut.splice.generate import wide_case
+    from gamut.splicing import gpu as splice_gpu
+    from gamut.splicing.api import solve
+    from gamut.splicing.generate import wide_case
 
     params = ScoreParams()
     g = wide_case(target_length=280_000, groups=3, exons_per_group=5, exon_mean=60, seed=4)
@@ -203,7 +203,7 @@ def test_wide_case_runs_on_all_sms():
 def test_wide_layout_passes_on_small_cases(monkeypatch, max_blocks):
     """The wide layout forced on small cases (no one-warp spread, two warps, at most 1 or 3 blocks
     per case): chunks taken in several passes, round robin over the blocks."""
-    from gamut.splice import gpu as splice_gpu
+    from gamut.splicing import gpu as splice_gpu
 
     monkeypatch.setattr(splice_gpu, "ONE_WARP_BLOCKS_PER_SM", 0)
     rng = np.random.default_rng(17)
@@ -224,8 +224,8 @@ def test_wide_layout_passes_on_small_cases(monkeypatch, max_blocks):
 def test_device_traceback_reports_inconsistent_arrays(monkeypatch, edit, message):
     """last/pred edited on the device between the two kernels: a DeviceError, never a result."""
     from gamut.errors import DeviceError
-    from gamut.splice import gpu as splice_gpu
-    from gamut.splice.api import solve
+    from gamut.splicing import gpu as splice_gpu
+    from gamut.splicing.api import solve
 
     real_forward = splice_gpu._forward
 

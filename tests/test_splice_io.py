@@ -9,8 +9,8 @@ import gamut
 from gamut.cli import main
 from gamut.errors import InputError, UsageError
 from gamut.io.exons import detect_format, read_exons
-from gamut.splice.files import load_cases
-from gamut.splice.model import ScoreParams
+from gamut.splicing.files import load_cases
+from gamut.splicing.model import ScoreParams
 
 BASE = "TTTACGTACGGGGGGCCATGCATTTTTTGGAACCTTAAA"
 EXONS = [(3, 10), (15, 23), (28, 36), (5, 18), (30, 33)]

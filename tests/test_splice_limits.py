@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from gamut.errors import DeviceError, InputError
-from gamut.splice import api, cpu
-from gamut.splice import gpu as splice_gpu
-from gamut.splice.model import SCORE_LIMIT, ScoreParams, make_case
-from gamut.splice.stream import build_plan
+from gamut.splicing import api
+from gamut.splicing import cpu
+from gamut.splicing import gpu as splice_gpu
+from gamut.splicing.model import SCORE_LIMIT, ScoreParams, make_case
+from gamut.splicing.stream import build_plan
 
 
 def small_case(seed: int = 3):
@@ -78,7 +79,7 @@ def test_traceback_rejects_inconsistent_arrays(monkeypatch):
 
 def test_blocks_per_sm_lower_bound():
     """The fallback occupancy bound takes the tightest of threads, registers, shared memory, blocks."""
-    from gamut.splice.gpu import _blocks_per_sm
+    from gamut.splicing.gpu import _blocks_per_sm
 
     h100 = {"MaxThreadsPerMultiProcessor": 2048, "MaxRegistersPerMultiprocessor": 65536,
             "MaxSharedMemoryPerMultiprocessor": 233472, "MaxBlocksPerMultiprocessor": 32}

@@ -1,14 +1,46 @@
 """gamut: GPU-accelerated dynamic programming for RNA and DNA sequence analysis.
 
-- ``gamut.scan(queries, references, **params)``: miRNA target scanning identical to miRanda 3.3a.
-- ``gamut.fold(sequence, min_loop=..., device=...)``: Nussinov maximum base pairing with traceback.
-- ``gamut.splice(base, exons, target, ...)``: Gelfand's exact spliced alignment.
+- :func:`scan`: miRNA target scanning identical to miRanda 3.3a.
+- :func:`fold`: Nussinov maximum base pairing with traceback.
+- :func:`splice`: Gelfand's exact spliced alignment.
 
 Each analysis has a CPU engine (NumPy + Numba) and an optional CUDA engine (CuPy), chosen with
-``device="auto"|"cpu"|"cuda"``.
+``device="auto"|"cpu"|"cuda"``. The functions import their analysis on first use, so
+``import gamut`` stays fast and needs no CUDA.
 """
-from gamut import fold, scan, splice  # noqa: F401  (callable subpackages)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from gamut.errors import GamutError, InputError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gamut.folding.api import FoldResult
+    from gamut.splicing.result import SpliceResult
 
 __version__ = "0.1.0"
 __all__ = ["GamutError", "InputError", "UsageError", "fold", "scan", "splice", "__version__"]
+
+
+def scan(queries: Any, references: Any, *args: Any, **options: Any) -> pd.DataFrame:
+    """Scan miRNAs against references with miRanda 3.3a's model; see :func:`gamut.scanning.api.scan`."""
+    from gamut.scanning.api import scan as run
+
+    return run(queries, references, *args, **options)
+
+
+def fold(sequence: Any, *args: Any, **options: Any) -> FoldResult | list[FoldResult]:
+    """Fold one RNA by maximum base pairing; see :func:`gamut.folding.api.fold`."""
+    from gamut.folding.api import fold as run
+
+    return run(sequence, *args, **options)
+
+
+def splice(base: Any, exons: Any, target: Any, *args: Any, **options: Any) -> SpliceResult:
+    """The exact spliced alignment of ``target`` to a chain of ``exons`` of ``base``; see
+    :func:`gamut.splicing.api.splice`."""
+    from gamut.splicing.api import splice as run
+
+    return run(base, exons, target, *args, **options)

@@ -14,7 +14,7 @@ from typing import Callable, NoReturn
 
 from gamut.errors import GamutError
 
-SUBCOMMANDS = ("gamut.scan.cli", "gamut.fold.cli", "gamut.splice.cli")
+SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -110,7 +110,7 @@ def run() -> NoReturn:
 def _dispatch(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "miranda":
-            from gamut.scan.miranda_cli import main as miranda_main
+            from gamut.scanning.miranda_cli import main as miranda_main
 
             return _first_run(lambda: miranda_main(argv[1:]))
         parser = build_parser()

@@ -2,7 +2,7 @@
 of input files that every reader shares.
 
 miRanda-exact parsing, with its own id/description/letter rules, lives in
-:mod:`gamut.scan.fasta`; this reader is the everyday one, built on dnaio.
+:mod:`gamut.scanning.fasta`; this reader is the everyday one, built on dnaio.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 // miRanda 3.3a duplex energies (old Vienna library: Turner 1999 at 30 C, dangles=1) on the GPU.
 //
-// The same recursions as the Numba engine (gamut.scan.energy._mfe_one), one warp per fold string.
+// The same recursions as the Numba engine (gamut.scanning.energy.cpu._mfe_one), one warp per fold string.
 // Cells are filled by anti-diagonals (span d = j - i = 4, 5, ... n - 1); per diagonal:
 // Two diagonals at a time for steps 1-3 (a pair cell of span D reads spans <= D - 2 only):
 //   1. lanes over cells: pair types, the pair cells compacted to a list; per pair cell the
@@ -18,7 +18,7 @@
 // back as ENERGY_OVERFLOW, for the host to fold again with int32 cells. All arithmetic is int32.
 //
 // Table layout (offsets T_* into the "small" and "big" int32 buffers, N_TL, HP_LEN) comes from
-// gamut.scan.energy_gpu through -D options. The host test build (energy_host_harness.cu) compiles
+// gamut.scanning.energy.gpu through -D options. The host test build (energy_host_harness.cu) compiles
 // this file with ENERGY_HOST: one lane per warp, the warp primitives become plain code.
 
 #define E_INF 10000000
@@ -409,7 +409,7 @@ DEV int fold_one(const Tab& t, const unsigned char* raw, int n, void* work, int 
 
 #ifndef ENERGY_HOST
 #ifndef MAX_WARPS
-#define MAX_WARPS 20  // gamut.scan.energy_gpu passes its MAX_WARPS
+#define MAX_WARPS 20  // gamut.scanning.energy.gpu passes its MAX_WARPS
 #endif
 // One warp per fold string (grid-stride over `order`; up to MAX_WARPS warps per block). SHARED:
 // work areas in dynamic shared memory after the small tables; otherwise in `scratch` (one area of

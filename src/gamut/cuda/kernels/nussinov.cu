@@ -1,5 +1,5 @@
 // Nussinov folding on the GPU: the blocked algorithm of Li, Ranka & Sahni (2014) on
-// triangle-only tiled storage (see gamut/fold/tiled.py for the layout and the recurrence).
+// triangle-only tiled storage (see gamut/folding/tiled.py for the layout and the recurrence).
 //
 // D(i, j) = max pairs in s[i:j] (half-open), 0 <= i <= j <= n. The upper triangle of the
 // (n+1) x (n+1) matrix is stored as TILE x TILE tiles (I, J), I <= J, diagonal-major.
@@ -172,7 +172,7 @@ __device__ __forceinline__ unsigned addmax_u16x2(unsigned a, unsigned b, unsigne
 }
 
 // nussinov_maxplus with packed 16-bit arithmetic (two columns per instruction), for n <= 131,071
-// (gamut.fold.gpu.PACKED_MAX_LENGTH). Tiles stay int32 in global memory; in shared memory A holds
+// (gamut.folding.gpu.PACKED_MAX_LENGTH). Tiles stay int32 in global memory; in shared memory A holds
 // each value in both halves and B two adjacent columns per word. Each thread owns 4 rows x CW
 // columns (CW = 4: 256 threads; CW = 8: 128 threads, half the shared-memory reads per update).
 // Same grid, split-K and output as nussinov_maxplus.
@@ -257,14 +257,14 @@ nussinov_maxplus16w(int* tiles, int nb, int d, int kchunk) {
 }
 
 #ifndef FINISH_SPLIT
-#define FINISH_SPLIT 8  // threads per cell of the finishing sweep (gamut.fold.gpu passes its own)
+#define FINISH_SPLIT 8  // threads per cell of the finishing sweep (gamut.folding.gpu passes its own)
 #endif
 #define FINISH_THREADS (FINISH_SPLIT * TILE)
 static_assert(FINISH_SPLIT >= 1 && 32 % FINISH_SPLIT == 0, "a cell's threads must be lanes of one warp");
 // Rows of the finishing sweep's shared arrays: 16-byte aligned for int4 loads, and adjacent rows
 // 4 int4 slots apart, so that the int4 loads of two neighbouring rows hit different banks.
 #define FPITCH (TILE + 16)
-// Dynamic shared memory of nussinov_finish (gamut.fold.gpu.FINISH_SHARED_BYTES): S, ST, X, below,
+// Dynamic shared memory of nussinov_finish (gamut.folding.gpu.FINISH_SHARED_BYTES): S, ST, X, below,
 // left and the bond table.
 #define FINISH_SHARED_BYTES (3 * TILE * FPITCH * 4 + 2 * TILE * 4 + TILE * (TILE + 1))
 
@@ -355,7 +355,7 @@ nussinov_finish(int* tiles, const unsigned char* seq, int n, int nb, int d, int 
 #endif  // NUSSINOV_HOST_TEST
 
 // ---------------------------------------------------------------------------------------------
-// Traceback on the device, following gamut/fold/traceback.py on the tiled triangle, so that only
+// Traceback on the device, following gamut/folding/traceback.py on the tiled triangle, so that only
 // the partner table leaves the GPU. C(i, j) = D(i, j + 1) for the closed interval [i, j].
 // At each interval it takes, in order: s[j] unpaired, s[i] unpaired, (i, j) paired, else the
 // leftmost split k with C(i, k) + C(k + 1, j) = C(i, j): [i, k] is followed on and [k + 1, j]
@@ -614,7 +614,7 @@ nussinov_traceback(const int* tiles, const unsigned char* seq, int n, int nb, in
 // Batch folding: one block per short sequence (n <= BATCH_MAX_LENGTH, so scores fit a byte), the
 // whole matrix in dynamic shared memory as CPU2 keeps it: M[i][j] = C(i, j) for i < j and its
 // copy M[j][i], so both operands of the split loop are read along rows. The block fills it by
-// diagonals (one thread per cell), then warp 0 runs the traceback of gamut/fold/traceback.py, all
+// diagonals (one thread per cell), then warp 0 runs the traceback of gamut/folding/traceback.py, all
 // its lanes taking the same steps and testing 32 split candidates at once (ballot: the lowest
 // set lane is the leftmost split). The structure is written as dot-bracket bytes.
 // Shared memory: n * n bytes of matrix, n bytes of sequence, 2 (n + 2) shorts of stack.

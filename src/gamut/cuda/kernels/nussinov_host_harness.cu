@@ -23,7 +23,7 @@ extern "C" int host_closes(const unsigned char* seq, int n, int min_loop, int i,
 
 // The device traceback (traceback_block) run block-serially by one worker: each parallel phase
 // for threads 0 .. threads-1 in turn, then the serial phase, as the kernel alternates them between
-// barriers, on a zeroed work area sized as gamut.fold.gpu sizes the kernel's (capacity n + 2).
+// barriers, on a zeroed work area sized as gamut.folding.gpu sizes the kernel's (capacity n + 2).
 template <typename T>
 static int traceback_serial(const T* tiles, const unsigned char* seq, int n, int nb, int min_loop, int threads,
                             int* partner) {

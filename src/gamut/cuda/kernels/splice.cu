@@ -1,7 +1,7 @@
 // Gelfand spliced alignment (Nolasco & Moreano, equations (1)-(2)) on the GPU, many cases per launch.
 //
 // Layout of the work. The sorted exons of a case form one "exon stream" (built on the host,
-// gamut/splice/stream.py): for each exon k an entry row (the best last row of its predecessors,
+// gamut/splicing/stream.py): for each exon k an entry row (the best last row of its predecessors,
 // or j*gap to start the chain), one DP row per exon symbol, then no-op rows up to a multiple of
 // ROWS. One byte per row: the base symbol (with FINISH_BIT on the exon's last row), ENTRY_CODE or
 // PAD_CODE. Target columns 0..n are cut into chunks of 32*COLS columns; one warp sweeps one chunk
@@ -30,9 +30,9 @@
 #define COLS 8
 #endif
 // The stream layout (ROWS, ENTRY_CODE, PAD_CODE, FINISH_BIT, FOLD_NOW) comes from the host
-// (gamut/splice/gpu.py STREAM_OPTIONS), which defines it once in gamut/splice/stream.py.
+// (gamut/splicing/gpu.py STREAM_OPTIONS), which defines it once in gamut/splicing/stream.py.
 #if !defined(ROWS) || !defined(ENTRY_CODE) || !defined(PAD_CODE) || !defined(FINISH_BIT) || !defined(FOLD_NOW)
-#error "compile with the stream layout options of gamut.splice.gpu.STREAM_OPTIONS"
+#error "compile with the stream layout options of gamut.splicing.gpu.STREAM_OPTIONS"
 #endif
 
 #define NEG_INF (-(1 << 29))

@@ -1,6 +1,6 @@
 // Traceback of the spliced alignment on the GPU, one thread block per case, reading the forward
 // pass's last/pred arrays where they are (splice.cu leaves them on the device). It gives exactly
-// what gamut.splice.cpu.traceback gives, with the same tie rules:
+// what gamut.splicing.cpu.traceback gives, with the same tie rules:
 //
 // - the final exon is the argmax of last[k][n] (smallest sorted index on ties);
 // - an exon left at target column j is recomputed over columns 0..j from its entry row
@@ -61,7 +61,7 @@ using std::min;
 #define TB_MIN_BLOCKS 1
 #endif
 #if !defined(FINISH_BIT) || !defined(OP_MATCH) || !defined(OP_BASE_GAP) || !defined(OP_TARGET_GAP)
-#error "compile with the options of gamut.splice.gpu.TRACEBACK_OPTIONS"
+#error "compile with the options of gamut.splicing.gpu.TRACEBACK_OPTIONS"
 #endif
 
 #define TB_NEG (-(1 << 30))  // below every shifted value (|P| < 2^29: SCORE_LIMIT 2^28 and |c*gap| < 2^28)
@@ -81,7 +81,7 @@ using std::min;
 // column), the target symbols (1), two staged rows of moves (2 x 1/4) and the walk's window.
 #define TB_DYN_BYTES(cap) ((cap) * 4 + (cap) + (cap) / 2 + TB_WIN_ROWS * TB_WIN_BYTES)
 
-// Status of a case (result[4 * case + 3]); gamut/splice/gpu.py names them.
+// Status of a case (result[4 * case + 3]); gamut/splicing/gpu.py names them.
 #define TB_OK 0
 #define TB_BAD_PRED 1    // the predecessor at an exon's entry cannot precede it
 #define TB_PRED_RANGE 2  // a pred entry is neither -1 nor an exon of the case

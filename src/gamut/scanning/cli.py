@@ -1,0 +1,124 @@
+"""``gamut scan``: miRNA target scanning with modern options (miRanda 3.3a's exact model)."""
+from __future__ import annotations
+
+import argparse
+
+from gamut.io.outputs import check_outputs, format_for_output
+from gamut.scanning.api import OUTPUT_FORMATS, read_restrict, scan_files
+from gamut.scanning.params import ScanParams
+
+#: The format an output file's suffix names when --format is not given.
+FORMAT_BY_SUFFIX = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".txt": "miranda", ".miranda": "miranda"}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "scan",
+        help="find miRNA target sites (exact miRanda 3.3a model)",
+        description="Scan miRNA queries against target sequences with miRanda 3.3a's exact model. "
+        "Results are identical to miRanda 3.3a; 'gamut miranda' takes miRanda's own options instead.",
+    )
+    p.add_argument("queries", help="FASTA file of miRNAs (.gz allowed)")
+    p.add_argument("references", help="FASTA file of target sequences, e.g. 3'UTRs (.gz allowed)")
+    p.add_argument("-o", "--output", default="-",
+                   help="output file (default: standard output); written atomically, never onto an input")
+    p.add_argument("--format", choices=OUTPUT_FORMATS, default=None,
+                   help="miranda (miRanda's text), tsv, jsonl or parquet (default: the output's suffix, "
+                   ".txt/.miranda, .tsv, .jsonl or .parquet; else tsv)")
+    s = p.add_argument_group("scoring (miRanda options)")
+    s.add_argument("--score-threshold", "-sc", type=int, default=140, help="minimum alignment score (default 140)")
+    s.add_argument("--energy-threshold", "-en", type=int, default=1,
+                   help="report hits with energy below this, kcal/mol (default 1)")
+    s.add_argument("--scale", type=float, default=4.0, help="seed (miRNA 2-8) score and gap scaling (default 4.0)")
+    s.add_argument("--gap-open", type=int, default=-9, help="gap open penalty, <= 0 (default -9)")
+    s.add_argument("--gap-extend", type=int, default=-4, help="gap extend penalty, <= 0 (default -4)")
+    s.add_argument("--strict", action="store_true", help="demand perfect Watson-Crick seed pairing (2-8)")
+    s.add_argument("--noenergy", action="store_true", help="skip duplex folding (energies reported as 0)")
+    s.add_argument("--energy-model", choices=("miranda", "vienna2004"), default="miranda",
+                   help="miranda: exact miRanda 3.3a energies (default); vienna2004: ViennaRNA's defaults")
+    s.add_argument("--trim", type=int, default=0, help="use only the first N letters of each reference")
+    s.add_argument("--restrict", metavar="FILE", help="scan only the 'query_id reference_id' pairs in FILE")
+    o = p.add_argument_group("miranda format")
+    o.add_argument("--quiet", action="store_true", help="omit per-pair lines without hits")
+    o.add_argument("--keyval", action="store_true", help="one key=value line per hit")
+    r = p.add_argument_group("compute")
+    r.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto uses a CUDA GPU when CuPy and a device are present (default auto)")
+    r.add_argument("--threads", default=None, metavar="N", help="CPU threads, at least 1 (default: all cores)")
+    r.add_argument("--gpus", default=None, help="GPUs to use: e.g. 0,1 or 'all' (default: the first)")
+    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: on for long runs in a terminal)")
+    add_cluster_options(p)
+    p.set_defaults(func=run)
+
+
+def count(text: str) -> int:
+    """A positive count, also written like 2e9."""
+    try:
+        value = int(float(text)) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got '{text}'")
+    return value
+
+
+def add_cluster_options(p: argparse.ArgumentParser) -> None:
+    """--cluster, --run-dir and the partition sizes (shared by the scan's commands)."""
+    c = p.add_argument_group("cluster and resumable runs")
+    c.add_argument("--cluster", metavar="ADDR", default=None,
+                   help="run on Dask: local:N (N local worker processes; with --device cuda one per GPU) "
+                   "or tcp://HOST:PORT of a running scheduler (needs pip install 'gamut[dask]')")
+    c.add_argument("--run-dir", metavar="DIR", default=None,
+                   help="keep finished partitions in DIR; the same command with the same DIR resumes")
+    c.add_argument("--partition-cells", type=count, default=None,
+                   help="cells (query x reference letters) per partition (default 2e9 on CPUs, 3.2e10 on GPUs)")
+    c.add_argument("--partition-pairs", type=count, default=None, help="at most this many pairs per partition (200,000)")
+    c.add_argument("--retries", type=int, default=2, help="retries of a failed partition on a cluster (default 2)")
+
+
+def output_format(output: str | None, explicit: str | None) -> str:
+    """--format when given, else the format the output's suffix names, else tsv."""
+    return format_for_output(output, explicit, FORMAT_BY_SUFFIX, "tsv")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gamut.cuda import check_gpus_used
+    from gamut.io.threads import parse_threads
+
+    threads = parse_threads(args.threads)  # before any output (0 would fail after the header)
+    check_gpus_used(args.gpus, args.device, "scan", args.cluster)
+    check_outputs([args.output], (args.queries, args.references, args.restrict))  # before any work
+    params = ScanParams(
+        score_threshold=args.score_threshold,
+        energy_threshold=args.energy_threshold,
+        scale=args.scale,
+        gap_open=args.gap_open,
+        gap_extend=args.gap_extend,
+        strict=args.strict,
+        noenergy=args.noenergy,
+        trim=args.trim,
+        energy_model=args.energy_model,
+        restrict=read_restrict(args.restrict) if args.restrict else None,
+    )
+    from gamut.scanning.miranda_cli import banner
+
+    return scan_files(
+        args.queries,
+        args.references,
+        params,
+        output=args.output,
+        fmt=output_format(args.output, args.format),
+        quiet=args.quiet,
+        keyval=args.keyval,
+        banner=banner(),
+        device=args.device,
+        threads=threads,
+        gpus=args.gpus,
+        progress=args.progress,
+        cluster=args.cluster,
+        run_dir=args.run_dir,
+        partition_cells=args.partition_cells,
+        partition_pairs=args.partition_pairs,
+        retries=args.retries,
+    )

@@ -1,0 +1,147 @@
+"""Scan parameters (miRanda's options) and the per-row scoring scheme of the reversed query (spec §4)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gamut.errors import UsageError
+from gamut.scanning.alphabet import BASE_SCORES, N_CLASSES
+
+#: miRanda's 5' weighting length: the last 8 miRNA positions of the reversed query are the seed side.
+SEED_LENGTH = 8
+
+
+@dataclass(frozen=True)
+class ScanParams:
+    """miRanda 3.3a settings, with its defaults.
+
+    ``score_threshold`` (-sc), ``energy_threshold`` (-en, kcal/mol; a hit needs energy < it),
+    ``scale`` (-scale), ``gap_open`` (-go), ``gap_extend`` (-ge), ``strict``, ``noenergy``,
+    ``trim`` (-trim, 0 = off), ``energy_model`` (``"miranda"`` or ``"vienna2004"``).
+    """
+
+    score_threshold: int = 140
+    energy_threshold: int = 1
+    scale: float = 4.0
+    gap_open: int = -9
+    gap_extend: int = -4
+    strict: bool = False
+    noenergy: bool = False
+    trim: int = 0
+    energy_model: str = "miranda"
+    restrict: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.gap_open > 0 or self.gap_extend > 0:
+            raise UsageError("gap penalties may not be greater than 0")
+        if self.trim < 0:
+            raise UsageError("negative value given for -trim (reference truncation)")
+        if not math.isfinite(self.scale):
+            raise UsageError(f"-scale must be a finite number, got {self.scale}")
+        largest = abs(self.scale) * max(5, -self.gap_open, -self.gap_extend)
+        if max(largest, -self.gap_open, -self.gap_extend) >= 2**31 - 1:
+            raise UsageError(f"-scale {self.scale:g} with gap penalties {self.gap_open}/{self.gap_extend} makes seed "
+                             f"scores or gap costs beyond the 32-bit integers miRanda scores with (limit {2**31 - 1:,})")
+        if self.energy_model not in ("miranda", "vienna2004"):
+            raise UsageError(f"unknown energy model '{self.energy_model}' (miranda or vienna2004)")
+
+
+def c_trunc(x: float) -> int:
+    """C's conversion of a double to int: truncation toward zero."""
+    return int(math.trunc(x))
+
+
+def gap_rise(params: ScanParams) -> int:
+    """The most one gap step can add to a score: 0, unless a negative ``scale`` turns the seed
+    rows' gap penalties (``trunc(scale * gap)``) into bonuses, which miRanda applies as computed:
+    a gap in the query then gains that much per reference letter, so scores grow with the
+    reference's length."""
+    seed = (c_trunc(params.scale * float(params.gap_open)), c_trunc(params.scale * float(params.gap_extend)))
+    return max(0, params.gap_open, params.gap_extend, *seed)
+
+
+def score_bound(top: int, rise: int, ref_length: int) -> int:
+    """The largest value any DP cell can hold for a query whose rows' best positive scores sum to
+    ``top``, against a reference of ``ref_length`` letters: a path enters each row once (adding at
+    most that row's best score) and takes at most one gap step per reference letter."""
+    return int(top) + int(rise) * int(ref_length)
+
+
+def exact_int_type(high: int, low: int) -> type:
+    """The narrowest of int16, int32 and int64 that holds every value in [low, high] with room
+    for the DP's sums; raises :class:`UsageError` when not even int64 does (no score may wrap
+    or saturate)."""
+    for dtype in (np.int16, np.int32, np.int64):
+        limit = int(np.iinfo(dtype).max) - 2
+        if high < limit and low > -limit:
+            return dtype
+    raise UsageError(f"these scoring parameters allow scores up to {high:,}, beyond the 64-bit range "
+                     f"of gamut's engines; use a smaller -scale or gap penalties, or shorter references")
+
+
+@dataclass(frozen=True)
+class RowScheme:
+    """Per-row scores and gap costs for a query of length L (rows 1..L of the reversed query).
+
+    ``scores[i, x, y]``: score of reversed-query row i (class x) against reference class y;
+    ``gap_open[i]``, ``gap_extend[i]``; ``seed_row[i]`` (C state fixed at -1). Row 0 is unused.
+    """
+
+    scores: np.ndarray  # int32 (L+1, 5, 5)
+    gap_open: np.ndarray  # int32 (L+1,)
+    gap_extend: np.ndarray  # int32 (L+1,)
+    seed_row: np.ndarray  # uint8 (L+1,)
+
+
+def row_scheme(length: int, params: ScanParams) -> RowScheme:
+    """Build the scoring rows of spec §4 for a query of ``length`` letters."""
+    L = length
+    W = L - SEED_LENGTH
+    seed_scores = np.trunc(params.scale * BASE_SCORES.astype(np.float64)).astype(np.int32)
+    scores = np.zeros((L + 1, N_CLASSES, N_CLASSES), dtype=np.int32)
+    gap_open = np.zeros(L + 1, dtype=np.int32)
+    gap_extend = np.zeros(L + 1, dtype=np.int32)
+    seed_row = np.zeros(L + 1, dtype=np.uint8)
+    seed_open = c_trunc(params.scale * float(params.gap_open))
+    seed_ext = c_trunc(params.scale * float(params.gap_extend))
+    for i in range(1, L + 1):
+        if L > 3 and 3 <= i <= L - 1:
+            scores[i] = BASE_SCORES if i <= W else seed_scores
+        if i <= W or i == L:
+            gap_open[i], gap_extend[i] = params.gap_open, params.gap_extend
+        else:
+            gap_open[i], gap_extend[i] = seed_open, seed_ext
+            seed_row[i] = 1
+    return RowScheme(scores, gap_open, gap_extend, seed_row)
+
+
+@dataclass(frozen=True)
+class QueryTables:
+    """Everything the DP needs about one query: reversed classes and per-row scores and gaps.
+
+    ``profile[c, i]`` is the score of reversed-query row i against reference class c (row 0 = 0).
+    """
+
+    qrev: np.ndarray  # int8 (L,)
+    profile: np.ndarray  # int32 (5, L+1)
+    gap_open: np.ndarray  # int32 (L+1,)
+    gap_extend: np.ndarray  # int32 (L+1,)
+    seed_row: np.ndarray  # uint8 (L+1,)
+
+
+def query_tables(codes: np.ndarray, params: ScanParams, scheme: RowScheme | None = None) -> QueryTables:
+    """Build :class:`QueryTables` for a query given its class codes (5'->3').
+
+    ``scheme`` may pass ``row_scheme(len(codes), params)`` when many queries share a length.
+    """
+    qrev = np.ascontiguousarray(codes[::-1], dtype=np.int8)
+    L = qrev.shape[0]
+    if scheme is None:
+        scheme = row_scheme(L, params)
+    profile = np.zeros((N_CLASSES, L + 1), dtype=np.int32)
+    rows = np.arange(1, L + 1)
+    for c in range(N_CLASSES):
+        profile[c, 1:] = scheme.scores[rows, qrev, c]
+    return QueryTables(qrev, profile, scheme.gap_open, scheme.gap_extend, scheme.seed_row)
