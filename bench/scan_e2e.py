@@ -125,7 +125,7 @@ def engine_only(query: Path, ref: Path, args) -> dict:
 
 def _engine_only(query: Path, ref: Path, args) -> dict:
     """The engine alone over the runner's chunks (after a warm-up), in this process."""
-    from gamut.scanning.api import make_engine
+    from gamut.scanning.engines import make_engine
     from gamut.scanning.fasta import read_miranda_fasta
     from gamut.scanning.params import ScanParams
     from gamut.scanning.pipeline.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput

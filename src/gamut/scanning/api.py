@@ -9,7 +9,7 @@ from gamut.errors import InputError, UsageError
 from gamut.io.atomic import atomic_output
 from gamut.io.outputs import check_outputs
 from gamut.progress import progress_bar
-from gamut.scanning.alignments import AlignmentEngine
+from gamut.scanning.engines import make_engine
 from gamut.scanning.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
 from gamut.scanning.params import ScanParams
 from gamut.scanning.sinks.report import ArrowBatches, MirandaTextWriter, TableWriter, arrow_schema, hit_frame
@@ -21,19 +21,6 @@ if TYPE_CHECKING:
 SequencesLike = Union[str, os.PathLike, Mapping[str, str], Sequence[tuple[str, str]], Sequence[SeqRecord]]
 
 OUTPUT_FORMATS = ("miranda", "tsv", "jsonl", "parquet")
-
-
-def make_engine(device: str = "auto", threads: int | None = None, gpus: str | Sequence[int] | None = None) -> AlignmentEngine:
-    """The alignment engine for ``device`` (``auto``: a CUDA GPU when usable and its engine is verified)."""
-    from gamut.cuda import parse_gpus, resolve_device
-
-    if resolve_device(device, "scan") == "cuda":
-        from gamut.scanning.engines.gpu import GpuEngine
-
-        return GpuEngine(parse_gpus(gpus), threads=threads)
-    from gamut.scanning.engines.simd import SimdEngine
-
-    return SimdEngine(threads)
 
 
 def as_records(data: SequencesLike, what: str) -> list[SeqRecord]:

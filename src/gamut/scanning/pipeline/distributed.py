@@ -90,7 +90,7 @@ def _engine(job: PartitionJob):
     key = (job.device, job.threads, str(job.gpus))
     engine = _ENGINES.get(key)
     if engine is None:
-        from gamut.scanning.api import make_engine
+        from gamut.scanning.engines import make_engine
 
         engine = _ENGINES[key] = make_engine(job.device, job.threads, job.gpus)
     return engine
