@@ -142,7 +142,14 @@ class AlignmentEngine(Protocol):
     Returns the survivors of every pair as one :class:`ChunkAlignments` (no object per pair).
     """
 
+    #: The engine's name (``simd``, ``cuda``; test engines have their own).
     name: str
+    #: Where the hits' energies are best folded beside this engine: ``cpu``, or ``auto`` (the GPU
+    #: when one is usable) for an engine that runs on a GPU.
+    energy_device: str
+    #: The chunk size (cells and pairs) that keeps this engine busy and memory bounded.
+    preferred_chunk_cells: int
+    preferred_chunk_pairs: int
 
     def align(
         self,

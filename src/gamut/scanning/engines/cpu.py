@@ -397,6 +397,9 @@ class CpuEngine:
     spread over ``threads`` threads (the calls release the GIL)."""
 
     name = "cpu"
+    energy_device = "cpu"
+    preferred_chunk_cells = 64_000_000
+    preferred_chunk_pairs = 50_000
     #: Blocks per thread and chunk: enough for an even load when pair sizes differ.
     BLOCKS_PER_THREAD = 4
 

@@ -791,6 +791,7 @@ class GpuEngine:
     """
 
     name = "cuda"
+    energy_device = "auto"
 
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:

@@ -680,7 +680,8 @@ class SimdEngine:
     """Multicore SIMD CPU engine (see the module docstring). ``threads``: None = all cores;
     ``checkpoint_bytes``: checkpoint memory per thread (results never depend on it)."""
 
-    name = "cpu"
+    name = "simd"
+    energy_device = "cpu"
     #: Larger chunks give the blocking more queries per reference to fill its lanes.
     preferred_chunk_cells = 1 << 30
     preferred_chunk_pairs = 200_000
