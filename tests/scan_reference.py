@@ -1,4 +1,4 @@
-"""A plain-Python, literal transcription of miRanda's recurrences (spec §3-§7.1), for testing.
+"""A plain-Python, literal transcription of miRanda's recurrences (miranda-model §3-§7.1), for testing.
 
 Deliberately naive and independent of gamut's engines: full matrices, candidates in generation
 order, a stable sort, the quadratic diagonal-suppression walk, traceback over all four tables.

@@ -2,7 +2,7 @@
 
 Every engine (CPU, GPU, distributed) implements :class:`AlignmentEngine`: given the query and
 reference sets and a chunk of pairs, it returns, for every pair, the candidates that survive
-diagonal suppression (spec §6), in processing order, with their tracebacks (spec §7.1), as one
+diagonal suppression (miranda-model §6), in processing order, with their tracebacks (miranda-model §7.1), as one
 :class:`ChunkAlignments` (columns; :class:`PairAlignments` is one pair's view, for tests). Everything after
 that (reference-overlap rule, flanks, strict, energies, text) is engine-independent
 (:mod:`gamut.scanning.hits`).
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 #: facing a reference gap.
 OP_MATCH, OP_QGAP, OP_RGAP = 1, 2, 3
 
-#: Candidates whose diagonals (j - i) differ by at most this are suppressed (spec §6).
+#: Candidates whose diagonals (j - i) differ by at most this are suppressed (miranda-model §6).
 DIAGONAL_WINDOW = 6
 
 
@@ -31,9 +31,9 @@ DIAGONAL_WINDOW = 6
 class ChunkAlignments:
     """What an engine returns for a chunk of pairs: the survivors of every pair, as columns.
 
-    Pair p's survivors are rows ``sv_start[p]:sv_stop[p]`` (in processing order, spec §6);
+    Pair p's survivors are rows ``sv_start[p]:sv_stop[p]`` (in processing order, miranda-model §6);
     survivor k ends at (``i_end[k]``, ``j_end[k]``), starts at (``i_start[k]``, ``j_start[k]``)
-    (raw DP coordinates, spec §7) and its columns are ``ops[op_start[k]:op_end[k]]``, query 3'
+    (raw DP coordinates, miranda-model §7) and its columns are ``ops[op_start[k]:op_end[k]]``, query 3'
     side first. Every array is int64 except ``ops`` (uint8). Rows of different pairs may
     interleave in any order (engines that finish pairs out of order need not sort).
     """
@@ -100,7 +100,7 @@ class ChunkAlignments:
 
 @dataclass
 class PairAlignments:
-    """Survivors of one pair, in processing order. Coordinates as in spec §7 (raw, 1-based ends).
+    """Survivors of one pair, in processing order. Coordinates as in miranda-model §7 (raw, 1-based ends).
 
     ``ops[op_offsets[k]:op_offsets[k+1]]`` are survivor k's columns, query 3' side first.
     """

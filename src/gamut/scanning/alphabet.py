@@ -1,4 +1,4 @@
-"""miRanda's letters, base classes and pair scores (spec §2-3).
+"""miRanda's letters, base classes and pair scores (miranda-model §2-3).
 
 Letters map to classes A, C, G, U (T = U) and "masked" (N, X and the IUPAC ambiguity letters),
 case-insensitively. Scores: either masked -1, Watson-Crick +5, wobble (G-U) +1, otherwise -3.

@@ -1,4 +1,4 @@
-"""FASTA reading exactly as miRanda 3.3a does it (spec §2).
+"""FASTA reading exactly as miRanda 3.3a does it (miranda-model §2).
 
 A hand-written parser is needed here (rather than dnaio) because miRanda's rules differ from
 general FASTA: the id ends at the first space/tab/CR/LF, the description keeps a trailing CR,

@@ -1,4 +1,4 @@
-"""Per-pair post-processing shared by every engine (spec §7.2-§9).
+"""Per-pair post-processing shared by every engine (miranda-model §7.2-§9).
 
 From an engine's survivors (:class:`PairAlignments`) to hits: the reference-overlap rule, the
 alignment strings with flanks, coordinates and statistics, strict mode and the fold string used
@@ -19,11 +19,11 @@ from gamut.io.threads import Parallel, run_kernel
 from gamut.scanning.alignments import OP_MATCH, OP_QGAP, PairAlignments
 from gamut.scanning.alphabet import MAP_CHARS
 
-#: Two reported ranges may share at most this many reference positions (spec §7.2).
+#: Two reported ranges may share at most this many reference positions (miranda-model §7.2).
 MAX_REFERENCE_OVERLAP = 6
-#: miRanda joins miRNA and target with seven X letters before folding (spec §9).
+#: miRanda joins miRNA and target with seven X letters before folding (miranda-model §9).
 LINKER = "XXXXXXX"
-#: Energy used for filtering and summing with -noenergy (spec §9).
+#: Energy used for filtering and summing with -noenergy (miranda-model §9).
 NOENERGY_VALUE = -1_000_000.0
 
 
@@ -56,7 +56,7 @@ def overlaps_accepted(start: int, end: int, accepted: list[tuple[int, int]]) -> 
 
 
 def strict_seed_ok(query_line: str, map_line: str, n5: int, n3: int) -> bool:
-    """Strict mode (spec §8): miRNA positions 2-8 all Watson-Crick paired, without gaps."""
+    """Strict mode (miranda-model §8): miRNA positions 2-8 all Watson-Crick paired, without gaps."""
     body = len(query_line) - n3 - n5
     s = query_line[len(query_line) - n5 :] + query_line[n3 : n3 + body][::-1] + query_line[:n3]
     m = " " * n5 + map_line[n3 : n3 + body][::-1] + " " * n3
@@ -82,7 +82,7 @@ def pair_hits(
     reference_codes: np.ndarray,
     alignments: PairAlignments,
 ) -> list[Hit]:
-    """Apply the overlap rule to a pair's survivors and build each kept hit's strings (spec §7).
+    """Apply the overlap rule to a pair's survivors and build each kept hit's strings (miranda-model §7).
 
     ``*_codes`` are the sequences' class codes (:func:`gamut.scanning.alphabet.encode`), 5'->3'.
     """
@@ -408,7 +408,7 @@ class HitTable:
 
     Hit h belongs to pair ``pair[h]`` of the chunk; ``pair_off[p]:pair_off[p+1]`` are pair p's hits.
     Its alignment lines are ``text[text_off[h]:text_off[h+1]]`` (query, map and reference line,
-    ``width[h]`` bytes each) and its fold string (spec §9) ``fold[fold_off[h]:fold_off[h+1]]``.
+    ``width[h]`` bytes each) and its fold string (miranda-model §9) ``fold[fold_off[h]:fold_off[h+1]]``.
     ``energy`` (float32 kcal/mol, :data:`NOENERGY_VALUE` with -noenergy) and ``reported`` are set
     by :meth:`set_energies`.
     """
@@ -446,7 +446,7 @@ class HitTable:
 
     def set_energies(self, energy: np.ndarray, energy_threshold: float, strict: bool) -> None:
         """Store the energies and the reported flags: energy below the threshold and, in strict
-        mode, the seed rule (spec §9)."""
+        mode, the seed rule (miranda-model §9)."""
         self.energy = np.asarray(energy, np.float32)
         self.reported = (self.energy < energy_threshold) & (self.strict_ok | (not strict))
 

@@ -1,4 +1,4 @@
-"""``gamut miranda QUERY REF [options]``: miRanda 3.3a's command line, run by gamut (spec §1).
+"""``gamut miranda QUERY REF [options]``: miRanda 3.3a's command line, run by gamut (miranda-model §1).
 
 Numbers are parsed like C's ``atoi``/``strtod`` (``-sc 140.9`` means 140), so existing
 pipelines keep their meaning. gamut extensions: ``--device``, ``--threads``, ``--gpus``,

@@ -1,4 +1,4 @@
-"""Scan parameters (miRanda's options) and the per-row scoring scheme of the reversed query (spec §4)."""
+"""Scan parameters (miRanda's options) and the per-row scoring scheme of the reversed query (miranda-model §4)."""
 from __future__ import annotations
 
 import math
@@ -96,7 +96,7 @@ class RowScheme:
 
 
 def row_scheme(length: int, params: ScanParams) -> RowScheme:
-    """Build the scoring rows of spec §4 for a query of ``length`` letters."""
+    """Build the scoring rows of miranda-model §4 for a query of ``length`` letters."""
     L = length
     W = L - SEED_LENGTH
     seed_scores = np.trunc(params.scale * BASE_SCORES.astype(np.float64)).astype(np.int32)

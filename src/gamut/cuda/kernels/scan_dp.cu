@@ -422,7 +422,7 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
     out_n[x] = fail ? -1 : (int)n;
 }
 
-// Diagonal suppression (spec §6) of pair p's candidates, rows start[p]..start[p+1]-1 sorted by
+// Diagonal suppression (miranda-model §6) of pair p's candidates, rows start[p]..start[p+1]-1 sorted by
 // (score desc, j asc, i asc): a candidate survives unless an earlier survivor's diagonal j - i is
 // within `window` of its own. The survivors' diagonals are kept in diag[start[p]..]. Pairs with
 // more than `limit` candidates are left to the host (keep untouched) to bound a thread's work.

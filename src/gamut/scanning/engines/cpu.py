@@ -1,6 +1,6 @@
 """The CPU alignment engine: miRanda's three-state DP, candidates, diagonal suppression, traceback.
 
-Everything here is exact integer arithmetic following spec §5-7.1. :func:`align_block` aligns a
+Everything here is exact integer arithmetic following miranda-model §5-7.1. :func:`align_block` aligns a
 block of pairs in one compiled call that releases the GIL, so blocks run in parallel on threads
 (see :class:`CpuEngine`).
 
@@ -134,7 +134,7 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
 def order_and_suppress(scores, rows, cols, query_length, ref_length):
     """Sort candidates (score desc, j asc, i asc) and drop those within 6 diagonals of a better one.
 
-    Returns the indices of the survivors, in processing order (spec §6).
+    Returns the indices of the survivors, in processing order (miranda-model §6).
     """
     n = scores.shape[0]
     span_i = np.int64(query_length + 1)

@@ -145,7 +145,7 @@ def gap_scalars(params: ScanParams) -> tuple[int, int, int, int]:
 
 @njit(cache=True, nogil=True)
 def suppress_sorted(pair, rows, cols, qlen, rlen):
-    """Diagonal suppression (spec §6) over candidates sorted by (pair, score desc, j, i).
+    """Diagonal suppression (miranda-model §6) over candidates sorted by (pair, score desc, j, i).
 
     Returns a boolean mask of survivors; same rule as :func:`gamut.scanning.engines.cpu.order_and_suppress`.
     """

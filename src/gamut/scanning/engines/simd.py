@@ -1,4 +1,4 @@
-"""The SIMD CPU alignment engine: miRanda's DP (spec §5-7.1) over lanes of independent pairs.
+"""The SIMD CPU alignment engine: miRanda's DP (miranda-model §5-7.1) over lanes of independent pairs.
 
 Same results as :mod:`gamut.scanning.engines.cpu` (survivors, order, scores, coordinates, ops), computed in
 three steps per *block* of up to :data:`LANES` pairs that share one reference (or, for
@@ -180,9 +180,9 @@ def _flush_diagonals(ring, emitted, LM, cand, n):
 
 @njit(cache=True, nogil=True)
 def _emit(st, tab, sc, roff, coff, LM, l, P, din, bin_, j, threshold, ring, cand, n):
-    """Candidates of lane ``l`` in column ``j`` (exact scalar rules, spec §5.4-5); returns (cand, n).
+    """Candidates of lane ``l`` in column ``j`` (exact scalar rules, miranda-model §5.4-5); returns (cand, n).
 
-    Only each diagonal's best candidate (score desc, j asc, i asc: the order of spec §6) is kept:
+    Only each diagonal's best candidate (score desc, j asc, i asc: the order of miranda-model §6) is kept:
     it either survives diagonal suppression and kills the rest of its diagonal, or is killed by a
     better survivor within 6 diagonals that kills them too. So a long query's candidates take
     memory in proportion to its diagonals, not its cells. ``ring[l, d % (LM + 1)]`` holds
@@ -601,7 +601,7 @@ def align_blocks(block_ref, block_lanes, block_lm, block_new, pair_query, pair_r
 
 @dataclass
 class QueryArrays:
-    """Every query's DP rows (spec §4), concatenated: query q's rows 0..L are ``qrow[q]:qrow[q+1]``.
+    """Every query's DP rows (miranda-model §4), concatenated: query q's rows 0..L are ``qrow[q]:qrow[q+1]``.
 
     ``prof[row, c]``: score against reference class c (the transposed
     :attr:`~gamut.scanning.params.QueryTables.profile`); ``go``, ``ge``, ``seed`` per row; and per

@@ -169,7 +169,7 @@ class ChunkResult:
 
 
 def hit_energies(hits: HitTable, params: ScanParams, threads: int | None, device: str = "cpu") -> np.ndarray:
-    """Energies (float32 kcal/mol) of every hit (spec §9), or the -noenergy value; ``device``
+    """Energies (float32 kcal/mol) of every hit (miranda-model §9), or the -noenergy value; ``device``
     as for :func:`gamut.scanning.energy.cpu.packed_energies_dcal`."""
     if params.noenergy:
         return np.full(len(hits), NOENERGY_VALUE, np.float32)

@@ -1,4 +1,4 @@
-"""Output writers (spec §10): miRanda 3.3a's text (verbose, quiet, keyval), TSV, JSON lines,
+"""Output writers (miranda-model §10): miRanda 3.3a's text (verbose, quiet, keyval), TSV, JSON lines,
 Parquet and the API's table, each formatting a whole chunk from columns.
 
 Every writer takes :class:`~gamut.scanning.pipeline.runner.ChunkResult`\\ s in order. Text is assembled by
@@ -189,7 +189,7 @@ class MirandaTextWriter:
         b.records(c.pair, 2, c.rows, pieces)
 
     def _footers(self, b: TextBuilder, c: _Chunk, result: "ChunkResult") -> None:
-        """'Score for this Scan', the '>>' summaries with their positions, 'Complete' (spec §10.5)."""
+        """'Score for this Scan', the '>>' summaries with their positions, 'Complete' (miranda-model §10.5)."""
         n = len(result)
         counts = np.bincount(c.pair, minlength=n)
         stops = np.cumsum(counts)
