@@ -31,6 +31,7 @@ import numpy as np
 
 from energy import distinct_copies, timed  # bench/energy.py helpers
 from gamut.scanning.energy import cpu as E
+from gamut.scanning.energy.compiled_model import CODE, PAIR
 from gamut.scanning.energy import gpu as G
 
 HERE = Path(__file__).resolve().parent
@@ -96,8 +97,8 @@ def dp_work(seqs: list[str]) -> dict[str, float]:
     cells = pairs = loops = splits = 0
     for s in seqs:
         n = len(s)
-        S = np.array([0] + [int(E._CODE[ord(c)]) for c in s] + [0])
-        pt = E._PAIR[S[:, None], S[None, :]]
+        S = np.array([0] + [int(CODE[ord(c)]) for c in s] + [0])
+        pt = PAIR[S[:, None], S[None, :]]
         for d in range(4, n):
             i = np.arange(1, n - d + 1)
             cells += i.size

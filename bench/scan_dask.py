@@ -81,7 +81,7 @@ class TcpCluster:
 
         with Client(self.address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=120)
-            client.run(lambda: __import__("gamut.scanning.pipeline.distributed"))  # imports, as a warm pool would have
+            client.run(lambda: __import__("gamut.scanning.pipeline.partitioned"))  # imports, as a warm pool would have
 
     def _start(self, *args: str) -> None:
         self.procs.append(subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,

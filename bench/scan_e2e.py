@@ -128,12 +128,11 @@ def _engine_only(query: Path, ref: Path, args) -> dict:
     from gamut.scanning.engines import make_engine
     from gamut.scanning.fasta import read_miranda_fasta
     from gamut.scanning.params import ScanParams
-    from gamut.scanning.pipeline.runner import DEFAULT_CHUNK_CELLS, DEFAULT_CHUNK_PAIRS, ScanInput
+    from gamut.scanning.pipeline.runner import ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
     engine = make_engine(args.device, args.threads or None, args.gpus or None)
-    cells = getattr(engine, "preferred_chunk_cells", DEFAULT_CHUNK_CELLS)
-    pairs_per = getattr(engine, "preferred_chunk_pairs", DEFAULT_CHUNK_PAIRS)
+    cells, pairs_per = engine.preferred_chunk_cells, engine.preferred_chunk_pairs
     qs, rs = scan_input.query_set, scan_input.reference_set
     chunks = list(scan_input.chunks(cells, pairs_per))
     engine.align(qs, rs, chunks[0][:64], scan_input.params)  # compile / load kernels

@@ -34,6 +34,7 @@ from gamut.scanning.fasta import SeqRecord
 from gamut.scanning.params import ScanParams
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the reference CPU engine and the kernels' host build live there
 COMPLEMENT = np.array([3, 2, 1, 0, 4], np.int8)
 UTR_COMPOSITION = np.array([0.28, 0.21, 0.22, 0.29])  # A, C, G, U
 LETTERS = np.frombuffer(b"ACGUN", np.uint8)
@@ -118,7 +119,7 @@ def time_pipeline(engine, queries, refs, params) -> tuple[float, int]:
 
 
 def run_config(label: str, nq: int, nr: int, mean_len: int, spread: float, args, engines, rng) -> dict:
-    from gamut.scanning.engines.cpu import CpuEngine
+    from scan_cpu_engine import CpuEngine
 
     queries = make_queries(nq, rng)
     lengths = np.maximum(1, np.round(mean_len * rng.uniform(1 - spread, 1 + spread, nr))).astype(np.int64)
@@ -278,14 +279,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", action="store_true", help="run the kernels' host build (no GPU; smoke test)")
     ap.add_argument("--profile", action="store_true", help="print a cProfile summary of each GPU engine run")
     args = ap.parse_args(argv)
-    from gamut.scanning.engines.gpu import GpuEngine, HostBackend, build_host_library
+    from gamut.scanning.engines.gpu import GpuEngine
 
     rng = np.random.default_rng(args.seed)
     info = device_info(args.host)
     if args.host:
         import tempfile
 
-        lib = build_host_library(tempfile.mkdtemp())
+        from scan_host import HostBackend, build_scan_host
+
+        lib = build_scan_host(tempfile.mkdtemp())
 
         def make_engine(ids):
             return GpuEngine([], threads=args.threads, backends=[HostBackend(lib)])

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def measure(query: Path, ref: Path, devices: int) -> dict:
     from gamut.scanning.fasta import read_miranda_fasta
-    from gamut.scanning.engines.gpu import (CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE, MAX_GPU_QUERY, ROW_BUCKETS,
-                                split_over_devices)
+    from gamut.scanning.engines.gpu_plan import (CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE, MAX_GPU_QUERY,
+                                                 ROW_BUCKETS, split_over_devices)
     from gamut.scanning.params import ScanParams
     from gamut.scanning.pipeline.runner import ScanInput
 

@@ -3,7 +3,7 @@
 Workloads (generated, seeded): the paper-shaped set of 1,010 cases (Tables I-II of Nolasco &
 Moreano), an IL1RAPL1-sized case (2,168,787 nt base, 1,878 exons, ~2,355 nt target), the
 largest cases of the set and, with ``--wide``, one case of a 300,000 nt target
-(:func:`gamut.splicing.generate.wide_case`). Cells = target length x total exon length (the
+(:func:`wide_case` of ``tests/splice_generate.py``). Cells = target length x total exon length (the
 paper's equation 3). End-to-end rows time what ``api.solve`` returns (scores, chains and
 alignments), next to the forward and traceback kernel times of the same runs. Writes
 ``bench/results/splice_<device-kind>.json`` (raw) and ``.md`` (tables).
@@ -28,8 +28,10 @@ import numpy as np
 
 from gamut.splicing import cpu
 from gamut.splicing.api import solve
-from gamut.splicing.generate import il1rapl1_like_case, paper_like_cases, wide_case
 from gamut.splicing.model import ScoreParams, make_case
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test suite's case generator
+from splice_generate import il1rapl1_like_case, paper_like_cases, wide_case  # noqa: E402
 
 
 def median_time(fn, repeat: int) -> tuple[float, list[float]]:
@@ -128,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cpu_results: dict[str, list] = {}
     if device == "cuda":
-        from gamut.splicing.gpu import MAX_WARPS, GpuTiming, forward_gpu_many
+        from gamut.splicing.gpu import GpuTiming, forward_gpu_many
+        from gamut.splicing.gpu_layout import MAX_WARPS
 
         variants = [(None, MAX_WARPS) if v == "auto" else tuple(int(x) for x in v.split(":"))
                     for v in args.variants.split(",") if v]

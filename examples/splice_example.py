@@ -6,13 +6,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 
 import gamut
-from gamut.splicing.generate import generate_base, make_target
 from gamut.splicing.model import decode
 from gamut.splicing.report import format_report
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the test suite's case generator
+from splice_generate import generate_base, make_target  # noqa: E402
 
 
 def main() -> None:

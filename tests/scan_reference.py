@@ -123,3 +123,22 @@ def align_pairs(engine, queries, references, pairs, params):
     chunk = engine.align(SequenceSet.from_codes(codes(queries)), SequenceSet.from_codes(codes(references)),
                          np.asarray(pairs, np.int64).reshape(-1, 2), params)
     return [chunk.pair(p) for p in range(chunk.n_pairs)]
+
+
+def strict_seed_ok(query_line: str, map_line: str, n5: int, n3: int) -> bool:
+    """Strict mode (miranda-model §8), literally: miRNA positions 2-8 (5'->3', gaps skipped) all
+    Watson-Crick paired, without gaps. ``n5``/``n3``: the unaligned 5' and 3' flanks' lengths."""
+    body = len(query_line) - n3 - n5
+    s = query_line[len(query_line) - n5 :] + query_line[n3 : n3 + body][::-1] + query_line[:n3]
+    m = " " * n5 + map_line[n3 : n3 + body][::-1] + " " * n3
+    p = paired = wc = gaps = 0
+    for letter, mark in zip(s, m):
+        if letter != "-":
+            p += 1
+        if 2 <= p <= 8:
+            paired += mark != " "
+            wc += mark == "|"
+            gaps += letter == "-"
+        if p >= 8:
+            break
+    return paired >= 7 and wc >= 7 and gaps == 0

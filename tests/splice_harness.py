@@ -1,10 +1,10 @@
-"""The splice traceback kernel built for the host (``splice_host_harness.cu`` with g++), and a
+"""The splice traceback kernel built for the host (``tests/host/splice_traceback_harness.cu``
+with g++), and a
 stand-in for the GPU engine that uses it: CPU forward pass, then the kernel's own traceback code
 run block-serially on the packed batch, then the engine's host side (:func:`collect_tracebacks`)."""
 from __future__ import annotations
 
 import ctypes
-import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -12,28 +12,25 @@ import numpy as np
 
 from gamut.splicing import cpu
 from gamut.splicing.batch import CaseBatch
-from gamut.splicing.gpu import TRACEBACK_OPTIONS, PackedBatch, collect_tracebacks, traceback_cap
+from gamut.splicing.gpu import collect_tracebacks
+from gamut.splicing.gpu_layout import TRACEBACK_OPTIONS, PackedBatch, traceback_cap
 from gamut.splicing.result import Tracebacks
-
-KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
+from host_build import load_host_library
 
 
 class SpliceHarness:
     """``host_splice_traceback``: the kernel ``splice_traceback`` for every case of a batch, with
     ``threads`` threads per block (at most 1024)."""
 
-    SOURCE = KERNELS / "splice_host_harness.cu"
-
     def __init__(self, directory: Path, **defines: int) -> None:
         """``defines``: compile-time constants of the kernel to override (``TB_WIN_ROWS``,
-        ``TB_WIN_BYTES``, ``TB_CHUNK``: tiny windows and chunks make every reload path frequent)."""
+        ``TB_WIN_BYTES``, ``TB_CHUNK``: tiny windows and chunks make every reload path frequent).
+        Skips the calling test when g++ is missing."""
         tag = "_".join(f"{k}{v}" for k, v in sorted(defines.items()))
-        lib = str(directory / f"splice_host{tag}.so")
         options = [o for o in TRACEBACK_OPTIONS if o.split("=")[0][2:] not in defines]
         options += [f"-D{k}={v}" for k, v in defines.items()]
-        subprocess.run(["g++", "-x", "c++", "-std=c++17", "-O2", "-Wall", "-Werror", "-shared", "-fPIC",
-                        *options, "-o", lib, str(self.SOURCE)], check=True, capture_output=True)
-        self.lib = ctypes.CDLL(lib)
+        self.lib = load_host_library("splice_traceback_harness", directory, options=["-Wall", "-Werror", *options],
+                                     tag=tag)
         self.lib.host_splice_traceback.restype = ctypes.c_int
 
     def run(self, packed: PackedBatch, last: np.ndarray, pred: np.ndarray, matrix: np.ndarray, gap: int,

@@ -3,16 +3,40 @@
 Lanes of a warp are emulated in lock-step (``lanes``, ``cols`` and ``rows`` may be small so that
 tiny cases cross many lanes, tiles and chunks); chunks run one after another, so the tagged
 boundary column of the previous chunk is complete when read. The exon stream and the fold plan
-come from :func:`gamut.splicing.stream.build_plan`, as for the kernel, with ``slots`` park slots.
+come from :func:`build_plan` (one case of :func:`gamut.splicing.stream.build_plans`, as for the
+kernel), with ``slots`` park slots.
 It checks the kernel's indexing and data flow without a GPU.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from gamut.splicing.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, build_plan
+from gamut.splicing.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, ROWS, build_plans
 
 NEG_INF = -(1 << 29)
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """One case's padded stream and fold plan (arrays as the kernel reads them)."""
+
+    stream: np.ndarray  # uint8, rows codes (length: a multiple of ROWS)
+    fin: np.ndarray  # int32 (K,): finish action of each sorted exon
+    fold_ptr: np.ndarray  # int32 (K+1,): fold[fold_ptr[k]:fold_ptr[k+1]] are folded at entry k
+    fold: np.ndarray  # int32 (F, 2): (exon, slot or FOLD_GLOBAL)
+
+    @property
+    def rows(self) -> int:
+        return int(self.stream.shape[0])
+
+
+def build_plan(base: np.ndarray, starts: np.ndarray, ends: np.ndarray, slots: int, rows: int = ROWS) -> StreamPlan:
+    """The stream and fold plan of sorted exons ``(starts, ends)`` on ``base`` with ``slots`` park slots."""
+    k_total = len(starts)
+    plans = build_plans(base, np.zeros(1, np.int64), starts, ends, np.asarray([0, k_total], np.int64), slots, rows)
+    return StreamPlan(plans.stream, plans.fin, plans.fold_ptr, plans.fold)
 
 
 def _fold_into(best, best_arg, v, l):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gamut.errors import InputError, UsageError
 from gamut.scanning.energy import cpu as E
+from gamut.scanning.energy.compiled_model import compiled_tables
 from gamut.scanning.energy import tables as EP
 
 FULL = os.environ.get("GAMUT_ENERGY_FULL") == "1"  # all rows through ViennaRNA as well (~1 min)
@@ -71,7 +72,7 @@ def test_rescale_factor():
 
 
 def test_rules_on_known_entries():
-    t = E._compiled_tables()[0]
+    t = compiled_tables()[0]
     # stacking CG/CG: G37 = -2.40, H = -10.60 kcal/mol (enthalpy rule, truncation)
     assert t.stack[1, 1] == int(-1060 - (-1060 + 240) * F30)
     # hairpin of 4 (entropic): 5.60 * f truncated
@@ -160,7 +161,7 @@ def test_linker_never_pairs_except_with_k():
 
 @pytest.mark.parametrize("side", ["5", "3"])
 def test_x_counts_as_g_in_dangles(side):
-    t = E._compiled_tables()[0]
+    t = compiled_tables()[0]
     core = "GGGAAAACCC"  # one G-C helix closed by (G, C): pair type GC = 2
     if side == "5":
         x, n = E.duplex_energies_dcal(["X" + core, "N" + core])

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from energy_helpers import any_letters, dcal, fold_strings, golden_rows
+from energy_host import HostEngine, build_energy_host
 from gamut.cuda import gpu_available
 from gamut.errors import DeviceError, InputError, UsageError
 from gamut.scanning.energy import cpu as E
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not ins
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory) -> G.HostEngine:
-    return G.HostEngine(G.build_host_library(str(tmp_path_factory.mktemp("energy_host"))))
+def host(tmp_path_factory) -> HostEngine:
+    return HostEngine(build_energy_host(tmp_path_factory.mktemp("energy_host")))
 
 
 def _cpu(seqs: list[str]) -> np.ndarray:

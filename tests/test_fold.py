@@ -8,13 +8,15 @@ from hypothesis import strategies as st
 
 import gamut
 from gamut.errors import DeviceError, InputError, UsageError
-from gamut.folding.api import CPU_ENGINES, choose_engine
+from gamut.folding.engines import ENGINES, choose_engine
 from gamut.folding.cpu import fill_matrix
 from gamut.folding.sequence import encode
 from gamut.folding.tiled import fill_tiled, tile_count, tiled_value
 from gamut.io import read_fasta
 
 from fold_helpers import brute_force_pairs, check_structure, slow_interval_pairs, slow_max_pairs
+
+CPU_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.device == "cpu")
 
 rna_text = st.text(alphabet="ACGU", min_size=0, max_size=120)
 
@@ -203,10 +205,10 @@ def test_multicore_bands_and_halos(band, chunks):
 
 
 def test_host_memory_is_checked(monkeypatch):
-    import gamut.folding.api as api
+    import gamut.folding.engines as engines
 
-    assert api.available_memory() > 10_000_000
-    monkeypatch.setattr(api, "available_memory", lambda: 10_000)
+    assert engines.available_memory() > 10_000_000
+    monkeypatch.setattr(engines, "available_memory", lambda: 10_000)
     with pytest.raises(InputError, match="GB of memory"):
         gamut.fold(random_rna(200, 1), engine="cpu2")
     with pytest.raises(InputError, match="GB of memory"):

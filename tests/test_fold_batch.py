@@ -2,7 +2,6 @@
 and, on a GPU machine, the kernel itself) give exactly the per-sequence engines' scores and structures."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from gamut.folding.batch import BATCH_MAX_LENGTH, check_batch, fold_batch_cpu, l
 from gamut.folding.sequence import encode
 
 from fold_helpers import FoldHarness, check_structure, slow_max_pairs
+from host_build import require_compiler
 
 ROOT = Path(__file__).resolve().parents[1]
 #: miRBase hairpins: shared/ inside or beside the checkout, or a copy in .fold-data/
@@ -110,8 +110,7 @@ def test_human_hairpins_cpu_batch_and_kernel_host_build(tmp_path):
     records = human_hairpins()
     assert len(records) > 1000
     codes = [encode(seq, where=name) for name, seq in records]
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
+    require_compiler()
     harness = FoldHarness(tmp_path)
     for min_loop in (1, 3):
         flat, starts, lengths = layout(codes)
@@ -126,8 +125,7 @@ def test_human_hairpins_cpu_batch_and_kernel_host_build(tmp_path):
 
 def test_gpu_list_path_with_the_host_built_kernel(monkeypatch, tmp_path):
     """``gamut.fold(list, device="cuda")``'s plumbing, the batch kernel run by its host build."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available")
+    require_compiler()
     import gamut.folding.api as api
     import gamut.folding.gpu as gpu
 

@@ -7,7 +7,7 @@ import pytest
 
 import gamut
 from gamut.cli import main
-from gamut.errors import InputError, UsageError
+from gamut.errors import InputError
 
 from fold_helpers import check_structure
 
@@ -62,11 +62,6 @@ def test_dot_bracket_corner_and_no_structure(capsys):
     [
         (["fold", "AC-GU"], InputError.exit_code, "letter '-' at position 3"),
         (["fold", "missing.fa"], InputError.exit_code, "missing.fa: no such file"),
-        (["fold", "ACGU", "--min-loop", "-1"], UsageError.exit_code, "min_loop"),
-        (["fold", "ACGU", "--engine", "cpu1", "--device", "cuda"], UsageError.exit_code, "runs on the CPU"),
-        (["fold", "ACGU", "--corner", "2", "--format", "tsv"], UsageError.exit_code, "--corner"),
-        (["fold", "ACGU", "--plot", "x.gif"], UsageError.exit_code, "must end in"),
-        (["fold", "ACGU", "--plot", "x.png", "--no-structure"], UsageError.exit_code, "needs the structure"),
     ],
 )
 def test_errors(argv, code, message, capsys, tmp_path, monkeypatch):

@@ -3,7 +3,6 @@ run block-serially, against the CPU engines (no GPU needed; ``test_fold_gpu.py``
 kernels). Both must return exactly the structure of :mod:`gamut.folding.traceback` (same tie rules)."""
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -16,12 +15,12 @@ from gamut.folding.tiled import fill_tiled
 from gamut.folding.traceback import dot_bracket, traceback_dense, traceback_tiled
 
 from fold_helpers import FoldHarness, brute_force_pairs, check_structure, slow_max_pairs
+from host_build import require_compiler
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> FoldHarness:
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available to build the host version of the fold kernels")
+    require_compiler()
     return FoldHarness(tmp_path_factory.mktemp("fold_tb"))
 
 

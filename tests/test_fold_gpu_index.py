@@ -2,7 +2,7 @@
 
 The triangle of a sequence of n nt holds about n^2 / 2 int32 cells: past 2^31 cells (n ~ 65,500)
 and 2^32 bytes (n ~ 46,000) any 32-bit product of sizes or offsets goes wrong. The index helpers of
-``nussinov.cu`` are built for the host with g++ (``nussinov_host_harness.cu``) and compared with
+``nussinov.cu`` are built for the host with g++ (``tests/host/nussinov_harness.cu``) and compared with
 exact Python integers at n = 65k..4M (a 32-bit product anywhere in them fails here);
 the host side (``score_of``, ``triangle_bytes``, ``max_length``) is checked the same way; and the
 fold API's GPU path is run on a CPU-filled triangle standing in for the GPU's, traced by the host
@@ -10,26 +10,26 @@ build of the device traceback, so its consistency checks are exercised too.
 """
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
 
-import gamut.folding.api as api
+import gamut.folding.engines as engines
 import gamut.folding.gpu as fold_gpu
 from gamut.errors import DeviceError
 from gamut.folding.gpu import MAX_LENGTH, TILE, max_length, score_of, triangle_bytes
 from gamut.folding.tiled import fill_tiled, tile_count, tile_index
+from gamut.folding.traceback import dot_bracket
 
 from fold_helpers import FoldHarness
+from host_build import require_compiler
 
 LENGTHS = [65_535, 100_000, 150_000, 200_000, 264_000, MAX_LENGTH]
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available to build the host version of the fold kernels")
+    require_compiler()
     return FoldHarness(tmp_path_factory.mktemp("fold_host")).lib
 
 
@@ -132,8 +132,7 @@ class HostTriangle:
 
 @pytest.fixture(scope="module")
 def host_harness(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available to build the host version of the fold kernels")
+    require_compiler()
     return FoldHarness(tmp_path_factory.mktemp("fold_host_tb"))
 
 
@@ -169,10 +168,10 @@ def test_gpu_path_returns_a_consistent_result(fake_gpu):
 
     fake_gpu()
     codes = codes_of(700)
-    pairs, partner, _ = api._fold_gpu(codes, 1, True, 0)
-    structure = api.dot_bracket(partner)
+    pairs, partner, _ = engines.fold_on_gpu(codes, 1, True, 0)
+    structure = dot_bracket(partner)
     check_structure("".join("ACGU"[c] for c in codes), structure, pairs, 1)
-    assert structure.count("(") == pairs == api._fold_gpu(codes, 1, False, 0)[0] > 0
+    assert structure.count("(") == pairs == engines.fold_on_gpu(codes, 1, False, 0)[0] > 0
 
 
 @pytest.mark.parametrize("traceback", [True, False])
@@ -180,7 +179,7 @@ def test_gpu_path_rejects_an_all_zero_triangle(fake_gpu, traceback):
     """The reported symptom (0 pairs, all dots) is self-consistent; the lower bound catches it."""
     fake_gpu(lambda tiles, n: tiles.fill(0))
     with pytest.raises(DeviceError, match="fill scores 0 pairs but a valid structure with"):
-        api._fold_gpu(codes_of(700), 1, traceback, 0)
+        engines.fold_on_gpu(codes_of(700), 1, traceback, 0)
 
 
 def test_gpu_path_rejects_a_corner_that_disagrees_with_the_traceback(fake_gpu):
@@ -189,7 +188,7 @@ def test_gpu_path_rejects_a_corner_that_disagrees_with_the_traceback(fake_gpu):
 
     fake_gpu(bump)
     with pytest.raises(DeviceError, match="inconsistent"):
-        api._fold_gpu(codes_of(700), 1, True, 0)
+        engines.fold_on_gpu(codes_of(700), 1, True, 0)
 
 
 def test_gpu_path_rejects_an_impossible_score(fake_gpu):
@@ -198,7 +197,7 @@ def test_gpu_path_rejects_an_impossible_score(fake_gpu):
 
     fake_gpu(huge)
     with pytest.raises(DeviceError, match="at most 350 are possible"):
-        api._fold_gpu(codes_of(700), 1, False, 0)
+        engines.fold_on_gpu(codes_of(700), 1, False, 0)
 
 
 def test_gpu_path_rejects_a_triangle_zeroed_but_for_the_corner_tile(fake_gpu):
@@ -211,7 +210,7 @@ def test_gpu_path_rejects_a_triangle_zeroed_but_for_the_corner_tile(fake_gpu):
 
     fake_gpu(zero_rest)
     with pytest.raises(DeviceError, match="inconsistent"):
-        api._fold_gpu(codes_of(700), 1, True, 0)
+        engines.fold_on_gpu(codes_of(700), 1, True, 0)
 
 
 def test_greedy_lower_bound_is_a_valid_structure_count():

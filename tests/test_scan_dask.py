@@ -21,10 +21,12 @@ from gamut.cli import main  # noqa: E402
 from gamut.scanning.api import scan_files  # noqa: E402
 from gamut.scanning.miranda_cli import banner  # noqa: E402
 from gamut.scanning.params import ScanParams  # noqa: E402
-from gamut.scanning.pipeline.distributed import computed_by_run  # noqa: E402
+from gamut.scanning.pipeline.rundir import computed_by_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Path(__file__).parent / "data" / "miranda"
+#: The SIGKILL hooks (a launcher and a Dask worker preload; the package has none).
+HOOKS = Path(__file__).parent / "scan_kill_hooks.py"
 SPLICE = Path(__file__).parent / "data" / "splice"
 PY = sys.executable
 
@@ -77,7 +79,8 @@ def local_cluster(kill_files):
     os.environ["GAMUT_TEST_KILL_WORKER"] = str(kill_files / "local")
     try:
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+                          dashboard_address=None, silence_logs=logging.ERROR,
+                          preload=[str(HOOKS)]) as cluster, Client(cluster) as client:
             client.wait_for_workers(2, timeout=120)
             yield SimpleNamespace(client=client, address=cluster.scheduler_address, trigger=kill_files / "local")
     finally:
@@ -114,7 +117,7 @@ def tcp_cluster(tmp_path_factory, kill_files):
         time.sleep(0.2)  # the file is written whole, but let it settle
         for _ in range(2):
             start("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file), "--nworkers", "1",
-                  "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1")
+                  "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", "--preload", str(HOOKS))
         address = json.loads(scheduler_file.read_text())["address"]
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=120)
@@ -195,8 +198,8 @@ def _run_killed_then_resumed(tmp_path: Path, extra: list[str]) -> tuple[bytes, d
     out, run_dir = tmp_path / "resumed.txt", tmp_path / "run"
     argv = [PY, "-m", "gamut", "miranda", *_args(case), "--device", "cpu", "-out", str(out), "--run-dir",
             str(run_dir), *PARTS[case], *extra]
-    first = subprocess.run(argv, cwd=CASES / case, env=_env(GAMUT_TEST_DIE_AFTER_PARTITIONS="3"),
-                           capture_output=True, timeout=240)
+    dying = [PY, str(HOOKS), "--die-after-partitions", "3", *argv[3:]]  # argv without '-m gamut'
+    first = subprocess.run(dying, cwd=CASES / case, env=_env(), capture_output=True, timeout=240)
     assert first.returncode == -signal.SIGKILL, first.stderr.decode()
     assert not out.exists()  # the output appears only whole
     second = subprocess.run(argv, cwd=CASES / case, env=_env(), capture_output=True, timeout=240)
@@ -284,7 +287,7 @@ def test_without_dask_cluster_is_a_clear_error(tmp_path, monkeypatch, capsys):
 
 def test_single_process_runs_do_not_import_dask(tmp_path):
     code = (
-        "import sys, gamut, gamut.cluster, gamut.scanning.pipeline.distributed\n"
+        "import sys, gamut, gamut.cluster, gamut.scanning.pipeline.partitioned\n"
         "from gamut.cli import main\n"
         f"assert main(['miranda', 'query.fa', 'reference.fa', '-out', {str(tmp_path / 'o.txt')!r}, '--run-dir',"
         f" {str(tmp_path / 'run')!r}]) == 0\n"
@@ -320,7 +323,7 @@ def test_splice_on_a_cluster(local_cluster, tmp_path):
 def test_partitions_cover_the_pairs_in_order():
     """Partitions are consecutive pair ranges; their pairs are those of the plain order."""
     from gamut.scanning.api import as_records
-    from gamut.scanning.pipeline.distributed import plan_partitions
+    from gamut.scanning.pipeline.partitions import plan_partitions
     from gamut.scanning.params import ScanParams
     from gamut.scanning.pipeline.runner import ScanInput
 
@@ -340,13 +343,9 @@ def test_parquet_row_groups_follow_the_single_process_chunks(tmp_path, monkeypat
     still has one row group per chunk with hits, byte for byte."""
     import pyarrow.parquet as pq
 
-    import gamut.scanning.pipeline.distributed as dist
-    import gamut.scanning.pipeline.runner as runner
     from gamut.scanning.engines.simd import SimdEngine
 
-    monkeypatch.setattr(runner, "DEFAULT_CHUNK_PAIRS", 13)
-    monkeypatch.setattr(dist, "DEFAULT_CHUNK_PAIRS", 13)
-    # The default CPU engine states its own chunk size; shrink it the same way.
+    # Runners take the chunk size from the engine: shrink the default CPU engine's.
     monkeypatch.setattr(SimdEngine, "preferred_chunk_pairs", 13)
     case = CASES / "odd_inputs"
     outputs = []

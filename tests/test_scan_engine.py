@@ -1,4 +1,4 @@
-"""The Numba CPU engine against the plain-Python reference of miRanda's recurrences."""
+"""The reference engine of the tests (scan_cpu_engine) against the plain-Python transcription of miRanda's recurrences."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ from scan_reference import align_pairs, reference_alignments
 
 from gamut.scanning.alignments import EncodedSeq
 from gamut.scanning.alphabet import encode
-from gamut.scanning.engines.cpu import CpuEngine
+from scan_cpu_engine import CpuEngine
 from gamut.scanning.params import ScanParams
 
 OP_NAMES = {1: "M", 2: "B", 3: "C"}
@@ -105,7 +105,7 @@ def test_threads_give_the_same_result():
 @given(pair=planted_pair(), scale=st.sampled_from([1500.0, 2600.5]), go=st.integers(-40000, -1))
 def test_int32_rows_for_huge_scores(pair, scale, go):
     """Parameters whose scores overflow int16 take the int32 DP and still match the reference."""
-    from gamut.scanning.engines.cpu import dp_tables
+    from scan_cpu_engine import dp_tables
     from gamut.scanning.params import query_tables
 
     query, ref = pair

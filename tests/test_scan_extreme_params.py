@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gamut.errors import UsageError
-from gamut.scanning.engines.cpu import CpuEngine
+from scan_cpu_engine import CpuEngine
 from gamut.scanning.params import ScanParams, exact_int_type, gap_rise
 from gamut.scanning.engines.simd import SimdEngine
 from scan_reference import reference_alignments
@@ -88,7 +88,7 @@ def test_exact_int_type_widens_then_refuses():
 
 
 def test_gpu_engine_refuses_scores_beyond_int32():
-    from gamut.scanning.engines.gpu import check_int32_scores
+    from gamut.scanning.engines.gpu_plan import check_int32_scores
 
     check_int32_scores(22, 50_000_000, ScanParams())  # default parameters: no rise, far below
     with pytest.raises(UsageError, match="32-bit"):

@@ -3,7 +3,7 @@
 Two ways to run the CUDA kernels' code:
 - on a GPU (tests marked ``gpu``, skipped without one): GpuEngine through CuPy;
 - on any machine with g++: the same kernel source compiled for the host
-  (``scan_host_harness.cu``), driven by the same Python pipeline. These run in CI and cover the
+  (``tests/host/scan_host.cu``, backend in ``scan_host``), driven by the same Python pipeline. These run in CI and cover the
   segment/checkpoint/repair/traceback-window logic with tiny tuning values that force every path.
 """
 from __future__ import annotations
@@ -17,21 +17,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gamut.scanning.alignments import EncodedSeq
+from scan_cpu_engine import CpuEngine
+from scan_host import HostBackend, build_scan_host
 from scan_reference import align_pairs
-from gamut.scanning.engines.cpu import CpuEngine, order_and_suppress
-from gamut.scanning.engines.gpu import (
+from gamut.scanning.engines.common import order_and_suppress
+from gamut.scanning.engines.gpu import GpuEngine
+from gamut.scanning.engines.gpu_device import suppress_sorted
+from gamut.scanning.engines.gpu_plan import (
     MAX_GPU_QUERY,
     ROW_BUCKETS,
-    GpuEngine,
     GpuTuning,
-    HostBackend,
     bucket_for,
-    build_host_library,
     dense_slots,
     gap_scalars,
     gather_sequences,
     split_over_devices,
-    suppress_sorted,
 )
 from gamut.scanning.hits import SequenceSet
 from gamut.scanning.params import ScanParams, row_scheme
@@ -174,7 +174,7 @@ def test_suppress_sorted_matches_cpu(data):
 def host_lib(tmp_path_factory):
     if shutil.which("g++") is None:
         pytest.skip("g++ not available to build the host version of the kernels")
-    return build_host_library(str(tmp_path_factory.mktemp("scan_host")))
+    return build_scan_host(tmp_path_factory.mktemp("scan_host"))
 
 
 def host_engine(lib: str, tuning: GpuTuning | None = None) -> GpuEngine:
@@ -262,10 +262,10 @@ class CountingBackend(HostBackend):
 
 @pytest.mark.parametrize("planned", [0, 4096, 10_000, 3_000_000])
 def test_candidate_buffer_grows_until_every_candidate_is_kept(planned):
-    from gamut.scanning.engines.gpu import _DeviceRun
+    from gamut.scanning.engines.gpu_device import DeviceRun
 
     backend = CountingBackend(planned)
-    run = _DeviceRun(backend, GpuTuning(), ScanParams())
+    run = DeviceRun(backend, GpuTuning(), ScanParams())
     got = run._collect("scan_pass1", 16, 1, [np.int32(1)], [], 4096)
     assert got.shape == (planned, 4)
     assert np.array_equal(got[:, 0], np.arange(planned))
@@ -277,18 +277,18 @@ def test_too_many_candidates_is_a_clear_error(planned):
     """An int32 count would wrap (2^32 + 3 reads as 3) and keep a partial buffer; the 64-bit count
     sees them all, and more than the buffer can index is an error, never a partial result."""
     from gamut.errors import DeviceError
-    from gamut.scanning.engines.gpu import MAX_CANDIDATES, _DeviceRun
+    from gamut.scanning.engines.gpu_device import MAX_CANDIDATES, DeviceRun
 
     backend = CountingBackend(planned)
     backend.launch = lambda name, rows, n, args, block, plain=False: args[1].__setitem__(0, planned)
-    run = _DeviceRun(backend, GpuTuning(), ScanParams())
+    run = DeviceRun(backend, GpuTuning(), ScanParams())
     with pytest.raises(DeviceError, match=f"{planned:,} alignment candidates in one GPU launch.*{MAX_CANDIDATES:,}"):
         run._collect("scan_pass1", 16, 1, [np.int32(1)], [], 4096)
 
 
 def test_reference_longer_than_the_kernels_index_is_a_clear_error(host_lib):
     from gamut.errors import InputError
-    from gamut.scanning.engines.gpu import MAX_GPU_REFERENCE
+    from gamut.scanning.engines.gpu_plan import MAX_GPU_REFERENCE
 
     from gamut.scanning.hits import SequenceSet
 
@@ -373,7 +373,7 @@ def test_gpu_golden_with_energies(case, tmp_path, monkeypatch):
 def test_task_tables_single_task_batches_equal_the_sorted_path(data):
     """The no-sort path for one reference length below seglen in query order gives the tables of the
     general path, array for array (so the launches see the same tasks in the same order)."""
-    from gamut.scanning.engines.gpu import task_tables, task_tables_sorted
+    from gamut.scanning.engines.gpu_plan import task_tables, task_tables_sorted
 
     nb = data.draw(st.integers(1, 300))
     seglen = data.draw(st.sampled_from([128, 256, 512]))

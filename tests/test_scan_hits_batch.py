@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from gamut.scanning.alignments import ChunkAlignments, PairAlignments
 from gamut.scanning.alphabet import encode
-from gamut.scanning.engines.cpu import CpuEngine
-from gamut.scanning.hits import Hit, SequenceSet, chunk_hits, pair_hits
+from scan_cpu_engine import CpuEngine
+from scan_reference import strict_seed_ok as reference_strict_seed_ok
+from gamut.scanning.hits import Hit, SequenceSet, chunk_hits, pair_hits, strict_seed_ok
 from gamut.scanning.params import ScanParams
 
 # Query alphabets: real bases only, with T/U and case mixes, with N/X and IUPAC letters.
@@ -156,3 +157,19 @@ def test_no_pairs_and_only_empty_results():
     empty = np.zeros((0, 2), np.int64)
     assert fast(queries, refs, empty, ChunkAlignments.empty(0)) == []
     assert fast(queries, refs, np.array([[0, 0]]), ChunkAlignments.empty(1)) == [[]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_strict_seed_rule_matches_the_reference(data):
+    """The compiled strict rule (used for every hit) against its literal transcription (lines
+    mostly Watson-Crick paired, so that both outcomes are common)."""
+    body = data.draw(st.lists(st.tuples(st.sampled_from("ACGUACGUACGU-"), st.sampled_from("||||||||: ")), min_size=1, max_size=24))
+    n3 = data.draw(st.integers(0, 6))
+    n5 = data.draw(st.integers(0, 6))
+    query_line = "a" * n3 + "".join(q for q, _ in body) + "c" * n5
+    map_line = " " * n3 + "".join(" " if q == "-" else m for q, m in body) + " " * n5
+    buf = np.frombuffer((query_line + map_line).encode("ascii"), np.uint8)
+    width = len(query_line)
+    got = strict_seed_ok(buf, 0, width, width, n5, n3)
+    assert got == reference_strict_seed_ok(query_line, map_line, n5, n3)

@@ -15,7 +15,7 @@ from gamut.errors import InputError
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
 from gamut.io.textout import write_bytes
 from gamut.scanning.alphabet import encode
-from gamut.scanning.engines.cpu import CpuEngine
+from scan_cpu_engine import CpuEngine
 from gamut.scanning.fasta import parse_miranda_fasta
 from gamut.scanning.hits import SequenceSet, chunk_hits
 from gamut.scanning.params import ScanParams

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from gamut.cli import main
-from gamut.scanning.pipeline.distributed import computed_by_run
+from gamut.scanning.pipeline.rundir import computed_by_run
 
 CASE = Path(__file__).parent / "data" / "miranda" / "clip_quiet"
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,21 +86,21 @@ def test_parts_without_checksums_are_recomputed(stored, tmp_path, clean, capsys)
 
 
 def test_stale_temporary_files_are_removed_and_new_ones_registered(stored, tmp_path, clean, monkeypatch):
-    import gamut.scanning.pipeline.distributed as dist
+    import gamut.scanning.pipeline.rundir as rundir
 
     stale = [stored / "parts" / ".00000005.part.4242.tmp", stored / ".manifest.json.4242.tmp"]
     for path in stale:
         path.write_bytes(b"x" * 1000)
     (stored / "parts" / "00000005.part").unlink()  # so that this run stores a part
     registered: list[Path] = []
-    real = dist.temporary_file
+    real = rundir.temporary_file
 
     def spy(path):
         registered.append(Path(path))
         assert Path(path).name.endswith(".tmp") and not any(p.exists() for p in stale)
         return real(path)
 
-    monkeypatch.setattr(dist, "temporary_file", spy)
+    monkeypatch.setattr(rundir, "temporary_file", spy)
     assert _scan(tmp_path / "resumed.txt", "--run-dir", str(stored)) == 0
     assert not any(path.exists() for path in stale)
     assert (tmp_path / "resumed.txt").read_bytes() == clean

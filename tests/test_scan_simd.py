@@ -1,4 +1,4 @@
-"""The SIMD CPU engine against the scalar engine (gamut.scanning.engines.cpu) and the plain-Python reference."""
+"""The SIMD CPU engine against the reference engine of the tests (scan_cpu_engine) and the plain-Python reference."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scan_reference import reference_alignments
 
-from gamut.scanning.engines import simd
+from gamut.scanning.engines import simd, simd_score, simd_traceback
 from gamut.scanning.alignments import ChunkAlignments
 from gamut.scanning.alphabet import encode
-from gamut.scanning.engines.cpu import CpuEngine
+from scan_cpu_engine import CpuEngine
 from gamut.scanning.fasta import read_miranda_fasta
 from gamut.scanning.hits import SequenceSet
 from gamut.scanning.miranda_cli import atoi, strtod
@@ -202,7 +202,7 @@ def test_long_gaps_leave_the_first_traceback_window(gaps):
     params = ScanParams(score_threshold=60, gap_open=gaps[0], gap_extend=gaps[1])
     expected = scalar_align(queries, refs, pairs, params)
     spans = expected.j_end - expected.j_start
-    assert spans.max() > simd.CKPT + simd.TRACE_MARGIN + 22
+    assert spans.max() > simd_score.CKPT + simd_traceback.TRACE_MARGIN + 22
     assert_same(simd_align(queries, refs, pairs, params), expected)
     # Sparse checkpoints (every 1024 columns or more): windows reach much further back.
     assert_same(simd_align(queries, refs, pairs, params, checkpoint_bytes=30_000), expected)

@@ -4,29 +4,32 @@ chain and alignment (same tie rules) on every case of a batch, and the GPU engin
 (packing, collection, result building) must give the CPU engines' results."""
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from splice_harness import SpliceHarness, concatenated, host_solve_gpu
-from splice_helpers import assert_tracebacks_match_cpu, case_lists, insertion_cases, short_exon_cases
 
 from gamut.errors import DeviceError
 from gamut.splicing import api
 from gamut.splicing import cpu
+from gamut.splicing import engines
 from gamut.splicing import gpu as splice_gpu
+from gamut.splicing import gpu_layout
 from gamut.splicing.batch import CaseBatch
-from gamut.splicing.generate import il1rapl1_like_case, paper_like_cases, wide_case
-from gamut.splicing.gpu import PackedBatch, collect_tracebacks
+from gamut.splicing.gpu import collect_tracebacks
+from gamut.splicing.gpu_layout import PackedBatch
 from gamut.splicing.model import ScoreParams, make_case
+
+from host_build import require_compiler
+from splice_generate import il1rapl1_like_case, paper_like_cases, wide_case
+from splice_harness import SpliceHarness, concatenated, host_solve_gpu
+from splice_helpers import assert_tracebacks_match_cpu, case_lists, insertion_cases, short_exon_cases
 
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> SpliceHarness:
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available to build the host version of the splice traceback kernel")
+    require_compiler()
     return SpliceHarness(tmp_path_factory.mktemp("splice_tb"))
 
 
@@ -34,8 +37,7 @@ def harness(tmp_path_factory) -> SpliceHarness:
 def tiny_harness(tmp_path_factory) -> SpliceHarness:
     """The kernel with a 3-row x 16-byte walk window and symbols/boundaries staged 2 rows at a
     time: the walk reloads its window every few steps and the rows loop restages often."""
-    if shutil.which("g++") is None:
-        pytest.skip("g++ not available to build the host version of the splice traceback kernel")
+    require_compiler()
     return SpliceHarness(tmp_path_factory.mktemp("splice_tb_tiny"), TB_WIN_ROWS=3, TB_WIN_BYTES=16, TB_CHUNK=2)
 
 
@@ -129,11 +131,11 @@ def test_device_traceback_on_a_wide_case(harness, cap):
 
 def test_traceback_strip_sizes():
     """Strips: the widest case in one when shared memory holds it, else what it holds (multiples of 64)."""
-    budget = splice_gpu.traceback_dynamic_bytes(8704)
-    assert splice_gpu.traceback_cap([8662, 100], budget) == 8704
-    assert splice_gpu.traceback_cap([8662, 100], budget - 1) == 8640
-    assert splice_gpu.traceback_cap([10], 1 << 30) == 64
-    assert splice_gpu.traceback_cap([300_000], 227 * 1024 - 14_000) % 64 == 0
+    budget = gpu_layout.traceback_dynamic_bytes(8704)
+    assert gpu_layout.traceback_cap([8662, 100], budget) == 8704
+    assert gpu_layout.traceback_cap([8662, 100], budget - 1) == 8640
+    assert gpu_layout.traceback_cap([10], 1 << 30) == 64
+    assert gpu_layout.traceback_cap([300_000], 227 * 1024 - 14_000) % 64 == 0
     packed = PackedBatch([small_case(ScoreParams())], 8, 4)
     assert packed.bnd_off(64)[-1] == 2 * (packed.max_exon[0] + 1)
     assert packed.bnd_off(1024)[-1] == 0
@@ -147,7 +149,7 @@ def test_gpu_engine_host_side_gives_the_cpu_results(harness, monkeypatch):
     generated = paper_like_cases(25, seed=6, scale=0.2)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
     monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, threads=96, cap=128))
-    monkeypatch.setattr(api, "GPU_BATCH_CELLS", 60_000)  # several launches
+    monkeypatch.setattr(engines, "GPU_BATCH_CELLS", 60_000)  # several launches
     on_gpu = api.solve(cases, params, "gpu")
     on_cpu = api.solve(cases, params, "fast")
     assert len(on_gpu) == len(on_cpu) == len(cases)
@@ -163,14 +165,14 @@ def test_gpu_launch_groups_cover_the_cases_in_order(monkeypatch):
     params = ScoreParams()
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in paper_like_cases(40, seed=1, scale=0.2)]
     batch = CaseBatch(cases)
-    cells = splice_gpu.state_cells(batch)
-    assert len(api._gpu_groups(batch)) == 1
-    monkeypatch.setattr(api, "GPU_BATCH_CELLS", int(cells.max()) * 3)
-    groups = api._gpu_groups(batch)
+    cells = gpu_layout.state_cells(batch)
+    assert len(engines.gpu_groups(batch)) == 1
+    monkeypatch.setattr(engines, "GPU_BATCH_CELLS", int(cells.max()) * 3)
+    groups = engines.gpu_groups(batch)
     assert len(groups) > 1
     assert [c for g in groups for c in g.cases] == cases
     for g in groups:
-        assert len(g) == 1 or splice_gpu.state_cells(g).sum() <= api.GPU_BATCH_CELLS
+        assert len(g) == 1 or gpu_layout.state_cells(g).sum() <= engines.GPU_BATCH_CELLS
 
 
 def small_case(params):

@@ -14,7 +14,7 @@ from splice_schedule import emulate_forward
 
 from gamut.splicing import cpu
 from gamut.splicing.api import solve
-from gamut.splicing.generate import paper_like_cases
+from splice_generate import paper_like_cases
 from gamut.splicing.model import ScoreParams, make_case
 
 
@@ -107,7 +107,7 @@ def test_emulated_schedule_on_generated_case_with_many_chunks():
 
 
 def test_unmutated_gene_is_found_exactly():
-    from gamut.splicing.generate import generate_base
+    from splice_generate import generate_base
 
     rng = np.random.default_rng(3)
     base, exons, true_exons = generate_base(rng, base_length=4000, n_exons=30, gene_length=300, exon_mean=40)
@@ -144,8 +144,8 @@ def test_tie_rule_prefers_chain_start(forward):
 
 def test_gpu_batch_packing_layout():
     """The concatenated arrays handed to the kernel describe every case exactly (no GPU needed)."""
-    from gamut.splicing.gpu import PackedBatch
-    from gamut.splicing.stream import build_plan
+    from gamut.splicing.gpu_layout import PackedBatch
+    from splice_schedule import build_plan
 
     params = ScoreParams()
     generated = paper_like_cases(7, seed=2, scale=0.1)
@@ -177,7 +177,8 @@ def test_stream_plan_folds_exactly_the_predecessors(data, rows, slots):
     """Replaying the plan: at each entry the folded set is {l : end_l <= start_k} (minus exons no
     one can follow), parked rows are never overwritten before they are read, and the stream
     holds every exon's symbols between its entry row and its padding."""
-    from gamut.splicing.stream import ENTRY_CODE, FINISH_BIT, FOLD_NEVER, FOLD_NOW, PAD_CODE, build_plan
+    from gamut.splicing.stream import ENTRY_CODE, FINISH_BIT, FOLD_NEVER, FOLD_NOW, PAD_CODE
+    from splice_schedule import build_plan
 
     base, exons, target, params = data
     case = make_case(base, exons, target, params)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gamut.splicing.generate import il1rapl1_like_case, mutate, paper_like_cases
+from splice_generate import il1rapl1_like_case, mutate, paper_like_cases
 
 
 def test_paper_like_set_is_deterministic_and_shaped_like_tables_1_2():
@@ -44,7 +44,7 @@ def test_mutate_rates():
 
 def test_wide_case_clusters_overlap_pairwise():
     """Exons of a cluster all share its middle position, so a chain takes at most one per cluster."""
-    from gamut.splicing.generate import wide_case
+    from splice_generate import wide_case
 
     g = wide_case(target_length=50_000, groups=4, exons_per_group=10, exon_mean=80, seed=3)
     assert g.target.size == 50_000 and len(g.exons) == 40 and len(g.true_exons) == 4

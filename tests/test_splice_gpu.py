@@ -7,7 +7,7 @@ import pytest
 from splice_helpers import assert_tracebacks_match_cpu
 
 from gamut.splicing import cpu
-from gamut.splicing.generate import il1rapl1_like_case, paper_like_cases
+from splice_generate import il1rapl1_like_case, paper_like_cases
 from gamut.splicing.model import ScoreParams, make_case
 
 pytestmark = pytest.mark.gpu
@@ -77,12 +77,12 @@ def test_gpu_generated_cases_and_api():
 
 
 def test_gpu_il1rapl1_sized_case():
-    from gamut.splicing.gpu import forward_gpu
+    from gamut.splicing.gpu import forward_gpu_many
 
     g = il1rapl1_like_case(seed=1)
     params = ScoreParams()
     case = make_case(g.base, g.exons, g.target, params)
-    last, pred = forward_gpu(case, params.matrix, params.gap)
+    [(last, pred)] = forward_gpu_many([case], params.matrix, params.gap)
     ref_last, ref_pred = cpu.forward_fast(case, params.matrix, params.gap)
     np.testing.assert_array_equal(last, ref_last)
     np.testing.assert_array_equal(pred, ref_pred)
@@ -183,17 +183,17 @@ def test_wide_case_runs_on_all_sms():
     blocks on every SM take them in passes; exact forward pass and traceback."""
     import cupy as cp
 
-    from gamut.splicing import gpu as splice_gpu
+    from gamut.splicing import gpu_layout
     from gamut.splicing.api import solve
-    from gamut.splicing.generate import wide_case
+    from splice_generate import wide_case
 
     params = ScoreParams()
     g = wide_case(target_length=280_000, groups=3, exons_per_group=5, exon_mean=60, seed=4)
     case = make_case(g.base, g.exons, g.target, params, name=g.name)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    chunks = splice_gpu.chunk_counts([case.target.size], splice_gpu.DEFAULT_COLS)
-    assert splice_gpu.wide_layout(chunks, sms)
-    warps, blocks = splice_gpu.launch_shape(chunks, sms, resident_blocks=sms)
+    chunks = gpu_layout.chunk_counts([case.target.size], gpu_layout.DEFAULT_COLS)
+    assert gpu_layout.wide_layout(chunks, sms)
+    warps, blocks = gpu_layout.launch_shape(chunks, sms, resident_blocks=sms)
     assert blocks == sms or warps * blocks >= chunks[0]  # every SM, or a warp per chunk
     assert_device_traceback_is_cpu_traceback([case], params)
     assert_same_results(solve([case], params, "gpu"), solve([case], params, "fast"))
@@ -203,16 +203,16 @@ def test_wide_case_runs_on_all_sms():
 def test_wide_layout_passes_on_small_cases(monkeypatch, max_blocks):
     """The wide layout forced on small cases (no one-warp spread, two warps, at most 1 or 3 blocks
     per case): chunks taken in several passes, round robin over the blocks."""
-    from gamut.splicing import gpu as splice_gpu
+    from gamut.splicing import gpu_layout
 
-    monkeypatch.setattr(splice_gpu, "ONE_WARP_BLOCKS_PER_SM", 0)
+    monkeypatch.setattr(gpu_layout, "ONE_WARP_BLOCKS_PER_SM", 0)
     rng = np.random.default_rng(17)
     params = ScoreParams(match=1, mismatch=-1, gap=-1)
     cases = [make_case(*random_case(rng, max_base=400, max_exons=30, max_target=6000), params) for _ in range(5)]
     import cupy as cp
 
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    assert splice_gpu.wide_layout(splice_gpu.chunk_counts([c.target.size for c in cases], 4), sms, 2)
+    assert gpu_layout.wide_layout(gpu_layout.chunk_counts([c.target.size for c in cases], 4), sms, 2)
     assert_device_traceback_is_cpu_traceback(cases, params, cols=4, max_warps=2, max_blocks=max_blocks)
 
 

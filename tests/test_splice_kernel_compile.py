@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gamut.splicing.gpu import STREAM_OPTIONS, TB_MIN_BLOCKS, TB_THREADS, TRACEBACK_OPTIONS
+from gamut.splicing.gpu_layout import STREAM_OPTIONS, TB_MIN_BLOCKS, TB_THREADS, TRACEBACK_OPTIONS
 
 KERNELS = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
 

@@ -12,9 +12,10 @@ import pytest
 from gamut.errors import DeviceError, InputError
 from gamut.splicing import api
 from gamut.splicing import cpu
-from gamut.splicing import gpu as splice_gpu
+from gamut.splicing import engines
+from gamut.splicing import gpu_layout
 from gamut.splicing.model import SCORE_LIMIT, ScoreParams, make_case
-from gamut.splicing.stream import build_plan
+from splice_schedule import build_plan
 
 
 def small_case(seed: int = 3):
@@ -26,21 +27,21 @@ def small_case(seed: int = 3):
 
 
 def test_int32_packing_names_the_limit():
-    assert splice_gpu._int32([0, 5, 2**31 - 1], "rows").dtype == np.int32
+    assert gpu_layout.int32_for_kernel([0, 5, 2**31 - 1], "rows").dtype == np.int32
     with pytest.raises(DeviceError, match=r"rows reach 2,147,483,648; the GPU engine handles at most 2,147,483,647"):
-        splice_gpu._int32([1, 2**31], "rows")
+        gpu_layout.int32_for_kernel([1, 2**31], "rows")
     with pytest.raises(DeviceError, match="at most 99"):
-        splice_gpu._int32([100], "rows", 99)
+        gpu_layout.int32_for_kernel([100], "rows", 99)
 
 
 def test_packed_batch_checks_the_stream_rows(monkeypatch):
     params = ScoreParams()
     case = make_case(*small_case(), params)
     rows = build_plan(case.base, case.starts, case.ends, 0).rows
-    assert splice_gpu.PackedBatch([case], 8, 0).stream_rows.tolist() == [rows]
-    monkeypatch.setattr(splice_gpu, "MAX_STREAM_ROWS", rows - 1)
+    assert gpu_layout.PackedBatch([case], 8, 0).stream_rows.tolist() == [rows]
+    monkeypatch.setattr(gpu_layout, "MAX_STREAM_ROWS", rows - 1)
     with pytest.raises(DeviceError, match="exon-stream rows of a case"):
-        splice_gpu.PackedBatch([case], 8, 0)
+        gpu_layout.PackedBatch([case], 8, 0)
 
 
 def test_cases_built_without_parameters_are_checked_for_score_overflow():
@@ -69,22 +70,22 @@ def test_traceback_rejects_inconsistent_arrays(monkeypatch):
     with pytest.raises(RuntimeError, match="pred names an exon that cannot precede"):
         cpu.traceback(case, params.matrix, params.gap, last, bad)
 
-    def wrong_forward(cases, params, engine, threads=None):
+    def wrong_forward(cases, params, threads=None):
         return [(last + 1, pred) for _ in cases]  # the score no alignment reaches
 
-    monkeypatch.setattr(api, "forward", wrong_forward)
+    monkeypatch.setitem(engines.ENGINES, "fast", engines.CpuEngine("fast", wrong_forward))
     with pytest.raises(RuntimeError, match="alignment's score is not the reported optimum"):
         api.solve([case], params, "fast")
 
 
 def test_blocks_per_sm_lower_bound():
     """The fallback occupancy bound takes the tightest of threads, registers, shared memory, blocks."""
-    from gamut.splicing.gpu import _blocks_per_sm
+    from gamut.splicing.gpu_layout import sm_occupancy
 
     h100 = {"MaxThreadsPerMultiProcessor": 2048, "MaxRegistersPerMultiprocessor": 65536,
             "MaxSharedMemoryPerMultiprocessor": 233472, "MaxBlocksPerMultiprocessor": 32}
-    assert _blocks_per_sm({"num_regs": 32, "shared_size_bytes": 0}, h100, 32, 0) == 32  # block limit
-    assert _blocks_per_sm({"num_regs": 64, "shared_size_bytes": 0}, h100, 512, 0) == 2  # registers
-    assert _blocks_per_sm({"num_regs": 16, "shared_size_bytes": 0}, h100, 1024, 0) == 2  # threads
-    assert _blocks_per_sm({"num_regs": 16, "shared_size_bytes": 1024}, h100, 128, 100_000) == 2  # shared
-    assert _blocks_per_sm({"num_regs": 16, "shared_size_bytes": 0}, h100, 128, 300_000) == 0
+    assert sm_occupancy({"num_regs": 32, "shared_size_bytes": 0}, h100, 32, 0) == 32  # block limit
+    assert sm_occupancy({"num_regs": 64, "shared_size_bytes": 0}, h100, 512, 0) == 2  # registers
+    assert sm_occupancy({"num_regs": 16, "shared_size_bytes": 0}, h100, 1024, 0) == 2  # threads
+    assert sm_occupancy({"num_regs": 16, "shared_size_bytes": 1024}, h100, 128, 100_000) == 2  # shared
+    assert sm_occupancy({"num_regs": 16, "shared_size_bytes": 0}, h100, 128, 300_000) == 0

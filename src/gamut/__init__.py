@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gamut._version import __version__
 from gamut.errors import GamutError, InputError, UsageError
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from gamut.folding.api import FoldResult
     from gamut.splicing.result import SpliceResult
 
-__version__ = "0.1.0"
 __all__ = ["GamutError", "InputError", "UsageError", "fold", "scan", "splice", "__version__"]
 
 

@@ -39,9 +39,7 @@ def compiled_marker_dir() -> Path:
     explicit = os.environ.get("NUMBA_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    import gamut
-
-    in_tree = Path(gamut.__file__).resolve().parent / "__pycache__"
+    in_tree = Path(__file__).resolve().parent / "__pycache__"
     return in_tree if _writable_dir(in_tree) else cache_root()
 
 
@@ -51,7 +49,7 @@ def compiled_marker() -> Path:
     folder still tells environments apart and an upgrade announces its recompilation."""
     from importlib import metadata
 
-    from gamut import __version__
+    from gamut._version import __version__
 
     try:
         numba = metadata.version("numba")

@@ -9,10 +9,10 @@ from gamut.errors import DeviceError, UsageError
 
 DEVICES = ("auto", "cpu", "cuda")
 
-#: Analyses whose CUDA engine has passed its GPU test suite on real hardware. ``--device auto``
-#: uses the GPU only for these; ``--device cuda`` always can. All passed on an H100
-#: (``python -m pytest -m gpu tests/``: 80 passed, 2026-11-23; bench/results/pytest_gpu_h100.log);
-#: ``energy`` is the duplex-energy engine (used by the scan when it runs on the GPU).
+#: Analyses whose CUDA engine has passed its GPU tests (``python -m pytest -m gpu tests/``) on
+#: real hardware: ``--device auto`` uses the GPU only for these, so that an engine not yet checked
+#: on a GPU is never picked unasked; ``--device cuda`` always can. ``energy`` is the duplex-energy
+#: engine (used by the scan when it runs on the GPU).
 VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy"})
 
 

@@ -2,22 +2,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 
 from gamut.errors import InputError, UsageError
-from gamut.folding.api import DEFAULT_MIN_LOOP, ENGINES, FoldResult, fold, fold_many
+from gamut.folding.api import DEFAULT_MIN_LOOP, fold, fold_many
+from gamut.folding.engines import CHOICES, choose_engine
 from gamut.folding.plot import arc_diagram, check_plot_path
+from gamut.folding.sinks import DEFAULT_FORMAT, FORMAT_BY_SUFFIX, SINKS
 from gamut.io import atomic_output, read_fasta
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.io.threads import numba_threads, parse_threads
 from gamut.progress import progress_bar
-
-FORMATS = ("dot-bracket", "tsv", "jsonl")
-#: The format an output file's suffix names when --format is not given.
-FORMAT_BY_SUFFIX = {".tsv": "tsv", ".jsonl": "jsonl"}
 
 
 def register(subparsers) -> None:
@@ -31,7 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--min-loop", type=int, default=DEFAULT_MIN_LOOP,
                    help=f"least number of unpaired bases a pair encloses (default {DEFAULT_MIN_LOOP}, the papers' "
                    "variant that forbids adjacent pairs; 3 is the usual hairpin minimum; 0 allows adjacent pairs)")
-    p.add_argument("--engine", choices=ENGINES, default="auto",
+    p.add_argument("--engine", choices=CHOICES, default="auto",
                    help="gpu, or a CPU engine: blocked (tiled, multicore, default on CPU), multicore (OMP2), "
                    "cpu2 (cache-efficient) or cpu1 (naive) (default auto)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -39,7 +36,7 @@ def register(subparsers) -> None:
                    "else the CPU (default auto)")
     p.add_argument("-o", "--output", default="-",
                    help="output file (default: standard output); written atomically, never onto the input")
-    p.add_argument("--format", choices=FORMATS, default=None,
+    p.add_argument("--format", choices=tuple(SINKS), default=None,
                    help="dot-bracket (FASTA-like: header, sequence, structure), tsv or jsonl (default: the "
                    "output's suffix, .tsv or .jsonl; else dot-bracket)")
     p.add_argument("--no-structure", action="store_true", help="report the score only (skip the traceback)")
@@ -53,7 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on in a terminal for several records, or for one "
                    "sequence long enough to take seconds on the CPU)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=lambda args: run(args, p))
 
 
 def _records(source: str) -> list[tuple[str, str]]:
@@ -84,30 +81,6 @@ def _plot_paths(template: str, names: list[str]) -> list[str]:
     return paths
 
 
-def format_result(result: FoldResult, fmt: str) -> str:
-    """One result as text in ``fmt`` (``dot-bracket``, ``tsv`` or ``jsonl``)."""
-    if fmt == "jsonl":
-        record = {"name": result.name, "length": len(result), "pairs": result.pairs, "min_loop": result.min_loop,
-                  "engine": result.engine, "sequence": result.sequence, "structure": result.structure}
-        if result.corner is not None:
-            record["corner"] = result.corner.tolist()
-        return json.dumps(record) + "\n"
-    if fmt == "tsv":
-        return "\t".join(str(x) for x in (result.name, len(result), result.pairs, result.min_loop, result.engine,
-                                          result.structure or "")) + "\n"
-    lines = [f">{result.name} length={len(result)} pairs={result.pairs} min_loop={result.min_loop} "
-             f"engine={result.engine}", result.sequence]
-    if result.structure is not None:
-        lines.append(result.structure)
-    if result.corner is not None:
-        k = result.corner.shape[0]
-        n = len(result)
-        lines.append(f"# corner: C(i, j) = pairs in positions i..j (1-based), rows i = 1..{k}, "
-                     f"columns j = {n - k + 1}..{n}")
-        lines += ["# " + " ".join(str(int(v)) for v in row) for row in result.corner]
-    return "\n".join(lines) + "\n"
-
-
 def _fold_records(records: list[tuple[str, str]], args: argparse.Namespace):
     """Results in input order: one record alone, several in batches (short ones on a batch engine)."""
     options = dict(engine=args.engine, traceback=not args.no_structure, corner=args.corner)
@@ -118,29 +91,45 @@ def _fold_records(records: list[tuple[str, str]], args: argparse.Namespace):
         yield from fold_many(records, args.min_loop, args.device, progress=False, **options)
 
 
-def run(args: argparse.Namespace) -> int:
-    check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
-    args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, "dot-bracket")
-    if args.corner < 0:
-        raise UsageError("--corner must be >= 0")
-    if args.corner and args.format == "tsv":
-        raise UsageError("--corner is shown in the dot-bracket and jsonl formats, not tsv")
-    if args.plot and args.no_structure:
-        raise UsageError("--plot needs the structure: drop --no-structure")
-    threads = parse_threads(args.threads)
-    if args.plot:
+def check_options(args: argparse.Namespace) -> None:
+    """Every option on its own and together, before any input is read: :class:`UsageError`.
+    Sets ``args.format`` (from the output's suffix when not given) and ``args.threads`` (a count)."""
+    args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, DEFAULT_FORMAT)
+    for option, value in (("--min-loop", args.min_loop), ("--corner", args.corner)):
+        if value < 0:
+            raise UsageError(f"{option} must be >= 0, got {value}")
+    if args.corner and not SINKS[args.format].shows_corner:
+        shown = " and ".join(name for name, sink in SINKS.items() if sink.shows_corner)
+        raise UsageError(f"--corner is shown in the {shown} formats, not {args.format}")
+    if args.plot is not None:
+        if args.no_structure:
+            raise UsageError("--plot needs the structure: drop --no-structure")
         check_plot_path(args.plot)
+    args.threads = parse_threads(args.threads)
+    if args.engine != "auto" and args.device != "auto":
+        choose_engine(args.engine, args.device)  # a CPU engine with --device cuda, or gpu with cpu
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """``gamut fold``: a bad option is reported through ``parser`` (exit status 2) when given."""
+    try:
+        check_options(args)
+    except UsageError as exc:
+        if parser is None:
+            raise
+        parser.error(str(exc))
+    check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
     records = _records(args.input)
     plots = _plot_paths(args.plot, [name for name, _ in records]) if args.plot else []
     show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())
+    sink = SINKS[args.format]()
     with atomic_output(args.output, "w") as out:
-        if args.format == "tsv":
-            out.write("name\tlength\tpairs\tmin_loop\tengine\tstructure\n")
+        out.write(sink.header())
         with progress_bar("folding records", len(records), show) as advance:
             try:
-                with numba_threads(threads):
+                with numba_threads(args.threads):
                     for index, result in enumerate(_fold_records(records, args)):
-                        out.write(format_result(result, args.format))
+                        out.write(sink.record(result))
                         if plots:
                             arc_diagram(result, plots[index])
                         advance(1)
@@ -151,4 +140,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["FORMATS", "format_result", "register", "run"]
+__all__ = ["check_options", "register", "run"]

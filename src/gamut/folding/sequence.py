@@ -33,9 +33,3 @@ def encode(sequence: str, *, where: str = "sequence") -> np.ndarray:
             f"(expected A, C, G, U/T or an IUPAC code such as N)"
         )
     return codes
-
-
-def can_pair(a: str, b: str) -> bool:
-    """True when letters ``a`` and ``b`` form an AU, GC or GU pair (either order, T as U)."""
-    ca, cb = (int(c) for c in encode(a + b))
-    return bool((BOND_MASK >> (5 * ca + cb)) & 1)

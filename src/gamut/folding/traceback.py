@@ -129,22 +129,3 @@ def dot_bracket(partner: np.ndarray) -> str:
     out[(partner >= 0) & (partner > idx)] = ord("(")
     out[(partner >= 0) & (partner < idx)] = ord(")")
     return out.tobytes().decode("ascii")
-
-
-def parse_dot_bracket(structure: str) -> np.ndarray:
-    """Partner table of a dot-bracket string; ``ValueError`` when brackets do not match."""
-    partner = np.full(len(structure), -1, dtype=np.int64)
-    opened: list[int] = []
-    for pos, ch in enumerate(structure):
-        if ch == "(":
-            opened.append(pos)
-        elif ch == ")":
-            if not opened:
-                raise ValueError(f"unmatched ')' at position {pos + 1}")
-            other = opened.pop()
-            partner[pos], partner[other] = other, pos
-        elif ch != ".":
-            raise ValueError(f"unexpected character {ch!r} at position {pos + 1}")
-    if opened:
-        raise ValueError(f"unmatched '(' at position {opened[-1] + 1}")
-    return partner

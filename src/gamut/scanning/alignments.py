@@ -17,7 +17,7 @@ import numpy as np
 from gamut.scanning.params import ScanParams
 
 if TYPE_CHECKING:
-    from gamut.scanning.hits import SequenceSet
+    from gamut.scanning.sequences import SequenceSet
 
 #: Alignment column kinds: both letters, a reference letter facing a query gap, a query letter
 #: facing a reference gap.
@@ -75,7 +75,8 @@ class ChunkAlignments:
 
     @classmethod
     def concat(cls, parts: "Sequence[ChunkAlignments]", pair_index: "Sequence[np.ndarray]", n_pairs: int) -> "ChunkAlignments":
-        """Merge results of disjoint pair subsets: ``parts[m]`` holds the pairs ``pair_index[m]`` of the chunk."""
+        """Merge results of disjoint pair subsets: ``parts[m]`` holds the pairs ``pair_index[m]`` of the
+        chunk (pairs in no part have no survivors). Every engine assembles its chunk this way."""
         sv_start = np.zeros(n_pairs, np.int64)
         sv_stop = np.zeros(n_pairs, np.int64)
         rows = 0
@@ -137,7 +138,7 @@ class EncodedSeq:
 
 class AlignmentEngine(Protocol):
     r"""Aligns a chunk of (query, reference) pairs. ``pairs`` (int64, shape (n, 2)) holds (query
-    index, reference index) into the two :class:`~gamut.scanning.hits.SequenceSet`\ s.
+    index, reference index) into the two :class:`~gamut.scanning.sequences.SequenceSet`\ s.
 
     Returns the survivors of every pair as one :class:`ChunkAlignments` (no object per pair).
     """

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
+from gamut.errors import UsageError
 from gamut.io.outputs import check_outputs, format_for_output
-from gamut.scanning.api import OUTPUT_FORMATS, read_restrict, scan_files
+from gamut.scanning.api import read_restrict, run_job
 from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMATS, OUTPUT_FORMATS
 
-#: The format an output file's suffix names when --format is not given.
-FORMAT_BY_SUFFIX = {".tsv": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".txt": "miranda", ".miranda": "miranda"}
+__all__ = ["FORMAT_BY_SUFFIX", "register", "run"]
 
 
 def register(subparsers) -> None:
@@ -22,9 +25,10 @@ def register(subparsers) -> None:
     p.add_argument("references", help="FASTA file of target sequences, e.g. 3'UTRs (.gz allowed)")
     p.add_argument("-o", "--output", default="-",
                    help="output file (default: standard output); written atomically, never onto an input")
+    suffixes = ", ".join("/".join(spec.suffixes) for spec in FORMATS.values())
     p.add_argument("--format", choices=OUTPUT_FORMATS, default=None,
-                   help="miranda (miRanda's text), tsv, jsonl or parquet (default: the output's suffix, "
-                   ".txt/.miranda, .tsv, .jsonl or .parquet; else tsv)")
+                   help=f"miranda (miRanda's text), {', '.join(OUTPUT_FORMATS[1:])} (default: the format the "
+                   f"output's suffix names, {suffixes}; else tsv)")
     s = p.add_argument_group("scoring (miRanda options)")
     s.add_argument("--score-threshold", "-sc", type=int, default=140, help="minimum alignment score (default 140)")
     s.add_argument("--energy-threshold", "-en", type=int, default=1,
@@ -49,18 +53,22 @@ def register(subparsers) -> None:
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on for long runs in a terminal)")
     add_cluster_options(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=lambda args: run(args, p))
 
 
-def count(text: str) -> int:
-    """A positive count, also written like 2e9."""
+def count(text: str, minimum: int = 1) -> int:
+    """A whole number of at least ``minimum``, also written like 2e9 (argparse's ``type``)."""
     try:
         value = int(float(text)) if any(c in text for c in ".eE") else int(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got '{text}'")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected at least {minimum}, got '{text}'")
     return value
+
+
+def retries(text: str) -> int:
+    return count(text, minimum=0)
 
 
 def add_cluster_options(p: argparse.ArgumentParser) -> None:
@@ -74,7 +82,7 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
     c.add_argument("--partition-cells", type=count, default=None,
                    help="cells (query x reference letters) per partition (default 2e9 on CPUs, 3.2e10 on GPUs)")
     c.add_argument("--partition-pairs", type=count, default=None, help="at most this many pairs per partition (200,000)")
-    c.add_argument("--retries", type=int, default=2, help="retries of a failed partition on a cluster (default 2)")
+    c.add_argument("--retries", type=retries, default=2, help="retries of a failed partition on a cluster (default 2)")
 
 
 def output_format(output: str | None, explicit: str | None) -> str:
@@ -82,43 +90,34 @@ def output_format(output: str | None, explicit: str | None) -> str:
     return format_for_output(output, explicit, FORMAT_BY_SUFFIX, "tsv")
 
 
-def run(args: argparse.Namespace) -> int:
-    from gamut.cuda import check_gpus_used
-    from gamut.io.threads import parse_threads
-
-    threads = parse_threads(args.threads)  # before any output (0 would fail after the header)
-    check_gpus_used(args.gpus, args.device, "scan", args.cluster)
-    check_outputs([args.output], (args.queries, args.references, args.restrict))  # before any work
-    params = ScanParams(
-        score_threshold=args.score_threshold,
-        energy_threshold=args.energy_threshold,
-        scale=args.scale,
-        gap_open=args.gap_open,
-        gap_extend=args.gap_extend,
-        strict=args.strict,
-        noenergy=args.noenergy,
-        trim=args.trim,
-        energy_model=args.energy_model,
-        restrict=read_restrict(args.restrict) if args.restrict else None,
-    )
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """``gamut scan``: a bad option is reported through ``parser`` (exit status 2) when given."""
     from gamut.scanning.miranda_cli import banner
 
-    return scan_files(
-        args.queries,
-        args.references,
-        params,
-        output=args.output,
-        fmt=output_format(args.output, args.format),
-        quiet=args.quiet,
-        keyval=args.keyval,
-        banner=banner(),
-        device=args.device,
-        threads=threads,
-        gpus=args.gpus,
-        progress=args.progress,
-        cluster=args.cluster,
-        run_dir=args.run_dir,
-        partition_cells=args.partition_cells,
-        partition_pairs=args.partition_pairs,
-        retries=args.retries,
-    )
+    options = {"output": args.output, "format": output_format(args.output, args.format), "quiet": args.quiet,
+               "keyval": args.keyval, "banner": banner(), "device": args.device, "threads": args.threads,
+               "gpus": args.gpus, "progress": args.progress, "cluster": args.cluster, "run_dir": args.run_dir,
+               "partition_cells": args.partition_cells, "partition_pairs": args.partition_pairs,
+               "retries": args.retries}
+    try:  # every option, before any input is read
+        params = ScanParams(
+            score_threshold=args.score_threshold,
+            energy_threshold=args.energy_threshold,
+            scale=args.scale,
+            gap_open=args.gap_open,
+            gap_extend=args.gap_extend,
+            strict=args.strict,
+            noenergy=args.noenergy,
+            trim=args.trim,
+            energy_model=args.energy_model,
+        )
+        ScanJob((), (), params, **options)
+    except UsageError as exc:
+        if parser is None:
+            raise
+        parser.error(str(exc))
+    check_outputs([args.output], (args.queries, args.references, args.restrict))  # before any work
+    if args.restrict:
+        params = dataclasses.replace(params, restrict=read_restrict(args.restrict))
+    run_job(ScanJob.from_files(args.queries, args.references, params, **options))
+    return 0

@@ -18,6 +18,7 @@ from numba import njit, prange
 from gamut.io.threads import Parallel, run_kernel
 from gamut.scanning.alignments import OP_MATCH, OP_QGAP, PairAlignments
 from gamut.scanning.alphabet import MAP_CHARS
+from gamut.scanning.sequences import SequenceSet
 
 #: Two reported ranges may share at most this many reference positions (miranda-model §7.2).
 MAX_REFERENCE_OVERLAP = 6
@@ -53,24 +54,6 @@ class Hit:
 def overlaps_accepted(start: int, end: int, accepted: list[tuple[int, int]]) -> bool:
     """True when (start, end) shares more than 6 positions with an accepted range."""
     return any(min(end, e) - max(start, s) + 1 > MAX_REFERENCE_OVERLAP for s, e in accepted)
-
-
-def strict_seed_ok(query_line: str, map_line: str, n5: int, n3: int) -> bool:
-    """Strict mode (miranda-model §8): miRNA positions 2-8 all Watson-Crick paired, without gaps."""
-    body = len(query_line) - n3 - n5
-    s = query_line[len(query_line) - n5 :] + query_line[n3 : n3 + body][::-1] + query_line[:n3]
-    m = " " * n5 + map_line[n3 : n3 + body][::-1] + " " * n3
-    p = paired = wc = gaps = 0
-    for letter, mark in zip(s, m):
-        if letter != "-":
-            p += 1
-        if 2 <= p <= 8:
-            paired += mark != " "
-            wc += mark == "|"
-            gaps += letter == "-"
-        if p >= 8:
-            break
-    return paired >= 7 and wc >= 7 and gaps == 0
 
 
 def pair_hits(
@@ -159,7 +142,7 @@ def pair_hits(
                 aln_map=map_line,
                 aln_utr=ref_line,
                 fold_string=fold,
-                strict_ok=strict_seed_ok(query_line, map_line, L - i_end, i0),
+                strict_ok=_strict_seed_ok_text(query_line, map_line, L - i_end, i0),
             )
         )
     return hits
@@ -175,43 +158,6 @@ _WC, _WOBBLE = ord("|"), ord(":")
 _LINKER_BYTES = np.frombuffer(LINKER.encode("ascii"), np.uint8)
 
 
-@dataclass(frozen=True)
-class SequenceSet:
-    """Sequences concatenated once for :func:`chunk_hits`: letters (uint8), class codes (int8), offsets."""
-
-    ids: list[str]
-    letters: np.ndarray
-    codes: np.ndarray
-    offsets: np.ndarray  # int64, len(ids) + 1
-    is_ascii: bool  # every letter is ASCII (case mapping bytewise equals str.upper/lower)
-
-    @classmethod
-    def build(cls, ids: list[str], sequences: list[bytes], codes: list[np.ndarray]) -> "SequenceSet":
-        joined = b"".join(sequences)
-        offsets = np.zeros(len(sequences) + 1, np.int64)
-        np.cumsum([len(s) for s in sequences], out=offsets[1:])
-        flat_codes = np.concatenate(codes).astype(np.int8) if codes else np.zeros(0, np.int8)
-        return cls(list(ids), np.frombuffer(joined, np.uint8), flat_codes, offsets, joined.isascii())
-
-    @classmethod
-    def from_codes(cls, codes: list[np.ndarray]) -> "SequenceSet":
-        """A set of class-code sequences only (letters 'N'): what the alignment engines need."""
-        return cls.build([str(k) for k in range(len(codes))], [b"N" * len(c) for c in codes],
-                         [np.asarray(c, np.int8) for c in codes])
-
-    def __len__(self) -> int:
-        return int(self.offsets.shape[0]) - 1
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def sequence(self, k: int) -> bytes:
-        return self.letters[self.offsets[k] : self.offsets[k + 1]].tobytes()
-
-    def class_codes(self, k: int) -> np.ndarray:
-        return self.codes[self.offsets[k] : self.offsets[k + 1]]
-
-
 @njit(cache=True, nogil=True)
 def _upper(c):
     return c - 32 if 97 <= c <= 122 else c
@@ -223,8 +169,11 @@ def _lower(c):
 
 
 @njit(cache=True, nogil=True)
-def _strict_seed_ok(buf, qline, mline, width, n5, n3):
-    """:func:`strict_seed_ok` on the query and map lines at ``buf[qline:]``, ``buf[mline:]``."""
+def strict_seed_ok(buf, qline, mline, width, n5, n3):
+    """Strict mode (miranda-model §8): miRNA positions 2-8 all Watson-Crick paired, without gaps.
+
+    The query and map lines (``width`` bytes each) start at ``buf[qline]`` and ``buf[mline]``;
+    ``n5`` and ``n3`` are the lengths of the query's unaligned 5' and 3' flanks."""
     body = width - n3 - n5
     p = paired = wc = gaps = 0
     for t in range(width):
@@ -247,6 +196,12 @@ def _strict_seed_ok(buf, qline, mline, width, n5, n3):
         if p >= 8:
             break
     return paired >= 7 and wc >= 7 and gaps == 0
+
+
+def _strict_seed_ok_text(query_line: str, map_line: str, n5: int, n3: int) -> bool:
+    """:func:`strict_seed_ok` of one hit's lines as text (the per-pair path)."""
+    line = (query_line + map_line).encode("latin-1", errors="replace")  # one byte per letter
+    return bool(strict_seed_ok(np.frombuffer(line, np.uint8), 0, len(query_line), len(query_line), n5, n3))
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -398,7 +353,7 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
         n5_out[h] = n5
         n_wc[h] = wc
         n_pair[h] = pr
-        strict[h] = _strict_seed_ok(buf, qa, ma, w, L - ie, i0)
+        strict[h] = strict_seed_ok(buf, qa, ma, w, L - ie, i0)
     return hit_sv, hit_pair, pair_hit_off, width, text_off, buf, fold_off, fold, n3_out, n5_out, n_wc, n_pair, strict
 
 

@@ -12,9 +12,9 @@ import sys
 
 from gamut.errors import UsageError
 from gamut.io.outputs import check_outputs
-from gamut.io.threads import parse_threads
-from gamut.scanning.api import read_restrict, scan_files
+from gamut.scanning.api import read_restrict, run_job
 from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline.job import ScanJob
 
 _INT = re.compile(r"\s*([+-]?\d+)")
 _FLOAT = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
@@ -110,9 +110,6 @@ def main(argv: list[str]) -> int:
         return 0
     opts = parse_args(argv)
     check_outputs([opts.get("-out")], (opts["query"], opts["reference"], opts.get("-restrict")))  # before any work
-    trim = atoi(opts.get("-trim", "0"))
-    if trim < 0:
-        raise UsageError("negative value given for -trim (reference truncation)")
     params = ScanParams(
         score_threshold=atoi(opts.get("-sc", "140")),
         energy_threshold=atoi(opts.get("-en", "1")),
@@ -121,19 +118,12 @@ def main(argv: list[str]) -> int:
         gap_extend=atoi(opts.get("-ge", "-4")),
         strict=opts.get("-strict", False),
         noenergy=opts.get("-noenergy", False),
-        trim=trim,
+        trim=atoi(opts.get("-trim", "0")),  # ScanParams refuses a negative -trim, as miRanda does
         energy_model=opts.get("--energy-model", "miranda"),
         restrict=read_restrict(opts["-restrict"]) if "-restrict" in opts else None,
     )
-    from gamut.cuda import check_gpus_used
-
-    threads = parse_threads(opts.get("--threads"))  # before any output
-    check_gpus_used(opts.get("--gpus"), opts.get("--device", "auto"), "scan", opts.get("--cluster"))
-
-    def count(name: str) -> int | None:
-        return int(strtod(opts[name])) if name in opts else None  # 2e9 as well as 2000000000
-
-    return scan_files(
+    # gamut's own options are checked strictly by the job (miRanda's are read as C's atoi would).
+    job = ScanJob.from_files(
         opts["query"],
         opts["reference"],
         params,
@@ -142,11 +132,13 @@ def main(argv: list[str]) -> int:
         keyval=opts.get("-keyval", False),
         banner=banner(),
         device=opts.get("--device", "auto"),
-        threads=threads,
+        threads=opts.get("--threads"),
         gpus=opts.get("--gpus"),
         cluster=opts.get("--cluster"),
         run_dir=opts.get("--run-dir"),
-        partition_cells=count("--partition-cells"),
-        partition_pairs=count("--partition-pairs"),
-        retries=count("--retries") if "--retries" in opts else 2,
+        partition_cells=opts.get("--partition-cells"),
+        partition_pairs=opts.get("--partition-pairs"),
+        retries=opts.get("--retries", 2),
     )
+    run_job(job)
+    return 0

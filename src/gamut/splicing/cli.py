@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gamut.splicing.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH
+from gamut.errors import UsageError
+from gamut.splicing.engines import ENGINES
+from gamut.splicing.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams
 
 DESCRIPTION = """\
 Gelfand's exact spliced alignment (Nolasco & Moreano): choose the chain of candidate exons of BASE
@@ -28,7 +30,7 @@ def register(subparsers) -> None:
                         help=f"score of a mismatch, N included (default {DEFAULT_MISMATCH})")
     parser.add_argument("--gap", type=int, default=DEFAULT_GAP, help=f"score per gap symbol, negative (default {DEFAULT_GAP})")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--engine", choices=("reference", "fast", "gpu"), help="force an engine (testing)")
+    parser.add_argument("--engine", choices=tuple(ENGINES), help="force an engine (testing)")
     parser.add_argument("--threads", metavar="N", help="CPU threads for batch mode, at least 1 (default: all)")
     parser.add_argument("--cluster", metavar="ADDR",
                         help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut[dask]')")
@@ -37,39 +39,63 @@ def register(subparsers) -> None:
     parser.add_argument("--gff3", help="write the chosen chains as GFF3")
     parser.add_argument("--table", help="write the chosen exons as a TSV table")
     parser.add_argument("--no-alignment", action="store_true", help="leave the alignment out of the report")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=lambda args: run(args, parser))
 
 
-def run(args: argparse.Namespace) -> int:
+def check_options(args: argparse.Namespace) -> None:
+    """Every option on its own, before any input is read: :class:`UsageError`. Sets
+    ``args.threads`` (a count), ``args.params`` (the scores) and ``args.feature_types``."""
+    from gamut.io.threads import parse_threads
+
+    args.threads = parse_threads(args.threads)
+    if args.gap >= 0:
+        raise UsageError(f"--gap must be negative, got {args.gap}")
+    try:
+        args.params = ScoreParams(args.match, args.mismatch, args.gap)
+    except UsageError as exc:
+        raise UsageError(f"--match, --mismatch and --gap: {exc}") from None
+    args.feature_types = tuple(t for t in args.feature_type.split(",") if t)
+    if not args.feature_types:
+        raise UsageError(f"--feature-type names no feature type, got '{args.feature_type}'")
+    if args.cluster is not None:
+        from gamut.cluster import parse_local
+
+        if args.cluster == "local" or args.cluster.startswith("local:"):
+            parse_local(args.cluster)
+        elif ":" not in args.cluster:
+            raise UsageError(f"--cluster expects local:N or a scheduler address like tcp://HOST:PORT, "
+                             f"got '{args.cluster}'")
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
+    """``gamut splice``: a bad option is reported through ``parser`` (exit status 2) when given."""
     from gamut.progress import progress_bar
     from gamut.io import atomic_output
     from gamut.io.outputs import check_outputs
-    from gamut.io.threads import parse_threads
     from gamut.splicing.api import splice_many
     from gamut.splicing.files import load_cases
-    from gamut.splicing.model import ScoreParams
-    from gamut.splicing.report import format_report, table_rows, write_gff3, write_table
+    from gamut.splicing.sinks import SINKS, ReportSink
 
-    threads = parse_threads(args.threads)
-    check_outputs([args.output, args.gff3, args.table], (args.base, args.exons, args.target, args.pairs))
-    params = ScoreParams(args.match, args.mismatch, args.gap)
-    types = tuple(t for t in args.feature_type.split(",") if t)
-    file_cases = load_cases(args.base, args.exons, args.target, params,
+    try:
+        check_options(args)
+    except UsageError as exc:
+        if parser is None:
+            raise
+        parser.error(str(exc))
+    check_outputs([getattr(args, sink.option) for sink in SINKS.values()],
+                  (args.base, args.exons, args.target, args.pairs))
+    file_cases = load_cases(args.base, args.exons, args.target, args.params,
                             exon_format=None if args.exon_format == "auto" else args.exon_format,
-                            feature_types=types, pairs_path=args.pairs)
+                            feature_types=args.feature_types, pairs_path=args.pairs)
     cases = [fc.case for fc in file_cases]
     with progress_bar("spliced alignment", len(cases), len(cases) > 1 and sys.stderr.isatty()) as advance:
         results = splice_many(cases, match=args.match, mismatch=args.mismatch, gap=args.gap,
-                              device=args.device, engine=args.engine, threads=threads,
+                              device=args.device, engine=args.engine, threads=args.threads,
                               progress=advance, cluster=args.cluster)
-    with atomic_output(args.output) as handle:
-        for fc, result in zip(file_cases, results):
-            handle.write(format_report(fc.base_name, result, alignment=not args.no_alignment))
-    if args.gff3:
-        with atomic_output(args.gff3) as handle:
-            write_gff3(handle, ((fc.base_name, r) for fc, r in zip(file_cases, results)))
-    if args.table:
-        with atomic_output(args.table) as handle:
-            write_table(handle, (row for fc, r in zip(file_cases, results)
-                                 for row in table_rows(fc.base_name, r, fc.exon_names)))
+    settings = {ReportSink.name: {"alignment": not args.no_alignment}}
+    for name, sink in SINKS.items():
+        path = getattr(args, sink.option)
+        if path:
+            with atomic_output(path) as handle:
+                sink(**settings.get(name, {})).write(handle, file_cases, results)
     return 0

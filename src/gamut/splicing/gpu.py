@@ -4,15 +4,16 @@ The forward kernel (``cuda/kernels/splice.cu``) fills the same ``last``/``pred``
 engines (same tie rule) and leaves them on the device; the traceback kernel
 (``cuda/kernels/splice_traceback.cu``) reads them there and returns, per case, the score, the
 chain and the alignment operations (what :func:`gamut.splicing.cpu.traceback` gives). Only those
-come back to the host. :func:`forward_gpu_many` downloads ``last``/``pred`` instead (tests,
-``bench/splice.py --check``). CuPy is imported only inside the functions that launch kernels.
+come back to the host. :func:`forward_gpu_many` downloads ``last``/``pred`` instead (to check
+them against the CPU engines). CuPy is imported only inside the functions that launch kernels;
+how a batch is laid out for them is :mod:`gamut.splicing.gpu_layout`.
 """
 from __future__ import annotations
 
 import ctypes
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from numba import njit
@@ -20,37 +21,15 @@ from numba import njit
 from gamut.cuda.device import device_attributes
 from gamut.errors import DeviceError
 from gamut.splicing.batch import CaseBatch, offsets
-from gamut.splicing.cpu import OP_BASE_GAP, OP_MATCH, OP_TARGET_GAP
+from gamut.splicing.gpu_layout import (DEFAULT_COLS, FEW_CASES_COLS, MAX_WARPS, STREAM_OPTIONS, TB_MIN_BLOCKS,
+                                       TB_THREADS, TRACEBACK_OPTIONS, PackedBatch, chunk_counts, launch_shape,
+                                       shared_layout, sm_occupancy, spread_layout, traceback_budget,
+                                       traceback_cap, traceback_dynamic_bytes, wide_layout, wide_warps)
 from gamut.splicing.model import SpliceCase, check_score_range
 from gamut.splicing.result import Tracebacks
-from gamut.splicing.stream import ENTRY_CODE, FINISH_BIT, FOLD_NOW, PAD_CODE, ROWS, build_plans
-
-CODES = PAD_CODE + 1  # profile rows in the kernel: A C G T N and two unused (entry, no-op)
-#: The stream layout the kernel reads, defined once in :mod:`gamut.splicing.stream`.
-STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={PAD_CODE}",
-                  f"-DFINISH_BIT={FINISH_BIT}", f"-DFOLD_NOW=({FOLD_NOW})")
-#: Threads per traceback block (one block per case). Measured on an H100 for the 1,010
-#: paper-shaped cases (2026-11-25): 28.1 ms with 256, 20.9 ms with 512, 15.4 ms with 1,024 threads
-#: (the largest cases bound the launch, and shorter rows per thread shorten them); a launch of a
-#: few cases (at most a quarter of the SM count) also takes a whole SM's shared memory per block.
-TB_THREADS = 1024
-#: Blocks per SM the traceback kernel's registers are bounded for (__launch_bounds__), by block size.
-TB_MIN_BLOCKS = {256: 4, 512: 2, 1024: 1}
-#: The walk's window of the moves matrix in the traceback kernel (rows x bytes; TB_WIN_* there).
-TB_WIN_ROWS = 128
-TB_WIN_BYTES = 64
-#: Options of the traceback kernel (and of its host build in the tests).
-TRACEBACK_OPTIONS = (f"-DFINISH_BIT={FINISH_BIT}", f"-DOP_MATCH={OP_MATCH}", f"-DOP_BASE_GAP={OP_BASE_GAP}",
-                     f"-DOP_TARGET_GAP={OP_TARGET_GAP}", f"-DTB_WIN_ROWS={TB_WIN_ROWS}",
-                     f"-DTB_WIN_BYTES={TB_WIN_BYTES}")
 
 KERNEL_FILE = "splice.cu"
 TRACEBACK_FILE = "splice_traceback.cu"
-DEFAULT_COLS = 8
-FEW_CASES_COLS = 4
-MAX_WARPS = 16
-#: One-warp blocks (one per chunk) that a few cases may put on each SM (:func:`spread_layout`).
-ONE_WARP_BLOCKS_PER_SM = 8
 
 #: Why the traceback kernel gave up on a case (its status codes, TB_* in splice_traceback.cu).
 TRACEBACK_STATUS = {
@@ -94,162 +73,6 @@ def stopwatch(timing: GpuTiming | None) -> Callable[[str | None], None]:
     return stage
 
 
-#: Exon-stream rows of one case the kernel indexes in int (row tags ``row + 1`` and tile steps
-#: ``tiles + 31`` must stay below 2^31).
-MAX_STREAM_ROWS = 2**31 - 64
-
-
-def _int32(values, what: str, limit: int = 2**31 - 1) -> np.ndarray:
-    """``values`` as the kernel's int32; :class:`DeviceError` naming ``limit`` when one exceeds it."""
-    values = np.asarray(values, np.int64)
-    if values.size and int(values.max()) > limit:
-        raise DeviceError(f"{what} reach {int(values.max()):,}; the GPU engine handles at most {limit:,} "
-                          "(use the CPU engine, or fewer or shorter candidate exons)")
-    return values.astype(np.int32)
-
-
-#: Shared memory the blocks on one SM may use for score profiles and parked rows (H100: 227 KB).
-SHARED_PER_SM = 192 * 1024
-#: ... and one block, when blocks are many (two then fit on an SM).
-SHARED_PER_BLOCK = 96 * 1024
-#: Parked-row slots per warp at most.
-MAX_SLOTS = 64
-
-
-def shared_layout(warps: int, cols: int, blocks_per_sm: int = 0, at_most: int | None = None) -> tuple[int, int]:
-    """``(slots, bytes)``: parked-row slots per warp and each block's dynamic shared memory.
-
-    ``blocks_per_sm``: blocks that must be resident together on an SM (the spread layouts), 0 when
-    blocks come and go (one block per case); ``at_most``: a cap on the slots (tests).
-    """
-    budget = SHARED_PER_SM // blocks_per_sm if blocks_per_sm else SHARED_PER_BLOCK
-    profile = CODES * 32 * max(16, 2 * cols)  # ScoreVec: 16-byte aligned
-    row = 32 * max(16, 4 * cols)  # RowVec of one slot, all lanes
-    slots = max(0, min(MAX_SLOTS if at_most is None else at_most, (budget // warps - profile) // row))
-    return slots, warps * (profile + slots * row)
-
-
-def chunk_counts(target_len: Sequence[int] | np.ndarray, cols: int) -> np.ndarray:
-    """Chunks of ``32 * cols`` target columns (0..n) of each case, from the target lengths."""
-    chunk = 32 * cols
-    return (np.asarray(target_len, np.int64) + chunk) // chunk
-
-
-def state_cells(batch: CaseBatch) -> np.ndarray:
-    """Device memory each case needs, in 4-byte cells: ``last`` and ``pred`` (``2 K (n + 1)``), the
-    forward pass's chunk edges (8 bytes per stream row and chunk of 256 columns), the traceback's
-    2-bit moves of one exon (``longest exon x (n + 1) / 4`` bytes, rows 16-byte aligned) and its
-    strip boundary values (two buffers of ``longest exon + 1``; only cases wider than a strip have
-    them, counted for every case)."""
-    width = batch.target_len + 1
-    rows = batch.per_case_sum(batch.exon_lengths) + batch.n_exons * ROWS
-    moves = batch.max_exon * moves_pitch(batch.target_len)
-    return (2 * batch.n_exons * width + 2 * rows * chunk_counts(batch.target_len, DEFAULT_COLS) + moves // 4
-            + 2 * (batch.max_exon + 1))
-
-
-def moves_pitch(target_len: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Bytes per row of the traceback's 2-bit moves over columns ``0..n`` (16-byte aligned rows)."""
-    return ((np.asarray(target_len, np.int64) + 4) // 4 + 15) // 16 * 16
-
-
-class PackedBatch:
-    """Device-ready arrays for a batch (host side): the exon streams and fold plans
-    (:mod:`gamut.splicing.stream`), targets, output offsets and the traceback's scratch offsets."""
-
-    def __init__(self, cases: Sequence[SpliceCase] | CaseBatch, cols: int, slots: int) -> None:
-        batch = cases if isinstance(cases, CaseBatch) else CaseBatch(cases)
-        self.batch = batch
-        self.cases = batch.cases
-        plans = build_plans(batch.base, batch.base_off, batch.starts, batch.ends, batch.exon_off, slots)
-        width = batch.target_len + 1
-        rows = np.diff(plans.stream_off)
-        self.chunks = chunk_counts(batch.target_len, cols)
-        self.stream = plans.stream
-        self.stream_off = plans.stream_off
-        self.stream_rows = _int32(rows, "exon-stream rows of a case (exon lengths plus one row per exon)",
-                                  MAX_STREAM_ROWS)
-        self.seg_row = plans.seg_row.astype(np.int32)  # < stream rows of the case
-        self.fin = plans.fin
-        self.fold_ptr = plans.fold_ptr
-        self.fold = plans.fold if plans.fold.shape[0] else np.zeros((1, 2), np.int32)  # keeps the device array non-empty
-        self.exon_off = batch.exon_off
-        self.n_exons = _int32(batch.n_exons, "candidate exons of a case")
-        self.starts = batch.starts
-        self.ends = batch.ends
-        self.target_off = batch.target_off
-        self.out_off = offsets(batch.n_exons * width)
-        self.bound_off = offsets(self.chunks * rows)
-        self.target = batch.target
-        self.target_len = _int32(batch.target_len, "target lengths", 2**31 - 1024)
-        # Biggest cases first: blocks are dispatched roughly in index order.
-        self.case_order = np.argsort(-batch.cells, kind="stable").astype(np.int32)
-        # Traceback: cost grows with the target length squared (blocks take the cases in this
-        # order); its scratch and output capacity.
-        self.tb_order = np.argsort(-batch.target_len, kind="stable").astype(np.int32)
-        self.max_exon = batch.max_exon
-        self.moves_off = offsets(batch.max_exon * moves_pitch(batch.target_len))
-        # Ops: every target symbol once, and every symbol of the chain, whose exons do not overlap.
-        self.ops_off = offsets(batch.target_len + batch.covered)
-
-    @property
-    def n_cases(self) -> int:
-        return len(self.cases)
-
-    def bnd_off(self, cap: int) -> np.ndarray:
-        """Offsets of the traceback's strip boundary values (two buffers of ``longest exon + 1``
-        ints) for strips of ``cap`` columns: only cases wider than a strip have any."""
-        wide = self.target_len.astype(np.int64) + 1 > cap
-        return offsets(np.where(wide, 2 * (self.max_exon + 1), 0))
-
-
-def spread_layout(chunks: Sequence[int] | np.ndarray, sms: int) -> bool:
-    """Whether cases of these chunk counts get one one-warp block per chunk (see :func:`launch_shape`):
-    a few cases (at most a quarter of the SM count) whose blocks all fit on the SMs at once."""
-    chunks = np.asarray(chunks)
-    return len(chunks) <= sms // 4 and len(chunks) * int(chunks.max()) <= sms * ONE_WARP_BLOCKS_PER_SM
-
-
-def wide_layout(chunks: Sequence[int] | np.ndarray, sms: int, max_warps: int = MAX_WARPS) -> bool:
-    """Whether a few cases too wide for :func:`spread_layout` get several blocks of ``max_warps``
-    warps each, spread over all SMs (their warps take the chunks in passes)."""
-    chunks = np.asarray(chunks)
-    return len(chunks) <= sms // 4 and not spread_layout(chunks, sms) and int(chunks.max()) > max_warps
-
-
-def launch_shape(chunks: Sequence[int] | np.ndarray, sms: int, max_warps: int = MAX_WARPS,
-                 resident_blocks: int | None = None) -> tuple[int, int]:
-    """``(warps per block, blocks per case)`` for cases of these chunk counts on ``sms`` SMs.
-
-    A case's chunks form a pipeline (chunk c waits for chunk c - 1's rows), so all the blocks of a
-    case that spans several must be resident at once. A few cases: every chunk gets its own
-    one-warp block, so that a single big case uses many SMs. Wider ones (:func:`wide_layout`):
-    blocks of up to ``max_warps`` warps, enough warps per block to put a block on every SM, as
-    many blocks per case as ``resident_blocks`` (blocks resident on the whole device, from its
-    occupancy; default one per SM) allows, taking the chunks in passes. Many cases: one block per
-    case with the median chunk count of warps, so that small cases do not reserve idle warps
-    (wider cases take their chunks in passes).
-    """
-    chunks = np.asarray(chunks)
-    widest = int(chunks.max())
-    if spread_layout(chunks, sms):
-        return 1, widest
-    if wide_layout(chunks, sms, max_warps):
-        warps = wide_warps(chunks, sms, max_warps)
-        resident = sms if resident_blocks is None else resident_blocks
-        return warps, max(1, min(-(-widest // warps), resident // len(chunks)))
-    typical = widest if len(chunks) == 1 else int(np.median(chunks))
-    return int(max(1, min(max_warps, typical))), 1
-
-
-def wide_warps(chunks: Sequence[int] | np.ndarray, sms: int, max_warps: int = MAX_WARPS) -> int:
-    """Warps per block in the :func:`wide_layout`: the widest case's chunks over the SMs shared by
-    the cases, at most ``max_warps``."""
-    chunks = np.asarray(chunks)
-    per_case = max(1, sms // len(chunks))
-    return int(min(max_warps, max(1, -(-int(chunks.max()) // per_case))))
-
-
 def _resident_blocks(kernel, threads: int, shared: int, sms: int) -> int:
     """Blocks of ``threads`` threads and ``shared`` bytes of dynamic shared memory that the device
     keeps resident at once (the occupancy calculator)."""
@@ -260,21 +83,7 @@ def _resident_blocks(kernel, threads: int, shared: int, sms: int) -> int:
     function = getattr(kernel, "kernel", None)  # the loaded CUfunction behind CuPy's RawKernel
     if getattr(function, "ptr", None) is not None:
         return sms * int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, threads, shared))
-    return sms * _blocks_per_sm(kernel.attributes, device_attributes(), threads, shared)
-
-
-def _blocks_per_sm(kernel: dict, device: dict, threads: int, shared: int) -> int:
-    """Blocks one SM holds at once by the kernel's registers and shared memory and the SM's limits
-    (a lower bound of the occupancy calculator's answer: registers rounded up to whole 256-register
-    warp allocations, 1 KB of shared memory reserved per block)."""
-    warps = -(-threads // 32)
-    regs = -(-int(kernel["num_regs"]) * 32 // 256) * 256 * warps
-    smem = int(kernel.get("shared_size_bytes", 0)) + shared + 1024
-    limits = [int(device["MaxThreadsPerMultiProcessor"]) // (warps * 32),
-              int(device["MaxRegistersPerMultiprocessor"]) // max(regs, 1),
-              int(device["MaxSharedMemoryPerMultiprocessor"]) // smem,
-              int(device.get("MaxBlocksPerMultiprocessor", 16))]
-    return max(0, min(limits))
+    return sms * sm_occupancy(kernel.attributes, device_attributes(), threads, shared)
 
 
 @dataclass
@@ -349,7 +158,7 @@ def _traceback_plan(dev, n_cases: int, target_len: np.ndarray, threads: int | No
         # A launch of a few cases (at most a quarter of the SMs) takes an SM per block; more cases
         # share SMs two blocks each, as far as the registers let two blocks be resident at once.
         few = n_cases <= attributes["MultiProcessorCount"] // 4
-        per_sm = 1 if few else max(1, min(2, _blocks_per_sm(static_attributes, attributes, threads, 0)))
+        per_sm = 1 if few else max(1, min(2, sm_occupancy(static_attributes, attributes, threads, 0)))
         cap = traceback_cap(target_len, traceback_budget(attributes, static, per_sm))
     if cap < 64 or cap % 64:
         raise ValueError("the traceback's strip columns must be a positive multiple of 64")
@@ -449,7 +258,7 @@ def forward_gpu_many(
     checks; :func:`solve_gpu` keeps them on the device).
 
     ``cols``: target columns per lane (4, 8 or 16); by default 4 when the chunks get one block each
-    (:func:`spread_layout`: shorter per-row chains) and 8 otherwise (fewer, fuller warps).
+    (:func:`gamut.splicing.gpu_layout.spread_layout`: shorter per-row chains) and 8 otherwise (fewer, fuller warps).
     ``slots``: at most this many parked-row slots per warp (tests; default: what shared memory holds).
     ``max_blocks``: at most this many blocks per case (tests: chunks taken in several passes).
     """
@@ -476,11 +285,6 @@ def forward_gpu_many(
     return results
 
 
-def forward_gpu(case: SpliceCase, matrix: np.ndarray, gap: int, **kwargs) -> tuple[np.ndarray, np.ndarray]:
-    """``(last, pred)`` for one case on the GPU."""
-    return forward_gpu_many([case], matrix, gap, **kwargs)[0]
-
-
 def solve_gpu(
     batch: CaseBatch,
     matrix: np.ndarray,
@@ -498,7 +302,7 @@ def solve_gpu(
     """Forward pass and traceback of every case of ``batch`` on the device (one launch each).
 
     Options as :func:`forward_gpu_many`; ``tb_threads``: threads per traceback block (default
-    :data:`TB_THREADS`); ``tb_cap``: columns per
+    :data:`gamut.splicing.gpu_layout.TB_THREADS`); ``tb_cap``: columns per
     traceback strip, a multiple of 64 (default: the widest case's, as far as shared memory
     holds; tests set it small to cut cases into strips). Raises :class:`DeviceError` when the
     traceback kernel finds the forward pass's arrays inconsistent.
@@ -545,31 +349,6 @@ def solve_gpu(
     tracebacks = collect_tracebacks(packed, host_result, host_ops, host_chain)
     stage("collect")
     return tracebacks
-
-
-def traceback_dynamic_bytes(cap: int) -> int:
-    """Dynamic shared memory of a traceback block with strips of ``cap`` columns (the kernel's
-    TB_DYN_BYTES: the row, the target symbols, two staged rows of moves, the walk's window)."""
-    return cap * 4 + cap + cap // 2 + TB_WIN_ROWS * TB_WIN_BYTES
-
-
-def traceback_cap(target_len: Sequence[int] | np.ndarray, budget: int) -> int:
-    """Columns per strip of the traceback (a multiple of 64): the widest case's columns ``0..n``
-    in one strip when ``budget`` bytes of dynamic shared memory hold them, else what they hold."""
-    widest = (int(np.max(target_len)) + 1 + 63) // 64 * 64 if len(target_len) else 64
-    per_64 = traceback_dynamic_bytes(64) - traceback_dynamic_bytes(0)  # bytes per 64 columns
-    fits = (budget - traceback_dynamic_bytes(0)) // per_64 * 64
-    return max(64, min(widest, fits))
-
-
-def traceback_budget(attributes: Mapping[str, int], static_bytes: int, blocks_per_sm: int) -> int:
-    """Dynamic shared memory for one traceback block when ``blocks_per_sm`` blocks share an SM: the
-    device's opt-in maximum for one, else an even share of the SM's (1 KB reserved per block)."""
-    optin = int(attributes.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
-    if blocks_per_sm > 1:
-        sm = int(attributes.get("MaxSharedMemoryPerMultiprocessor", blocks_per_sm * optin))
-        optin = min(optin, sm // blocks_per_sm - 1024)
-    return max(0, optin - static_bytes)
 
 
 @njit(cache=True, nogil=True)

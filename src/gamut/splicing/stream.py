@@ -140,24 +140,3 @@ def build_plans(base: np.ndarray, base_off: np.ndarray, starts: np.ndarray, ends
     out = _plans(np.ascontiguousarray(base, np.uint8), np.asarray(base_off, np.int64), np.asarray(starts, np.int64),
                  np.asarray(ends, np.int64), np.asarray(exon_off, np.int64), int(slots), int(rows))
     return StreamPlans(*out)
-
-
-@dataclass(frozen=True)
-class StreamPlan:
-    """One case's padded stream and fold plan (arrays as the kernel reads them)."""
-
-    stream: np.ndarray  # uint8, rows codes (length: a multiple of ROWS)
-    fin: np.ndarray  # int32 (K,): finish action of each sorted exon
-    fold_ptr: np.ndarray  # int32 (K+1,): fold[fold_ptr[k]:fold_ptr[k+1]] are folded at entry k
-    fold: np.ndarray  # int32 (F, 2): (exon, slot or FOLD_GLOBAL)
-
-    @property
-    def rows(self) -> int:
-        return int(self.stream.shape[0])
-
-
-def build_plan(base: np.ndarray, starts: np.ndarray, ends: np.ndarray, slots: int, rows: int = ROWS) -> StreamPlan:
-    """The stream and fold plan of sorted exons ``(starts, ends)`` on ``base`` with ``slots`` park slots."""
-    k_total = len(starts)
-    plans = build_plans(base, np.zeros(1, np.int64), starts, ends, np.asarray([0, k_total], np.int64), slots, rows)
-    return StreamPlan(plans.stream, plans.fin, plans.fold_ptr, plans.fold)

@@ -18,7 +18,7 @@
 // back as ENERGY_OVERFLOW, for the host to fold again with int32 cells. All arithmetic is int32.
 //
 // Table layout (offsets T_* into the "small" and "big" int32 buffers, N_TL, HP_LEN) comes from
-// gamut.scanning.energy.gpu through -D options. The host test build (energy_host_harness.cu) compiles
+// gamut.scanning.energy.gpu through -D options. The host test build (tests/host/energy_host.cu) compiles
 // this file with ENERGY_HOST: one lane per warp, the warp primitives become plain code.
 
 #define E_INF 10000000

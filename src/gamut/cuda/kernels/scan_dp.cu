@@ -1,4 +1,4 @@
-// miRanda-exact alignment DP on the GPU (spec miranda-3.3a §5-§7.1), compiled at run time by CuPy.
+// miRanda-exact alignment DP on the GPU (docs/miranda-model.md §5-§7.1), compiled at run time by CuPy.
 //
 // Rows are held "bottom aligned" in a register array of LM rows (LM a multiple of 8 >= L):
 // array row r is query row i = r - P + 1 with P = LM - L, rows r < P are unused. With this layout
@@ -14,7 +14,7 @@
 // rests on the warm-up).
 //
 // Pass 2 (scan_trace): one thread per surviving candidate. Full three-state DP with trace bytes
-// (the CPU engine's layout) over a window that starts at an exact checkpoint, then the traceback.
+// (the SIMD engine's layout, gamut.scanning.engines.simd_traceback) over a window that starts at an exact checkpoint, then the traceback.
 // A traceback that would leave the window is reported (n = -1) and redone on the CPU.
 
 #ifndef SCAN_HOST_TEST
@@ -447,7 +447,7 @@ SCAN_DEV void scan_suppress_pair(int p, const long long* start, const int* ci, c
     }
 }
 
-// Kernel parameter lists (flat, so that CuPy and the host test harness can pass them).
+// Kernel parameter lists (flat, so that CuPy and the host test build, tests/host/scan_host.cu, can pass them).
 #define SCAN_ARGS_PARAMS                                                                                   \
     const signed char *refs, const long long *ref_off, const int *ref_len, const int *pair_q,             \
         const int *pair_r, const long long *pair_cp, const int *prof, const int *q_pad, int seglen,       \

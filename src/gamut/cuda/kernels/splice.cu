@@ -32,7 +32,7 @@
 // The stream layout (ROWS, ENTRY_CODE, PAD_CODE, FINISH_BIT, FOLD_NOW) comes from the host
 // (gamut/splicing/gpu.py STREAM_OPTIONS), which defines it once in gamut/splicing/stream.py.
 #if !defined(ROWS) || !defined(ENTRY_CODE) || !defined(PAD_CODE) || !defined(FINISH_BIT) || !defined(FOLD_NOW)
-#error "compile with the stream layout options of gamut.splicing.gpu.STREAM_OPTIONS"
+#error "compile with the stream layout options of gamut.splicing.gpu_layout.STREAM_OPTIONS"
 #endif
 
 #define NEG_INF (-(1 << 29))

@@ -61,7 +61,7 @@ using std::min;
 #define TB_MIN_BLOCKS 1
 #endif
 #if !defined(FINISH_BIT) || !defined(OP_MATCH) || !defined(OP_BASE_GAP) || !defined(OP_TARGET_GAP)
-#error "compile with the options of gamut.splicing.gpu.TRACEBACK_OPTIONS"
+#error "compile with the options of gamut.splicing.gpu_layout.TRACEBACK_OPTIONS"
 #endif
 
 #define TB_NEG (-(1 << 30))  // below every shifted value (|P| < 2^29: SCORE_LIMIT 2^28 and |c*gap| < 2^28)

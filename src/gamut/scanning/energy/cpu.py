@@ -1,28 +1,23 @@
-"""Duplex free energies exactly as miRanda 3.3a computes them (spec section 9).
+"""Duplex free energies exactly as miRanda 3.3a computes them (miranda-model §9).
 
 miRanda folds ``miRNA + 'XXXXXXX' + target`` as one strand with its bundled old Vienna library
-(Turner 1999, 30 C, dangles=1) and reports the minimum free energy. Two engines give identical
+(Turner 1999, 30 C, dangles=1) and reports the minimum free energy. Three engines give identical
 energies for the ``miranda`` model:
 
-- ``compiled``: a Numba Zuker/dangles=1 minimum-free-energy kernel over ViennaRNA's own tables,
-  batched and parallel over sequences (``prange``); energies only.
-- ``vienna``: ViennaRNA itself (``RNA.fold_compound``) with the rebuilt parameter set, hard
-  constraints for the X linker and soft constraints for tetraloop case rules; gives structures too.
-  Runs in a process pool.
+- ``compiled``: a Numba Zuker/dangles=1 minimum-free-energy kernel over ViennaRNA's own tables
+  (this module), batched and parallel over sequences (``prange``); energies only. With
+  ``device="cuda"`` the same model runs on the GPU (:mod:`gamut.scanning.energy.gpu`).
+- ``vienna``: ViennaRNA itself (:mod:`gamut.scanning.energy.vienna`); gives structures too.
 
-Letters as the old library sees them: case-insensitive for pairing, T = U; ``X`` pairs only with
-``K`` (as G with C) and counts as G in mismatch/dangle terms, ``K`` counts as C there; every other
-letter (N, IUPAC codes, the ``-`` placeholder) cannot pair and is an unknown base. The special
-tetraloop bonus applies only where the six letters are upper-case and spelled with U, as written.
+Letters are read as the old library reads them (:mod:`gamut.scanning.energy.compiled_model`).
+The special tetraloop bonus applies only where the six letters are upper-case and spelled with U,
+as written.
 
 The ``vienna2004`` model is ViennaRNA's modern default (Turner 2004, 37 C, dangles=2) with the same
 letter mapping, the tetraloop table applied to the upper-cased sequence; it uses the vienna engine.
 """
 from __future__ import annotations
 
-import functools
-import math
-import multiprocessing
 import os
 from typing import Sequence
 
@@ -32,41 +27,26 @@ from numba import njit, prange
 from gamut.errors import InputError, UsageError
 from gamut.io.memory import available_memory
 from gamut.io.textcols import distinct_strings, take_strings
-from gamut.scanning.energy.tables import (
-    INF,
-    EnergyTables,
-    check_model,
-    energy_tables,
-    tetraloop_energy_table,
-    vienna_model_details,
-    vienna_parameters,
+from gamut.scanning.energy.compiled_model import (
+    ALIAS,
+    CODE,
+    MAXLOOP,
+    PAIR,
+    RTYPE,
+    TURN,
+    compiled_tables,
+    hairpin_energies,
+    pack_strings,
+    tetraloop_keys,
 )
+from gamut.scanning.energy.tables import INF, check_model
+from gamut.scanning.energy.vienna import vienna_folds
 
 ENGINES = ("auto", "compiled", "vienna")
-TURN = 3       # minimum hairpin loop size
-MAXLOOP = 30   # largest interior loop / bulge
-
-# Letter codes: 0 unknown, 1 A, 2 C, 3 G, 4 U (and T), 5 X, 6 K; case-insensitive.
-_CODE = np.zeros(256, dtype=np.int8)
-for _letters, _code in (("Aa", 1), ("Cc", 2), ("Gg", 3), ("UuTt", 4), ("Xx", 5), ("Kk", 6)):
-    for _ch in _letters:
-        _CODE[ord(_ch)] = _code
-_CODE.setflags(write=False)
-_ALIAS = np.array([0, 1, 2, 3, 4, 3, 2], dtype=np.uint8)  # X counts as G, K as C in loop terms
-# Pair types (old library): 1 CG, 2 GC, 3 GU, 4 UG, 5 AU, 6 UA; X-K behaves as G-C.
-_PAIR = np.zeros((7, 7), dtype=np.uint8)
-for (_a, _b), _t in {(2, 3): 1, (3, 2): 2, (3, 4): 3, (4, 3): 4, (1, 4): 5, (4, 1): 6,
-                     (5, 6): 2, (6, 5): 1}.items():
-    _PAIR[_a, _b] = _t
-_PAIR.setflags(write=False)
-_RTYPE = np.array([0, 2, 1, 4, 3, 6, 5, 7], dtype=np.uint8)
-_RTYPE.setflags(write=False)
-_VIENNA_LETTER = "NACGUGC"  # code -> letter ViennaRNA sees (X as G, K as C; pairing constrained)
 
 
-# ----------------------------------------------------------------------------------------------
-# Encoding
-# ----------------------------------------------------------------------------------------------
+
+
 def _as_strings(sequences: Sequence[str] | str) -> list[str]:
     if isinstance(sequences, str):
         raise UsageError("duplex_energies expects a sequence of fold strings, not one string")
@@ -77,48 +57,9 @@ def _as_strings(sequences: Sequence[str] | str) -> list[str]:
     return out
 
 
-def _pack(seqs: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """All fold strings as one byte array (as written) plus start offsets (len(seqs) + 1)."""
-    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
-    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    raw = np.frombuffer("".join(seqs).encode("latin-1", errors="replace"), dtype=np.uint8)
-    return raw, offsets
-
-
 # ----------------------------------------------------------------------------------------------
 # Compiled engine (Numba): the old library's dangles=1 recursions
 # ----------------------------------------------------------------------------------------------
-def generic_loop_costs(tables: EnergyTables) -> np.ndarray:
-    """lc[u1, u2]: initiation + Ninio of a generic u1 x u2 interior loop; INF for stacks, bulges
-    and the 1x1, 1x2, 2x1, 2x2 loops (those have their own tables) and beyond MAXLOOP."""
-    ninio, max_ninio = int(tables.scalars[0]), int(tables.scalars[1])
-    lc = np.full((MAXLOOP + 1, MAXLOOP + 1), INF, dtype=np.int32)
-    for u1 in range(1, MAXLOOP):
-        for u2 in range(1, MAXLOOP + 1 - u1):
-            if max(u1, u2) > 2:
-                lc[u1, u2] = int(tables.interior[u1 + u2]) + min(max_ninio, abs(u1 - u2) * ninio)
-    return lc
-
-
-def _tetraloop_keys(loops: np.ndarray) -> np.ndarray:
-    """Each six-letter special tetraloop (closing pair + loop) as one integer: byte k of the
-    entry in bits 8k..8k+7."""
-    keys = (loops.astype(np.int64) << (8 * np.arange(6, dtype=np.int64))).sum(axis=1)
-    if len(set(keys.tolist())) != len(keys):
-        raise ValueError("duplicate special tetraloop entries")
-    return keys
-
-
-@njit(cache=True, nogil=True)
-def _hairpin_energies(hairpin, lxc, nmax):
-    """Hairpin initiation by loop size 0..nmax (log-extrapolated beyond 30 nt)."""
-    hp = np.empty(nmax + 1, np.int64)
-    for size in range(nmax + 1):
-        hp[size] = hairpin[size] if size <= 30 else hairpin[30] + int(lxc * math.log(size / 30.0))
-    return hp
-
-
 @njit(cache=True, nogil=True)
 def _encode(raw, start, n, code_of, alias, pair, S, S1, pt, partners, npart):
     """Letter codes S[1..n] (S1: as loop terms see them; 0 at both ends), pair types pt[i, j]
@@ -192,7 +133,7 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, bulge, lc, lc_ro
              c, c_intr, c_aur, c_aut, cmin, rmin_t, seed, fml, fml_t, dml):
     """Minimum free energy (dcal/mol) of raw[start:start+n] under the old dangles=1 model.
 
-    ``hp``: hairpin initiation by size (``_hairpin_energies``). S .. dml are work buffers
+    ``hp``: hairpin initiation by size (``hairpin_energies``). S .. dml are work buffers
     (vectors of at least n + 2, matrices of at least (n + 2) x (n + 2)); they need no clearing.
 
     Rows i = n - 4 .. 1, each in two passes: first every pair (i, j) from the partner list
@@ -201,7 +142,8 @@ def _mfe_one(raw, start, n, pair, rtype, code_of, alias, stack, bulge, lc, lc_ro
     index with unsigned integers (no negative-index checks; ii, jj are the signed values) over
     rows stored so that they run forward: ``c_intr[p, R - q]`` and ``c_aur[p, R - q]``
     (R = row length - 1), ``c_aut[q, p]``, ``rmin_t[q, p]``, ``fml_t[j, i]``. The two passes
-    are kept in this one function: helper calls per pair or per row measurably slow it down.
+    are kept in this one function: a helper call per pair or per row is not inlined and costs
+    a call and its argument passing in the innermost work.
     """
     if n < TURN + 2:
         return 0
@@ -356,7 +298,7 @@ def _mfe_batch(raw, offsets, order, blocks, pair, rtype, code_of, alias, stack, 
     longest = 0
     for x in range(count):
         longest = max(longest, offsets[x + 1] - offsets[x])
-    hp = _hairpin_energies(hairpin, lxc, longest)
+    hp = hairpin_energies(hairpin, lxc, longest)
     for b in prange(blocks):
         lo = b * count // blocks
         hi = (b + 1) * count // blocks
@@ -392,16 +334,6 @@ def _mfe_batch(raw, offsets, order, blocks, pair, rtype, code_of, alias, stack, 
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def _compiled_tables() -> tuple[EnergyTables, np.ndarray]:
-    tables = energy_tables("miranda")
-    lc = generic_loop_costs(tables)
-    for arr in (*tables, lc):
-        if isinstance(arr, np.ndarray):
-            arr.setflags(write=False)
-    return tables, lc
-
-
 #: Bytes of work buffers per folding thread for a string of n letters: (n + 2)^2 times this
 #: (one uint8, one int64 and ten int32 tables of _mfe_one).
 FOLD_BYTES_PER_CELL = 1 + 8 + 10 * 4
@@ -429,7 +361,7 @@ def folds_that_fit(longest: int, threads: int) -> int:
 def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
     from gamut.io.threads import numba_threads
 
-    t, lc = _compiled_tables()
+    t, lc = compiled_tables()
     count = offsets.shape[0] - 1
     if count == 0:
         return np.zeros(0, np.int64)
@@ -437,91 +369,11 @@ def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.n
     threads = folds_that_fit(int(np.diff(offsets).max()), threads)
     with numba_threads(threads) as workers:
         blocks = max(1, min(count, 16 * workers))
-        return _mfe_batch(raw, offsets, order, blocks, _PAIR, _RTYPE, _CODE, _ALIAS, t.stack,
+        return _mfe_batch(raw, offsets, order, blocks, PAIR, RTYPE, CODE, ALIAS, t.stack,
                           t.hairpin, t.bulge, lc, lc.min(axis=1).astype(np.int32), t.mismatch_h,
                           t.mismatch_i, t.dangle5, t.dangle3, t.int11, t.int21, t.int22,
-                          t.scalars, t.lxc, _tetraloop_keys(t.tetraloops), t.tetraloop_e)
+                          t.scalars, t.lxc, tetraloop_keys(t.tetraloops), t.tetraloop_e)
 
-
-# ----------------------------------------------------------------------------------------------
-# ViennaRNA engine (reference; also gives structures)
-# ----------------------------------------------------------------------------------------------
-def _vienna_compound(seq: str, model: str, md, params, tetra: dict[str, int],
-                     tables: EnergyTables | None):
-    """A ViennaRNA fold compound for ``seq`` with the letter rules as constraints."""
-    import RNA
-
-    codes = [int(_CODE[b]) if b < 256 else 0 for b in map(ord, seq)]
-    letters = "".join(_VIENNA_LETTER[c] for c in codes)
-    fc = RNA.fold_compound(letters, md, RNA.OPTION_MFE)
-    fc.params_subst(params)
-    xs = [k + 1 for k, c in enumerate(codes) if c == 5]
-    ks = [k + 1 for k, c in enumerate(codes) if c == 6]
-    if xs and ks:
-        # X pairs only with K (and K only with X): forbid every other pair they could form.
-        n = len(codes)
-        partners = {5: set(ks), 6: set(xs)}
-        for pos in xs + ks:
-            allowed = partners[codes[pos - 1]]
-            for other in range(1, n + 1):
-                if other != pos and other not in allowed and codes[other - 1] in (1, 2, 3, 4):
-                    fc.hc_add_bp(min(pos, other), max(pos, other),
-                                 RNA.CONSTRAINT_CONTEXT_NONE | RNA.CONSTRAINT_CONTEXT_NO_REMOVE)
-    elif xs or ks:
-        mask = "".join("x" if c in (5, 6) else "." for c in codes)
-        fc.hc_add_from_db(mask, RNA.CONSTRAINT_DB_DEFAULT)
-    if model == "miranda":
-        # The old library looks tetraloops up on the string as written: cancel ViennaRNA's
-        # bonus (it upper-cases) where the written letters are not an entry of the table.
-        for i in range(len(letters) - 5):
-            word = letters[i:i + 6]
-            if word in tetra and seq[i:i + 6] != word:
-                tp = int(_PAIR[codes[i], codes[i + 5]])
-                if tp == 0:
-                    continue
-                regular = (int(tables.hairpin[4])
-                           + int(tables.mismatch_h[tp, _ALIAS[codes[i + 1]], _ALIAS[codes[i + 4]]]))
-                fc.sc_add_bp(i + 1, i + 6, (regular - tetra[word]) / 100.0)
-    return fc
-
-
-def _vienna_chunk(args: tuple[list[str], str, list[str] | None]) -> list[tuple[str, int]]:
-    """Fold (or, given structures, evaluate) a chunk of sequences with ViennaRNA."""
-    seqs, model, structures = args
-    md = vienna_model_details(model)
-    params = vienna_parameters(model)
-    tetra = tetraloop_energy_table(model) if model == "miranda" else {}
-    tables = _compiled_tables()[0] if model == "miranda" else None
-    out = []
-    for k, seq in enumerate(seqs):
-        if not seq:
-            out.append(("", 0))
-            continue
-        fc = _vienna_compound(seq, model, md, params, tetra, tables)
-        if structures is None:
-            structure, energy = fc.mfe()
-        else:
-            structure = structures[k]
-            energy = fc.eval_structure(structure)
-        out.append((structure, int(round(energy * 100))))
-    return out
-
-
-def _vienna_folds(seqs: list[str], model: str, threads: int,
-                  structures: list[str] | None = None) -> tuple[np.ndarray, list[str]]:
-    if not seqs:
-        return np.zeros(0, np.int64), []
-    chunk = max(1, min(256, math.ceil(len(seqs) / (4 * threads))))
-    jobs = [(seqs[k:k + chunk], model, None if structures is None else structures[k:k + chunk])
-            for k in range(0, len(seqs), chunk)]
-    if threads <= 1 or len(jobs) == 1:
-        results = [r for job in jobs for r in _vienna_chunk(job)]
-    else:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(min(threads, len(jobs))) as pool:
-            results = [r for part in pool.imap(_vienna_chunk, jobs) for r in part]
-    energies = np.fromiter((e for _, e in results), dtype=np.int64, count=len(results))
-    return energies, [s for s, _ in results]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -564,8 +416,8 @@ def duplex_energies_dcal(sequences: Sequence[str], *, model: str = "miranda",
     seqs = _as_strings(sequences)
     chosen = _engine(model, engine)
     if chosen == "compiled":
-        return packed_energies_dcal(*_pack(seqs), model=model, threads=threads, engine=chosen, device=device)
-    return _vienna_folds(seqs, model, _threads(threads))[0]
+        return packed_energies_dcal(*pack_strings(seqs), model=model, threads=threads, engine=chosen, device=device)
+    return vienna_folds(seqs, model, _threads(threads))[0]
 
 
 def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str = "miranda",
@@ -593,7 +445,7 @@ def _fold_packed(letters: np.ndarray, offsets: np.ndarray, model: str, threads: 
         return _compiled_packed(letters, offsets, threads)
     text = letters.tobytes().decode("latin-1")
     seqs = [text[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
-    return _vienna_folds(seqs, model, threads)[0]
+    return vienna_folds(seqs, model, threads)[0]
 
 
 def _gpu_and_cpu_packed(letters: np.ndarray, offsets: np.ndarray, threads: int) -> np.ndarray:
@@ -622,8 +474,7 @@ def duplex_energies(sequences: Sequence[str], *, model: str = "miranda",
     cores). ``engine``: ``"auto"``, ``"compiled"`` (miranda only) or ``"vienna"``. ``device``:
     ``"cuda"`` runs the compiled engine's model on the GPU (identical energies; strings of at most
     ``gamut.scanning.energy.gpu.MAX_LENGTH`` nt), ``"cpu"`` on the CPU; ``"auto"`` (default) uses the
-    GPU only once the energy engine is listed in ``gamut.cuda.device.VERIFIED_GPU_ENGINES``. The
-    ViennaRNA engine (and so ``vienna2004``) always runs on the CPU.
+    GPU when one is usable. The ViennaRNA engine (and so ``vienna2004``) always runs on the CPU.
     """
     return duplex_energies_dcal(sequences, model=model, threads=threads, engine=engine,
                                 device=device) / 100.0
@@ -634,7 +485,7 @@ def duplex_folds(sequences: Sequence[str], *, model: str = "miranda",
     """Energies (kcal/mol) and MFE structures (dot-bracket) through ViennaRNA, in input order."""
     seqs = _as_strings(sequences)
     check_model(model)
-    energies, structures = _vienna_folds(seqs, model, _threads(threads))
+    energies, structures = vienna_folds(seqs, model, _threads(threads))
     return energies / 100.0, structures
 
 
@@ -647,4 +498,4 @@ def structure_energies(sequences: Sequence[str], structures: Sequence[str], *,
     if len(structs) != len(seqs) or any(len(a) != len(b) for a, b in zip(seqs, structs)):
         raise InputError("each structure must have the length of its sequence")
     check_model(model)
-    return _vienna_folds(seqs, model, _threads(threads), structs)[0] / 100.0
+    return vienna_folds(seqs, model, _threads(threads), structs)[0] / 100.0

@@ -3,7 +3,7 @@ the energies of the compiled CPU engine (``gamut.scanning.energy.cpu``), one war
 
 Tables are packed into two int32 buffers (``small``: copied to shared memory per block; ``big``:
 int11/int21/int22, hairpin energies by size, special tetraloops) whose layout reaches the kernel as
-``-D`` options, one definition for the GPU and the host test build (``build_host_library``).
+``-D`` options (:func:`table_buffers`), one definition for every build of the kernel.
 Strings are folded in length buckets (padded length m = n + 2, in steps of 4 around miRanda's 45-62 nt), so a
 warp's work area is sized for its bucket. A bucket whose work area fits in shared memory uses
 ``energy_fold_shared16``: DP cells stored as int16, twice the strings per SM. A string whose finite
@@ -21,6 +21,16 @@ import numpy as np
 
 from gamut.cuda.device import device_attributes
 from gamut.errors import InputError
+from gamut.io.textcols import take_strings
+from gamut.scanning.energy.compiled_model import (
+    ALIAS,
+    CODE,
+    PAIR,
+    RTYPE,
+    compiled_tables,
+    hairpin_energies,
+    pack_strings,
+)
 
 KERNEL_FILE = "energy.cu"
 MAX_LENGTH = 400          # longest fold string the engine takes (nt)
@@ -45,16 +55,14 @@ def work_bytes(m: int, cell_bytes: int = 4) -> int:
 @functools.lru_cache(maxsize=1)
 def table_buffers() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """(small, big, defines): the packed int32 tables and their offsets as ``-DT_*=`` options."""
-    from gamut.scanning.energy import cpu as E
-
-    t, lc = E._compiled_tables()
+    t, lc = compiled_tables()
     keys = t.tetraloops.astype(np.uint32)
     lo = keys[:, 0] | keys[:, 1] << 8 | keys[:, 2] << 16 | keys[:, 3] << 24
     hi = keys[:, 4] | keys[:, 5] << 8
     small = [("STACK", t.stack), ("BULGE", t.bulge), ("LC", lc), ("MMH", t.mismatch_h),
-             ("MMI", t.mismatch_i), ("D5", t.dangle5), ("D3", t.dangle3), ("PAIR", E._PAIR),
-             ("RTYPE", E._RTYPE), ("ALIAS", E._ALIAS), ("CODE", E._CODE), ("SCALARS", t.scalars)]
-    hp = E._hairpin_energies(t.hairpin, t.lxc, MAX_LENGTH)
+             ("MMI", t.mismatch_i), ("D5", t.dangle5), ("D3", t.dangle3), ("PAIR", PAIR),
+             ("RTYPE", RTYPE), ("ALIAS", ALIAS), ("CODE", CODE), ("SCALARS", t.scalars)]
+    hp = hairpin_energies(t.hairpin, t.lxc, MAX_LENGTH)
     big = [("INT11", t.int11), ("INT21", t.int21), ("INT22", t.int22), ("HP", hp),
            ("TLKEY", np.stack([lo, hi], axis=1).view(np.int32)), ("TLE", t.tetraloop_e)]
     defines = []
@@ -78,9 +86,7 @@ def table_buffers() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
 
 def _checked(seqs: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Packed bytes and offsets; fold strings above MAX_LENGTH are an error."""
-    from gamut.scanning.energy.cpu import _pack
-
-    return _check_packed(*_pack(seqs))
+    return _check_packed(*pack_strings(seqs))
 
 
 def _check_packed(raw: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -98,61 +104,10 @@ def refold_overflowed(out: np.ndarray, raw: np.ndarray, offsets: np.ndarray, fol
     out = out.astype(np.int64)
     bad = np.flatnonzero(out == ENERGY_OVERFLOW)
     if bad.size:
-        from gamut.io.textcols import take_strings
-
         out[bad] = fold32(*take_strings(raw, offsets, bad))
         if np.any(out[bad] == ENERGY_OVERFLOW):
             raise RuntimeError("int32 energy cells overflowed")  # cannot happen: int32 is never flagged
     return out
-
-
-# ----------------------------------------------------------------------------------------------
-# Host build (tests)
-# ----------------------------------------------------------------------------------------------
-def build_host_library(out_dir: str) -> str:
-    """Compile ``energy_host_harness.cu`` (energy.cu for the CPU) with g++; returns its path."""
-    import os
-    import subprocess
-    from importlib import resources
-
-    src = resources.files("gamut.cuda").joinpath("kernels", "energy_host_harness.cu")
-    lib = os.path.join(out_dir, "energy_host.so")
-    subprocess.run(["g++", "-x", "c++", "-std=c++17", "-O2", "-shared", "-fPIC", *table_buffers()[2],
-                    "-o", lib, str(src)], check=True, capture_output=True)
-    return lib
-
-
-class HostEngine:
-    """The kernel's fold routine compiled for the CPU (one lane per warp), for tests."""
-
-    def __init__(self, library_path: str) -> None:
-        import ctypes
-
-        self.lib = ctypes.CDLL(library_path)
-        self.lib.host_energy_work_bytes.restype = ctypes.c_longlong
-        self.ctypes = ctypes
-
-    def work_bytes(self, m: int, cell_bytes: int) -> int:
-        return int(self.lib.host_energy_work_bytes(m, cell_bytes))
-
-    def fold(self, raw: np.ndarray, offsets: np.ndarray, cell_bytes: int) -> np.ndarray:
-        """Raw kernel results (int32; ENERGY_OVERFLOW where int16 cells overflowed)."""
-        c = self.ctypes
-        small, big, _ = table_buffers()
-        raw = np.ascontiguousarray(raw, np.uint8) if raw.size else np.zeros(1, np.uint8)
-        offsets = np.ascontiguousarray(offsets, np.int64)
-        out = np.zeros(offsets.shape[0] - 1, np.int32)
-        maxm = int(np.diff(offsets).max(initial=0)) + 2
-        ptr = lambda a: c.c_void_p(a.ctypes.data)  # noqa: E731
-        self.lib.host_energy_fold(ptr(small), ptr(big), ptr(raw), ptr(offsets), c.c_int(out.shape[0]),
-                                  c.c_int(maxm), c.c_int(cell_bytes), ptr(out))
-        return out
-
-    def energies(self, seqs: list[str], cell_bytes: int = 2) -> np.ndarray:
-        """Energies as the GPU path makes them: int16 cells first, overflowed strings again in int32."""
-        raw, offsets = _checked(seqs)
-        out = self.fold(raw, offsets, cell_bytes)
-        return refold_overflowed(out, raw, offsets, lambda r, o: self.fold(r, o, 4))
 
 
 # ----------------------------------------------------------------------------------------------

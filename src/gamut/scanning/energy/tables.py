@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import functools
 import os
-from pathlib import Path
 import re
 import tempfile
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -260,9 +260,9 @@ def _int_array(value, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _cache_file() -> Path | None:
-    """Where the built miranda tables are kept between runs (building them through ViennaRNA
-    takes about half a second): :func:`gamut.cache.cache_root`, keyed by the
-    ViennaRNA version and this module's source."""
+    """Where the built miranda tables are kept between runs (building them evaluates every
+    tabulated loop through ViennaRNA, too slow for every process start):
+    :func:`gamut.cache.cache_root`, keyed by the ViennaRNA version and this module's source."""
     import hashlib
     from importlib import metadata
 

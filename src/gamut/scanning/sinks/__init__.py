@@ -1,1 +1,43 @@
-"""sinks"""
+"""The scan's output formats: one :class:`~gamut.scanning.sinks.base.Sink` class per format, by name.
+
+A new format is a module here with a sink class (see :mod:`gamut.scanning.sinks.bed`) and one
+line in :data:`FORMATS`; the command line, the Python API and every runner (one process,
+partitions, a Dask cluster) take it from there. Modules are imported when their format is used.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from gamut.scanning.sinks.base import Sink
+
+
+class Format(NamedTuple):
+    """Where a format's sink class lives, and the output file suffixes that name the format."""
+
+    module: str
+    cls: str
+    suffixes: tuple[str, ...] = ()
+
+
+#: Output formats by name, in the order the command line lists them.
+FORMATS: dict[str, Format] = {
+    "miranda": Format("gamut.scanning.sinks.miranda", "MirandaSink", (".txt", ".miranda")),
+    "tsv": Format("gamut.scanning.sinks.table", "TsvSink", (".tsv",)),
+    "jsonl": Format("gamut.scanning.sinks.table", "JsonlSink", (".jsonl",)),
+    "parquet": Format("gamut.scanning.sinks.parquet", "ParquetSink", (".parquet",)),
+    "bed": Format("gamut.scanning.sinks.bed", "BedSink", (".bed",)),
+}
+#: The Python API's table (:func:`gamut.scan`): a sink, but no file format.
+FRAME = Format("gamut.scanning.sinks.frame", "FrameSink")
+
+OUTPUT_FORMATS = tuple(FORMATS)
+#: The format an output file's suffix names when no format is given.
+FORMAT_BY_SUFFIX = {suffix: name for name, spec in FORMATS.items() for suffix in spec.suffixes}
+
+
+def sink_class(name: str | None) -> type[Sink]:
+    """The sink class of format ``name`` (``None``: the API's DataFrame)."""
+    spec = FRAME if name is None else FORMATS[name]
+    return getattr(importlib.import_module(spec.module), spec.cls)

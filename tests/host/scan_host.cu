@@ -1,4 +1,5 @@
-// Host (CPU) build of scan_dp.cu for tests without a GPU: g++ -x c++ -O2 -shared -fPIC.
+// Host (CPU) build of scan_dp.cu for tests without a GPU, compiled with g++ by tests/host_build.py
+// (the kernel sources are on its include path).
 // Each kernel becomes a C function that runs its threads in a loop, so the engine's whole
 // pipeline (segments, checkpoints, repair, traceback windows) can be checked on any machine.
 #include <algorithm>

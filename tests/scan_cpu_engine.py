@@ -1,8 +1,11 @@
-"""The CPU alignment engine: miRanda's three-state DP, candidates, diagonal suppression, traceback.
+"""The reference alignment engine of the tests: miRanda's three-state DP over whole matrices.
 
-Everything here is exact integer arithmetic following miranda-model §5-7.1. :func:`align_block` aligns a
-block of pairs in one compiled call that releases the GIL, so blocks run in parallel on threads
-(see :class:`CpuEngine`).
+The production engines (:mod:`gamut.scanning.engines.simd`, :mod:`gamut.scanning.engines.gpu`)
+are compared with this one, and this one with the plain-Python transcription
+(:mod:`scan_reference`). Everything here is exact integer arithmetic following miranda-model
+§5-7.1: the full trace matrix of a pair, its candidates, diagonal suppression and traceback.
+:func:`align_block` aligns a block of pairs in one compiled call that releases the GIL, so blocks
+run in parallel on threads (see :class:`CpuEngine`).
 
 Trace byte per cell (row-major ``trace[i, j]``): bits 0-1 ``tA`` (0..3), bit 2 set when
 ``tB`` = 2 (extension), bit 3 set when ``tC`` = 3 (extension), bits 4-5 ``tBest`` (0..3).
@@ -10,20 +13,23 @@ Trace byte per cell (row-major ``trace[i, j]``): bits 0-1 ``tA`` (0..3), bit 2 s
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
-from gamut.scanning.alignments import DIAGONAL_WINDOW, OP_MATCH, OP_QGAP, OP_RGAP
+from gamut.scanning.alignments import OP_MATCH, OP_QGAP, OP_RGAP, ChunkAlignments
+from gamut.scanning.engines.common import QueryCache, grow_array, order_and_suppress
+from gamut.scanning.params import (
+    exact_int_type,
+    gap_rise,
+    query_tables,
+    row_scheme,
+    score_bound,
+)
 
 STATE_A, STATE_B, STATE_C = 1, 2, 3
-
-
-@njit(cache=True, nogil=True)
-def grow_array(arr, size):
-    """A copy of ``arr`` with room for at least ``size`` items (at least doubled)."""
-    out = np.empty(max(2 * arr.shape[0], size), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -131,45 +137,6 @@ def fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trac
 
 
 @njit(cache=True, nogil=True)
-def order_and_suppress(scores, rows, cols, query_length, ref_length):
-    """Sort candidates (score desc, j asc, i asc) and drop those within 6 diagonals of a better one.
-
-    Returns the indices of the survivors, in processing order (miranda-model §6).
-    """
-    n = scores.shape[0]
-    span_i = np.int64(query_length + 1)
-    span_j = np.int64(ref_length + 1) * span_i
-    top = np.int64(scores.max()) if n > 0 else np.int64(0)
-    low = np.int64(scores.min()) if n > 0 else np.int64(0)
-    if (top - low + 1) < (np.int64(1) << 62) // span_j:  # one packed key per candidate
-        keys = np.empty(n, np.int64)
-        for k in range(n):
-            keys[k] = (top - scores[k]) * span_j + np.int64(cols[k]) * span_i + rows[k]
-        order = np.argsort(keys)
-    else:  # scores too far apart to pack: stable sorts, least significant key first
-        cell = np.empty(n, np.int64)
-        for k in range(n):
-            cell[k] = np.int64(cols[k]) * span_i + rows[k]
-        order = np.argsort(cell, kind="mergesort")
-        order = order[np.argsort(-scores[order], kind="mergesort")]
-    # A candidate survives iff no earlier survivor lies within DIAGONAL_WINDOW diagonals.
-    offset = query_length + DIAGONAL_WINDOW
-    blocked = np.zeros(ref_length + query_length + 2 * DIAGONAL_WINDOW + 2, np.uint8)
-    keep = np.empty(n, np.int64)
-    s = 0
-    for k in range(n):
-        idx = order[k]
-        d = cols[idx] - rows[idx] + offset
-        if blocked[d]:
-            continue
-        keep[s] = idx
-        s += 1
-        for x in range(d - DIAGONAL_WINDOW, d + DIAGONAL_WINDOW + 1):
-            blocked[x] = 1
-    return keep[:s]
-
-
-@njit(cache=True, nogil=True)
 def trace_back(trace, i_end, j_end, ops):
     """Follow the trace from (i_end, j_end); write ops (in reverse) into ``ops``.
 
@@ -198,25 +165,6 @@ def trace_back(trace, i_end, j_end, ops):
             i -= 1
         n += 1
     return i, j, n
-
-
-def align_pair(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, workspace):
-    """Align one (query, reference) pair: survivors of §6 with their tracebacks (§7.1).
-
-    ``workspace`` is a uint8 buffer of at least (L+1)*(R+1) bytes for the trace (reused across
-    pairs by a thread: fresh allocations of this size cost page faults on every pair).
-    Returns ``(score, i_end, j_end, i_start, j_start, op_offsets, ops)``; ops of survivor k
-    are ``ops[op_offsets[k]:op_offsets[k+1]]`` in alignment order (query 3' side first).
-
-    A plain function calling three compiled steps, each releasing the GIL: measured here, one
-    compiled function nesting them ran about 20% slower when loaded from Numba's on-disk cache.
-    """
-    L = qrev.shape[0]
-    R = ref.shape[0]
-    trace = workspace[: (L + 1) * (R + 1)].reshape((L + 1, R + 1))
-    cs, ci, cj = fill_matrix(qrev, ref, profile, gap_open, gap_ext, seed_row, threshold, trace)
-    keep = order_and_suppress(cs, ci, cj, L, R)
-    return trace_survivors(trace, cs, ci, cj, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -267,8 +215,6 @@ def dp_tables(tables, ref_length: int = 0, rise: int = 0):
     B and C are at least an opening from a non-negative A. int16 halves memory traffic and
     doubles SIMD width; int32 or int64 are used when the bounds do not fit.
     """
-    from gamut.scanning.params import exact_int_type, score_bound
-
     top, high, low = score_extremes(tables)
     dtype = exact_int_type(score_bound(top, rise, ref_length) + max(high, rise), 2 * low)
     profile_rows = np.ascontiguousarray(tables.profile.T, dtype=dtype)  # [row, class]: one row per DP row
@@ -352,8 +298,6 @@ class QueryBank:
     :meth:`dtype` chooses for a chunk (the widest any of its queries needs, see :func:`dp_tables`)."""
 
     def __init__(self, queries, params) -> None:
-        from gamut.scanning.params import gap_rise, query_tables, row_scheme
-
         n = len(queries.offsets) - 1
         lengths = np.diff(queries.offsets)
         schemes: dict[int, object] = {}
@@ -381,8 +325,6 @@ class QueryBank:
 
     def dtype(self, ref_length: int) -> type:
         """The DP rows' integer type against references of at most ``ref_length`` letters."""
-        from gamut.scanning.params import exact_int_type, score_bound
-
         return exact_int_type(score_bound(self.top, self.rise, ref_length) + self.high, 2 * self.low)
 
     def typed(self, dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -393,7 +335,7 @@ class QueryBank:
 
 
 class CpuEngine:
-    """Multicore CPU engine: blocks of pairs, each aligned by one compiled call (:func:`align_block`),
+    """Multicore reference engine: blocks of pairs, each aligned by one compiled call (:func:`align_block`),
     spread over ``threads`` threads (the calls release the GIL)."""
 
     name = "cpu"
@@ -404,21 +346,14 @@ class CpuEngine:
     BLOCKS_PER_THREAD = 4
 
     def __init__(self, threads: int | None = None) -> None:
-        import os
-
         self.threads = max(1, threads or os.cpu_count() or 1)
-        self._bank: tuple | None = None  # (queries, params, QueryBank) of the last call
+        self._banks: QueryCache[QueryBank] = QueryCache(QueryBank)
 
     def bank(self, queries, params) -> QueryBank:
         """The query tables of ``queries`` (built once per query set and parameters)."""
-        cached = self._bank
-        if cached is None or cached[0] is not queries or cached[1] != params:
-            cached = self._bank = (queries, params, QueryBank(queries, params))
-        return cached[2]
+        return self._banks.get(queries, params)
 
     def align(self, queries, references, pairs, params):
-        from gamut.scanning.alignments import ChunkAlignments
-
         pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
         n = pairs.shape[0]
         if n == 0:
@@ -446,25 +381,15 @@ class CpuEngine:
         if self.threads == 1 or count == 1:
             parts = [one(k) for k in range(count)]
         else:
-            from concurrent.futures import ThreadPoolExecutor
-
             with ThreadPoolExecutor(min(self.threads, count)) as pool:
                 parts = list(pool.map(one, range(count)))
-        return _merge_blocks(parts, n)
+        return ChunkAlignments.concat([_block_alignments(p) for p in parts],
+                                      [np.arange(bounds[k], bounds[k + 1]) for k in range(count)], n)
 
 
-def _merge_blocks(parts, n: int):
-    """One :class:`ChunkAlignments` from consecutive blocks' :func:`align_block` results."""
-    from gamut.scanning.alignments import ChunkAlignments
-
-    counts = np.concatenate([p[0] for p in parts])
+def _block_alignments(part) -> ChunkAlignments:
+    """One block's :func:`align_block` result as the :class:`ChunkAlignments` of its pairs."""
+    counts = part[0]
     sv_stop = np.cumsum(counts)
-    sv_start = sv_stop - counts
-    fields = [np.concatenate([p[f] for p in parts]) for f in range(1, 6)]
-    shift = np.cumsum([0] + [p[8].shape[0] for p in parts[:-1]])
-    reps = [p[1].shape[0] for p in parts]
-    shifts = np.repeat(shift, reps)
-    op_start = np.concatenate([p[6] for p in parts]) + shifts
-    op_end = np.concatenate([p[7] for p in parts]) + shifts
-    ops = np.concatenate([p[8] for p in parts])
-    return ChunkAlignments(sv_start, sv_stop, *fields, op_start, op_end, ops)
+    return ChunkAlignments(sv_stop - counts, sv_stop, *part[1:])
+

@@ -1,5 +1,5 @@
-// Host (CPU) build of energy.cu for tests without a GPU: g++ -x c++ -O2 -shared -fPIC with the
-// table layout as -D options (gamut.scanning.energy.gpu.build_host_library). fold_one runs as one
+// Host (CPU) build of energy.cu for tests without a GPU, compiled with g++ by tests/host_build.py
+// with the table layout as -D options (gamut.scanning.energy.gpu.table_buffers). fold_one runs as one
 // lane of a warp, so the device code path itself is checked against the Numba engine.
 #include <algorithm>
 #include <vector>

@@ -1,5 +1,5 @@
-// Host (CPU) build of splice_traceback.cu for tests without a GPU: g++ -x c++ -std=c++17 -O2
-// -shared -fPIC with the options of gamut.splicing.gpu.TRACEBACK_OPTIONS (-D...). The kernel's
+// Host (CPU) build of splice_traceback.cu for tests without a GPU, compiled with g++ by
+// tests/host_build.py with the options of gamut.splicing.gpu_layout.TRACEBACK_OPTIONS (-D...). The kernel's
 // per-block code (tb_run) runs here block by block, each phase for threads 0 .. threads-1 in
 // turn, as the GPU runs them between barriers; the warp shuffles of the row scan are replaced
 // by the same exclusive max-scan over the threads, computed serially. The block's dynamic shared

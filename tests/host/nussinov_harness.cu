@@ -1,5 +1,6 @@
-// Host (CPU) build of the index helpers of nussinov.cu for tests without a GPU:
-// g++ -x c++ -O2 -shared -fPIC. The kernels themselves are left out (NUSSINOV_HOST_TEST).
+// Host (CPU) build of the index helpers of nussinov.cu for tests without a GPU, compiled with
+// g++ by tests/host_build.py (the kernel sources are on its include path). The kernels
+// themselves are left out (NUSSINOV_HOST_TEST).
 #define NUSSINOV_HOST_TEST 1
 
 #include <vector>

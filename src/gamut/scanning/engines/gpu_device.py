@@ -1,0 +1,483 @@
+"""The CUDA alignment engine's pipeline on one device (kernels in ``gamut/cuda/kernels/scan_dp.cu``):
+pass 1, checks and repairs of segment starts, sorting and diagonal suppression of candidates,
+tracebacks, and the collection of results (see :mod:`gamut.scanning.engines.gpu`).
+
+A backend runs the kernels: :class:`CupyBackend` on a CUDA device, or any object with the same
+methods (:class:`~gamut.scanning.engines.gpu.GpuEngine` takes them as ``backends``).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from gamut.errors import DeviceError
+from gamut.scanning.alignments import DIAGONAL_WINDOW, ChunkAlignments
+from gamut.scanning.engines.gpu_plan import (
+    GpuTuning,
+    counting_order,
+    dense_slots,
+    gap_scalars,
+    gather_sequences,
+    task_tables,
+)
+from gamut.scanning.params import ScanParams
+from gamut.scanning.sequences import SequenceSet
+
+KERNEL_FILE = "scan_dp.cu"
+CAND_FIELDS = 4  # (task, i, j, score)
+#: Candidates one launch may hold (the kernels take the buffer's capacity as an int).
+MAX_CANDIDATES = 2**31 - 1
+#: Profile score of the unused top rows of a bucket (keeps their A at 0; see scan_dp.cu).
+PAD_SCORE = -(1 << 28)
+
+
+@njit(cache=True, nogil=True)
+def suppress_sorted(pair, rows, cols, qlen, rlen):
+    """Diagonal suppression (miranda-model §6) over candidates sorted by (pair, score desc, j, i).
+
+    Returns a boolean mask of survivors; same rule as :func:`gamut.scanning.engines.common.order_and_suppress`.
+    """
+    n = pair.shape[0]
+    keep = np.zeros(n, np.bool_)
+    size = 1
+    for k in range(n):
+        need = rlen[pair[k]] + qlen[pair[k]] + 2 * DIAGONAL_WINDOW + 2
+        if need > size:
+            size = need
+    blocked = np.zeros(size, np.uint8)
+    start = 0
+    while start < n:
+        p = pair[start]
+        end = start
+        while end < n and pair[end] == p:
+            end += 1
+        offset = qlen[p] + DIAGONAL_WINDOW
+        for k in range(start, end):
+            d = cols[k] - rows[k] + offset
+            if blocked[d]:
+                continue
+            keep[k] = True
+            for x in range(d - DIAGONAL_WINDOW, d + DIAGONAL_WINDOW + 1):
+                blocked[x] = 1
+        for k in range(start, end):
+            if keep[k]:
+                d = cols[k] - rows[k] + offset
+                for x in range(d - DIAGONAL_WINDOW, d + DIAGONAL_WINDOW + 1):
+                    blocked[x] = 0
+        start = end
+    return keep
+
+
+@njit(cache=True, nogil=True)
+def gather_ops(ops, counts):
+    """Concatenate each survivor's ops (stored end first, ``counts[x]`` of row x) in alignment order."""
+    n = counts.shape[0]
+    offsets = np.zeros(n + 1, np.int64)
+    for x in range(n):
+        offsets[x + 1] = offsets[x] + counts[x]
+    out = np.empty(offsets[n], np.uint8)
+    for x in range(n):
+        c = counts[x]
+        base = offsets[x]
+        for y in range(c):
+            out[base + y] = ops[x, c - 1 - y]
+    return out, offsets
+
+
+
+
+class Collector:
+    """The results of one :meth:`~gamut.scanning.engines.gpu.GpuEngine.align` call as device
+    batches finish them.
+
+    Device threads fill disjoint pairs; ``assigned`` marks the pairs that have a result (the
+    others are redone on the CPU). :meth:`parts` gives every batch as the
+    :class:`ChunkAlignments` of its pairs, for :meth:`ChunkAlignments.concat`.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._batches: list[tuple] = []
+        self._lock = threading.Lock()
+        self.assigned = np.zeros(n, bool)
+
+    def add_batch(self, arrays: tuple, pairs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Pairs ``pairs`` take rows ``lo:hi`` of ``arrays`` (score, i_end, j_end, i_start, j_start, op offsets, ops)."""
+        score, i_end, j_end, i_start, j_start, offsets, ops = arrays
+        part = ChunkAlignments(lo, hi, score, i_end, j_end, i_start, j_start, offsets[:-1], offsets[1:], ops)
+        with self._lock:
+            self._batches.append((part, pairs))
+
+    def parts(self) -> tuple[list[ChunkAlignments], list[np.ndarray]]:
+        """The batches' results and, for each, the indices of its pairs in the call."""
+        return [b[0] for b in self._batches], [b[1] for b in self._batches]
+
+
+class CupyBackend:
+    """Runs the kernels on CUDA device ``device_id`` through CuPy."""
+
+    def __init__(self, device_id: int) -> None:
+        import cupy
+
+        self.cp = cupy
+        self.xp = cupy
+        self.device_id = device_id
+        self.peak_bytes = 0
+        self._streams: list = []
+        self._lock = threading.Lock()
+
+    def device(self):
+        return self.cp.cuda.Device(self.device_id)
+
+    def stream(self, index: int):
+        """Non-blocking stream ``index`` of this backend, kept for reuse: CuPy's memory pool keeps
+        freed blocks per stream, so fresh streams per call would strand memory."""
+        with self._lock:
+            while len(self._streams) <= index:
+                with self.device():
+                    self._streams.append(self.cp.cuda.Stream(non_blocking=True))
+            return self._streams[index]
+
+    def asarray(self, a: np.ndarray):
+        return self.cp.asarray(a)
+
+    def to_host(self, a) -> np.ndarray:
+        return self.cp.asnumpy(a)
+
+    def free_bytes(self) -> int:
+        return int(self.cp.cuda.runtime.memGetInfo()[0])
+
+    def note_memory(self) -> None:
+        self.peak_bytes = max(self.peak_bytes, int(self.cp.get_default_memory_pool().total_bytes()))
+
+    def launch(self, name: str, rows: int, n: int, args: list, block: int, plain: bool = False) -> None:
+        """Launch kernel ``name<rows>`` (or the extern "C" kernel ``name`` when ``plain``) on n threads."""
+        from gamut.cuda import load_module
+
+        kernels = tuple(f"{k}<{rows}>" for k in ("scan_pass1", "scan_repair", "scan_trace"))
+        module = load_module(KERNEL_FILE, name_expressions=kernels, device_id=self.device_id)
+        fn = module.get_function(name if plain else f"{name}<{rows}>")
+        if n > 0:
+            fn(((n + block - 1) // block,), (block,), tuple(args))
+        self.note_memory()
+
+
+
+@dataclass
+class _Common:
+    """Arrays and scalars every kernel takes (SCAN_ARGS_PARAMS in scan_dp.cu)."""
+
+    refs: Any
+    ref_off: Any
+    ref_len: Any
+    pair_q: Any
+    pair_r: Any
+    pair_cp: Any
+    prof: Any
+    q_pad: Any
+    seglen: int
+    cpint: int
+    warm: int
+    gaps: tuple[int, int, int, int]
+    threshold: int
+
+    def args(self) -> list:
+        i32 = np.int32
+        return [
+            self.refs, self.ref_off, self.ref_len, self.pair_q, self.pair_r, self.pair_cp, self.prof, self.q_pad,
+            i32(self.seglen), i32(self.cpint), i32(self.warm), *(i32(g) for g in self.gaps), i32(self.threshold),
+        ]
+
+
+class DeviceRun:
+    """Aligns a set of pairs that share one row bucket on one backend."""
+
+    def __init__(self, backend, tuning: GpuTuning, params: ScanParams) -> None:
+        self.be = backend
+        self.xp = backend.xp
+        self.t = tuning
+        self.params = params
+        self.gaps = gap_scalars(params)
+        self.threshold = int(params.score_threshold)
+        #: Counters: tasks, repaired tasks, candidates, survivors, pairs whose traceback left its window;
+        #: seconds per stage (host setup, task tables, pass 1, checks and repairs, sort and
+        #: suppression, tracebacks, results).
+        self.stats = {"tasks": 0, "repaired_tasks": 0, "candidates": 0, "survivors": 0, "trace_fallback_pairs": 0,
+                      "setup_s": 0.0, "tasks_s": 0.0, "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0,
+                      "trace_s": 0.0, "assemble_s": 0.0}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _zeros(self, shape, dtype):
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def _collect(self, kernel: str, rows: int, n: int, args_before: list, args_after: list, cap: int):
+        """Launch a candidate-emitting kernel, growing the buffer and re-running on overflow.
+
+        Returns the candidates (n, 4: task, i, j, score) on the device; more than
+        :data:`MAX_CANDIDATES` in one launch is a :class:`DeviceError` (never a partial result).
+        """
+        cap = min(cap, MAX_CANDIDATES)
+        while True:
+            count = self._zeros(1, np.uint64)  # the kernels' 64-bit ScanCount
+            cands = self.xp.empty((max(cap, 1), CAND_FIELDS), dtype=np.int32)
+            self.be.launch(kernel, rows, n, [*args_before, count, np.int32(cap), cands, *args_after], self.t.block)
+            got = int(self.be.to_host(count)[0])
+            if got <= cap:
+                return cands[:got]
+            if got > MAX_CANDIDATES:
+                raise DeviceError(
+                    f"{got:,} alignment candidates in one GPU launch; the GPU engine holds at most "
+                    f"{MAX_CANDIDATES:,} (raise the score threshold -sc, or use --device cpu)"
+                )
+            cap = min(int(got * 1.25) + 1024, MAX_CANDIDATES)
+
+    def _sorted_candidates(self, cands, d_task_pair, n_pairs: int, rows: int, max_ref: int):
+        """Candidates ordered by (pair, score desc, j asc, i asc): backend arrays (pair, i, j, score).
+
+        Sorted on the device with one packed 64-bit key when it fits (it does for any realistic
+        input), else with a host lexsort.
+        """
+        xp, be = self.xp, self.be
+        n = int(cands.shape[0])
+        if n == 0:
+            z = xp.zeros(0, np.int32)
+            return xp.zeros(0, np.int64), z, z, z
+        pair = d_task_pair[cands[:, 0]].astype(np.int64)
+        i, j, score = cands[:, 1], cands[:, 2], cands[:, 3]
+        smax = int(score.max())
+        smin = int(score.min())
+        bp = max(1, int(n_pairs).bit_length())
+        bs = max(1, int(smax - smin).bit_length())
+        bj = max(1, int(max_ref + 1).bit_length())
+        bi = max(1, int(rows + 1).bit_length())
+        if bp + bs + bj + bi <= 63:
+            key = (((pair << bs) | (smax - score.astype(np.int64))) << bj | j.astype(np.int64)) << bi | i.astype(np.int64)
+            order = xp.argsort(key)
+            return pair[order], i[order], j[order], score[order]
+        pair, i, j, score = (be.to_host(a) for a in (pair, i, j, score))
+        order = np.lexsort((i, j, -score.astype(np.int64), pair))
+        return tuple(be.asarray(np.ascontiguousarray(a[order])) for a in (pair, i, j, score))
+
+    def _suppress(self, pair, i, j, n_pairs: int, rows: int, qlen: np.ndarray, rlen: np.ndarray):
+        """Survivor mask (backend array) of sorted candidates: on the device (one thread per pair),
+        with pairs of more than ``suppress_limit`` candidates (or all, if the device path is off)
+        done on the host by :func:`suppress_sorted`."""
+        xp, be, t = self.xp, self.be, self.t
+        n = int(pair.shape[0])
+        if n == 0:
+            return xp.zeros(0, bool)
+        if not t.device_suppress:
+            return be.asarray(suppress_sorted(be.to_host(pair), be.to_host(i), be.to_host(j), qlen, rlen))
+        start = xp.searchsorted(pair, xp.arange(n_pairs + 1, dtype=np.int64)).astype(np.int64)
+        keep = xp.zeros(n, np.uint8)
+        diag = xp.empty(n, np.int32)
+        be.launch("scan_suppress", rows, n_pairs,
+                  [np.int32(n_pairs), start, xp.ascontiguousarray(i), xp.ascontiguousarray(j),
+                   np.int32(DIAGONAL_WINDOW), np.int32(t.suppress_limit), keep, diag], t.block, plain=True)
+        keep = keep.astype(bool)
+        big = be.to_host(xp.flatnonzero(xp.diff(start) > t.suppress_limit))  # found where `start` is
+        for p in big.tolist():  # rare: pairs with very many candidates
+            a, b = (int(x) for x in be.to_host(start[p:p + 2]))
+            mask = suppress_sorted(be.to_host(pair[a:b]), be.to_host(i[a:b]), be.to_host(j[a:b]), qlen, rlen)
+            keep[a:b] = be.asarray(mask)
+        return keep
+
+    def run(self, rows: int, qtabs: dict, q_of_pair: np.ndarray, references: SequenceSet, r_of_pair: np.ndarray,
+            seglen: int, pair_ids: np.ndarray, results: Collector) -> None:
+        """Align pairs (q_of_pair[k], r_of_pair[k]) into ``results[pair_ids[k]]``.
+
+        Pairs left unassigned (a traceback left its window) are redone on the CPU by the caller.
+        """
+        be, t = self.be, self.t
+        began = time.perf_counter()
+        n_pairs = q_of_pair.shape[0]
+        # Query slots: profiles bottom-aligned in `rows` rows.
+        uq, q_slot = dense_slots(q_of_pair)
+        prof = np.full((uq.shape[0], 5, rows), PAD_SCORE, np.int32)
+        pad = np.zeros(uq.shape[0], np.int32)
+        qlen_slot = np.zeros(uq.shape[0], np.int64)
+        for s, q in enumerate(uq):
+            tab = qtabs[int(q)]
+            L = tab.qrev.shape[0]
+            pad[s] = rows - L
+            qlen_slot[s] = L
+            prof[s, :, rows - L :] = tab.profile[:, 1:]
+        # Reference slots.
+        ur, r_slot = dense_slots(r_of_pair)
+        flat, rlen_slot = gather_sequences(references, ur)
+        ref_off = np.zeros(ur.shape[0], np.int64)
+        if ur.shape[0] > 1:
+            ref_off[1:] = np.cumsum(rlen_slot)[:-1]
+        d_refs = be.asarray(np.ascontiguousarray(flat, dtype=np.int8) if flat.size else np.zeros(1, np.int8))
+        d_ref_off = be.asarray(ref_off)
+        d_ref_len = be.asarray(rlen_slot.astype(np.int32))  # <= MAX_GPU_REFERENCE (checked in align)
+        d_prof = be.asarray(prof)
+        d_pad = be.asarray(pad)
+        R = rlen_slot[r_slot]
+        L = qlen_slot[q_slot]
+        # Longest references first (like the paper), then batches: the longest runs of pairs (in
+        # `order`) within the task and state budgets.
+        state_bytes = 2 * rows * 4
+        budget = min(t.max_state_bytes, be.free_bytes() // 3)
+        if n_pairs and R.min() == R.max():  # one reference length (e.g. CLIP fragments): by query, O(n)
+            order = counting_order(q_slot, int(uq.shape[0]))
+            nseg0, ncp0 = -(-int(R[0]) // seglen), int(R[0]) // t.cpint  # the same for every pair
+            per_batch = max(1, min(t.max_tasks // nseg0, (budget // state_bytes) // (nseg0 + ncp0)))
+            bounds = list(range(0, n_pairs, per_batch)) + [n_pairs]
+        else:
+            order = np.argsort((R.max() - R) * max(1, uq.shape[0]) + q_slot, kind="stable") if n_pairs else R
+            nseg = (R + seglen - 1) // seglen
+            cum_tasks = np.cumsum(nseg[order])
+            cum_states = np.cumsum(nseg[order] + R[order] // t.cpint)
+            bounds = [0]
+            while bounds[-1] < n_pairs:
+                start = bounds[-1]
+                base_t = cum_tasks[start - 1] if start else 0
+                base_s = cum_states[start - 1] if start else 0
+                stop = min(int(np.searchsorted(cum_tasks, base_t + t.max_tasks, side="right")),
+                           int(np.searchsorted(cum_states, base_s + budget // state_bytes, side="right")))
+                bounds.append(max(stop, start + 1))
+        self._lap("setup_s", began)
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            self._run_batch(rows, order[start:stop], q_slot, r_slot, L, R, seglen, d_refs, d_ref_off, d_ref_len,
+                            d_prof, d_pad, pair_ids, results)
+
+    def _run_batch(self, rows, batch, q_slot, r_slot, L, R, seglen, d_refs, d_ref_off, d_ref_len, d_prof,
+                   d_pad, pair_ids, results) -> None:
+        xp, be, t = self.xp, self.be, self.t
+        began = time.perf_counter()
+        nb = batch.shape[0]
+        b_R = R[batch]
+        b_L = L[batch]
+        # Tasks: (local pair, segment). Full segments first, grouped by query for cache locality,
+        # then the pairs' partial last segments, longest first (one compiled pass, O(pairs)).
+        task_pair, task_seg, pair_tasks, pair_task0, pair_cp = task_tables(
+            np.ascontiguousarray(q_slot[batch]), np.ascontiguousarray(b_R), int(q_slot.max()) + 1 if nb else 1,
+            seglen, t.cpint)
+        n_tasks = int(pair_task0[-1])
+        total_cp = int(pair_cp[-1])
+
+        common = _Common(
+            d_refs, d_ref_off, d_ref_len, be.asarray(q_slot[batch].astype(np.int32)),
+            be.asarray(r_slot[batch].astype(np.int32)), be.asarray(pair_cp[:-1].copy()), d_prof, d_pad,
+            seglen, t.cpint, t.warm, self.gaps, self.threshold,
+        )
+        d_task_pair = be.asarray(task_pair)
+        d_task_seg = be.asarray(task_seg)
+        d_cp = xp.empty(max(total_cp, 1) * 2 * rows, dtype=np.int32)
+        d_entry = xp.empty(max(n_tasks, 1) * 2 * rows, dtype=np.int32)
+        cap = max(4096, n_tasks)
+        self.stats["tasks"] += n_tasks
+        clock = self._lap("tasks_s", began)
+        cands = self._collect(
+            "scan_pass1", rows, n_tasks, [np.int32(n_tasks), d_task_pair, d_task_seg, *common.args(), d_cp, d_entry],
+            [], cap,
+        )
+        clock = self._lap("pass1_s", clock)
+        # Check every speculative segment start against the exact checkpoint before it.
+        # (On the device: the task arrays are there already.)
+        later = xp.flatnonzero(d_task_seg > 0)
+        if later.size:
+            cp_idx = common.pair_cp[d_task_pair[later]] + (d_task_seg[later].astype(np.int64) * seglen) // t.cpint - 1
+            ent = d_entry.reshape(-1, 2 * rows)[later]
+            ref_state = d_cp.reshape(-1, 2 * rows)[cp_idx]
+            bad = be.to_host(later[~xp.all(ent == ref_state, axis=1)])
+        else:
+            bad = np.zeros(0, np.int64)
+        if bad.size:
+            first = np.full(nb, np.iinfo(np.int32).max, np.int32)
+            np.minimum.at(first, task_pair[bad], task_seg[bad])
+            rp_pair = np.nonzero(first < np.iinfo(np.int32).max)[0].astype(np.int32)
+            rp_seg = np.ascontiguousarray(first[rp_pair])
+            recomputed = self._zeros(max(n_tasks, 1), np.uint8)
+            rcands = self._collect(
+                "scan_repair", rows, rp_pair.shape[0],
+                [np.int32(rp_pair.shape[0]), be.asarray(rp_pair), be.asarray(rp_seg), be.asarray(pair_task0[:-1].copy()),
+                 be.asarray(pair_tasks), *common.args(), d_cp, d_entry, recomputed],
+                [], max(1024, rp_pair.shape[0] * 16),
+            )
+            redone = recomputed[:n_tasks].astype(bool)
+            self.stats["repaired_tasks"] += int(redone.sum())
+            cands = xp.concatenate([cands[~redone[cands[:, 0]]], rcands])
+        clock = self._lap("verify_repair_s", clock)
+        # Sort (pair, score desc, j asc, i asc) and suppress diagonals.
+        c_pair, c_i, c_j, c_s = self._sorted_candidates(cands, d_task_pair, nb, rows, int(b_R.max()) if nb else 0)
+        keep = self._suppress(c_pair, c_i, c_j, nb, rows, b_L.astype(np.int64), b_R.astype(np.int64))
+        d_sv = [xp.ascontiguousarray(a[keep].astype(np.int32)) for a in (c_pair, c_i, c_j)]
+        sv_pair, sv_i, sv_j = (be.to_host(a) for a in d_sv)
+        sv_s = be.to_host(c_s[keep].astype(np.int32))
+        self.stats["candidates"] += int(cands.shape[0])
+        self.stats["survivors"] += int(sv_pair.shape[0])
+        clock = self._lap("suppress_s", clock)
+        i0, j0, nops, flat, offs = self._trace(rows, common, d_cp, *d_sv)
+        self.stats["trace_fallback_pairs"] += int(np.unique(sv_pair[nops < 0]).shape[0])
+        clock = self._lap("trace_s", clock)
+        self._assemble(pair_ids[batch], sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results)
+        self._lap("assemble_s", clock)
+
+    def _lap(self, key: str, since: float) -> float:
+        now = time.perf_counter()
+        self.stats[key] += now - since
+        return now
+
+    def _trace(self, rows, common, d_cp, sv_pair, sv_i, sv_j):
+        xp, be, t = self.xp, self.be, self.t
+        n = sv_pair.shape[0]
+        K = rows + t.trace_margin
+        window = K + t.cpint
+        stride = window * rows
+        opcap = rows + window
+        i0 = np.empty(n, np.int32)
+        j0 = np.empty(n, np.int32)
+        nops = np.empty(n, np.int32)
+        pieces = [np.zeros(0, np.uint8)]
+        per_launch = max(1, t.scratch_bytes // stride)
+        for a in range(0, n, per_launch):
+            b = min(n, a + per_launch)
+            m = b - a
+            d_i0 = xp.empty(m, dtype=np.int32)
+            d_j0 = xp.empty(m, dtype=np.int32)
+            d_n = xp.empty(m, dtype=np.int32)
+            d_ops = xp.empty(m * opcap, dtype=np.uint8)
+            scratch = xp.empty(m * stride // 4, dtype=np.uint32)
+            be.launch(
+                "scan_trace", rows, m,
+                [np.int32(m), be.asarray(sv_pair[a:b].copy()), be.asarray(sv_i[a:b].copy()), be.asarray(sv_j[a:b].copy()),
+                 *common.args(), d_cp, np.int32(K), scratch, np.int64(m), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
+                t.block,
+            )
+            i0[a:b] = be.to_host(d_i0)
+            j0[a:b] = be.to_host(d_j0)
+            nops[a:b] = be.to_host(d_n)
+            widest = int(nops[a:b].max())
+            if widest > 0:
+                ops = be.to_host(xp.ascontiguousarray(d_ops.reshape(m, opcap)[:, :widest]))
+                pieces.append(gather_ops(ops, np.maximum(nops[a:b], 0).astype(np.int64))[0])
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.maximum(nops, 0), out=offsets[1:])
+        return i0, j0, nops, np.concatenate(pieces), offsets
+
+    @staticmethod
+    def _assemble(pairs, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results: Collector) -> None:
+        """Record a batch's results: survivors of pairs ``pairs[sv_pair]``; the others have none.
+
+        A pair whose traceback left its window stays unassigned: it is redone on the CPU.
+        """
+        results.assigned[pairs] = True
+        n = sv_pair.shape[0]
+        if n == 0:
+            return
+        # Survivors are grouped by pair (sorted by pair first): runs of equal sv_pair.
+        starts = np.flatnonzero(np.r_[True, sv_pair[1:] != sv_pair[:-1]])
+        ends = np.append(starts[1:], n)
+        failed = np.zeros(pairs.shape[0], bool)
+        failed[sv_pair[nops < 0]] = True
+        local = sv_pair[starts]
+        ok = ~failed[local]
+        results.add_batch((sv_s, sv_i, sv_j, i0, j0, offs, flat), pairs[local[ok]], starts[ok], ends[ok])
+        results.assigned[pairs[local[~ok]]] = False
+

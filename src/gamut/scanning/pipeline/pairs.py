@@ -1,0 +1,133 @@
+"""The scan's pairs in miRanda's output order (every reference for the first query, then the second,
+...), as int64 arrays: :class:`ScanInput` holds the sequences and cuts the pairs into chunks."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from gamut.scanning.alphabet import encode
+from gamut.scanning.fasta import SeqRecord
+from gamut.scanning.hits import SequenceSet
+from gamut.scanning.params import ScanParams
+
+
+def sequence_set(ids: list[str], sequences: list[bytes]) -> SequenceSet:
+    """Sequences concatenated once, with their class codes computed in one pass."""
+    return SequenceSet.build(ids, sequences, [encode(b"".join(sequences))])
+
+
+@dataclass
+class ScanInput:
+    """Queries and references as read; references are used as trimmed by -trim, if any."""
+
+    queries: list[SeqRecord]
+    references: list[SeqRecord]
+    params: ScanParams
+
+    @cached_property
+    def query_set(self) -> SequenceSet:
+        return sequence_set([q.id for q in self.queries], [q.sequence for q in self.queries])
+
+    @cached_property
+    def reference_set(self) -> SequenceSet:
+        """The references as miRanda sees them (after -trim)."""
+        trim = self.params.trim
+        return sequence_set([r.id for r in self.references],
+                             [r.sequence[:trim] if trim > 0 else r.sequence for r in self.references])
+
+    @cached_property
+    def restricted_pairs(self) -> np.ndarray | None:
+        """With -restrict: the allowed (query, reference) index pairs in output order; else None."""
+        allowed = self.params.restrict
+        if allowed is None:
+            return None
+        q_index: dict[str, list[int]] = {}
+        r_index: dict[str, list[int]] = {}
+        for k, q in enumerate(self.queries):
+            q_index.setdefault(q.id, []).append(k)
+        for k, r in enumerate(self.references):
+            r_index.setdefault(r.id, []).append(k)
+        found = [(qi, ri) for qid, rid in allowed for qi in q_index.get(qid, ()) for ri in r_index.get(rid, ())]
+        pairs = np.array(sorted(found), np.int64).reshape(-1, 2)
+        return pairs
+
+    @property
+    def n_pairs(self) -> int:
+        restricted = self.restricted_pairs
+        return len(self.queries) * len(self.references) if restricted is None else int(restricted.shape[0])
+
+    def total_cells(self) -> int:
+        """Cells (query x reference letters) of the whole scan."""
+        ql, rl = self.query_set.lengths(), self.reference_set.lengths()
+        restricted = self.restricted_pairs
+        if restricted is None:
+            return int(ql.sum()) * int(rl.sum())
+        return int((ql[restricted[:, 0]] * rl[restricted[:, 1]]).sum())
+
+    def pair_range(self, start: int, stop: int) -> np.ndarray:
+        """Pairs ``start..stop-1`` of the output order as an int64 array (n, 2)."""
+        restricted = self.restricted_pairs
+        if restricted is not None:
+            return restricted[start:stop]
+        index = np.arange(start, stop, dtype=np.int64)
+        q_of = index // max(len(self.references), 1)
+        return np.stack((q_of, index - q_of * len(self.references)), axis=1)
+
+    def pair_cells(self, pairs: np.ndarray) -> np.ndarray:
+        """Cells (query x reference letters) of each pair of ``pairs``."""
+        return self.query_set.lengths()[pairs[:, 0]] * self.reference_set.lengths()[pairs[:, 1]]
+
+    def cut(self, pairs: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+        """Split consecutive ``pairs`` into chunks as :meth:`chunks` bounds them."""
+        return _cut(pairs, self.pair_cells(pairs), chunk_cells, chunk_pairs)
+
+    def chunks(self, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+        """Consecutive runs of pairs (int64 arrays (n, 2)) of about ``chunk_cells`` cells and at
+        most ``chunk_pairs`` pairs, in output order."""
+        ql, rl = self.query_set.lengths(), self.reference_set.lengths()
+        restricted = self.restricted_pairs
+        if restricted is not None:
+            yield from _cut(restricted, ql[restricted[:, 0]] * rl[restricted[:, 1]], chunk_cells, chunk_pairs)
+            return
+        n_ref = rl.shape[0]
+        total = ql.shape[0] * n_ref
+        rcum = np.zeros(n_ref + 1, np.int64)
+        np.cumsum(rl, out=rcum[1:])
+        k = 0
+        while k < total:
+            start, budget = k, chunk_cells
+            while k < total and budget > 0 and k - start < chunk_pairs:
+                q, r = divmod(k, n_ref)
+                room = chunk_pairs - (k - start)
+                rest = int(ql[q]) * int(rcum[n_ref] - rcum[r])
+                if ql[q] == 0:  # an empty query: its pairs cost no cells
+                    k += min(n_ref - r, room)
+                    continue
+                if rest <= budget and n_ref - r <= room:  # the rest of this query's row
+                    k += n_ref - r
+                    budget -= rest
+                    continue
+                # Part of the row: references r..stop-1 hold at least the remaining budget.
+                need = -(-budget // int(ql[q]))
+                stop = int(np.searchsorted(rcum, rcum[r] + need, side="left"))
+                stop = min(max(stop, r + 1), n_ref, r + room)
+                k = q * n_ref + stop
+                break
+            index = np.arange(start, k, dtype=np.int64)
+            q_of = index // n_ref
+            yield np.stack((q_of, index - q_of * n_ref), axis=1)
+
+
+def _cut(pairs: np.ndarray, cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+    """Split listed pairs into runs of about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs."""
+    cum = np.cumsum(cells)
+    start = 0
+    while start < pairs.shape[0]:
+        base = cum[start - 1] if start else 0
+        stop = int(np.searchsorted(cum, base + chunk_cells, side="left")) + 1
+        stop = min(max(stop, start + 1), start + chunk_pairs, pairs.shape[0])
+        yield pairs[start:stop]
+        start = stop

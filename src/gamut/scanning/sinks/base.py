@@ -1,0 +1,93 @@
+"""The sink protocol: how every runner hands a scan's chunks to an output format.
+
+A runner builds the sink from the job (``SinkClass(job)``), then either
+
+- in one process: ``start(out)`` (``out``: the output opened in ``mode``, or None when ``mode``
+  is None), ``write(result, spare_cores)`` for every chunk in order, ``close()``; or
+- in partitions: each worker (its own sink of the same class) turns a partition's chunks into
+  its data with ``render(chunks, prev_query)``; the client's sink gets ``start(out)``,
+  ``write_part(part, data)`` for every partition in order, and ``close()``.
+
+Both give the same bytes. ``spare_cores`` (a bool, or a callable asked before each kernel) says
+whether formatting may take every core now; see :func:`gamut.io.threads.run_kernel`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
+
+from gamut.io.textcols import TextBuilder
+from gamut.io.textout import write_bytes
+from gamut.io.threads import Parallel
+
+if TYPE_CHECKING:
+    from gamut.scanning.pipeline.job import ScanJob
+    from gamut.scanning.pipeline.partitions import Partition
+    from gamut.scanning.pipeline.runner import ChunkResult
+
+Chunks = Iterable[tuple["ChunkResult", Parallel]]
+
+
+class Sink(Protocol):
+    """An output format (see the module's docstring for the order of the calls)."""
+
+    #: How the output is opened: ``"w"`` (text), ``"wb"`` (binary), or None (no file: the API's table).
+    mode: ClassVar[str | None]
+    #: The format cannot go to standard output (it needs a file it can seek in).
+    needs_file: ClassVar[bool]
+    #: ``write_part`` regroups partitions by the single-process chunks: the partitioned runner sets
+    #: ``chunk_stops`` (the pair number after each chunk of a single process) before ``start``.
+    regroups: ClassVar[bool]
+
+    def __init__(self, job: ScanJob) -> None: ...
+    def start(self, out: IO | None) -> None: ...
+    def write(self, result: ChunkResult, spare_cores: Parallel) -> None: ...
+    def render(self, chunks: Chunks, prev_query: int) -> Any: ...
+    def write_part(self, part: Partition, data: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+class TextSink:
+    """A text format built a chunk at a time by :meth:`build`: a partition's data is the bytes its
+    chunks would write, so ``write_part`` copies them. Subclasses give :meth:`build` and, if
+    they have any, :meth:`header` and :meth:`footer`."""
+
+    mode: ClassVar[str | None] = "w"
+    needs_file: ClassVar[bool] = False
+    regroups: ClassVar[bool] = False
+
+    def __init__(self, job: ScanJob) -> None:
+        self.job = job
+        self.input = job.scan_input
+        self.out: IO | None = None
+
+    def header(self) -> str:
+        return ""
+
+    def footer(self) -> str:
+        return ""
+
+    def build(self, result: ChunkResult, spare_cores: Parallel) -> TextBuilder:
+        """The chunk's text as records of a :class:`~gamut.io.textcols.TextBuilder`."""
+        raise NotImplementedError
+
+    def start(self, out: IO | None) -> None:
+        self.out = out
+        text = self.header()
+        if text:
+            out.write(text)
+
+    def write(self, result: ChunkResult, spare_cores: Parallel) -> None:
+        write_bytes(self.out, self.build(result, spare_cores).render_array())
+
+    def render(self, chunks: Chunks, prev_query: int) -> bytes:
+        """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it."""
+        return b"".join(self.build(result, spare).render() for result, spare in chunks)
+
+    def write_part(self, part: Partition, data: bytes) -> None:
+        write_bytes(self.out, data)
+
+    def close(self) -> None:
+        text = self.footer()
+        if text:
+            self.out.write(text)

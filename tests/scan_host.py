@@ -1,0 +1,61 @@
+"""The CUDA scan kernels (``scan_dp.cu``) built for the host: a backend for
+:class:`~gamut.scanning.engines.gpu.GpuEngine` that runs each kernel's threads in a loop on the CPU,
+so the engine's whole pipeline (segments, checkpoints, repairs, traceback windows) is checked on
+any machine with g++."""
+from __future__ import annotations
+
+import ctypes
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+from host_build import build_host_library
+
+#: Harness in tests/host/ and the extra flags it builds with (the kernels carry CUDA pragmas).
+HARNESS = "scan_host"
+OPTIONS = ("-Wno-unknown-pragmas",)
+
+
+def build_scan_host(out_dir: str | Path) -> str:
+    """Compile the host build of the scan kernels into ``out_dir``; returns the library's path."""
+    return build_host_library(HARNESS, out_dir, options=OPTIONS)
+
+
+class HostBackend:
+    """Runs the scan kernels compiled for the CPU, with the methods of
+    :class:`~gamut.scanning.engines.gpu_device.CupyBackend`."""
+
+    def __init__(self, library_path: str) -> None:
+        self.lib = ctypes.CDLL(library_path)
+        self.xp = np
+        self.device_id = -1
+        self.peak_bytes = 0
+
+    def device(self):
+        return nullcontext()
+
+    def stream(self, index: int):
+        return nullcontext()
+
+    def asarray(self, a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a)
+
+    def to_host(self, a: np.ndarray) -> np.ndarray:
+        return a
+
+    def free_bytes(self) -> int:
+        return 1 << 30
+
+    def note_memory(self) -> None:
+        pass
+
+    def launch(self, name: str, rows: int, n: int, args: list, block: int, plain: bool = False) -> None:
+        conv = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                conv.append(ctypes.c_void_p(a.ctypes.data))
+            elif isinstance(a, np.int64):
+                conv.append(ctypes.c_longlong(int(a)))
+            else:
+                conv.append(ctypes.c_int(int(a)))
+        getattr(self.lib, f"host_{name}_{0 if plain else rows}")(*conv)
