@@ -38,7 +38,7 @@ from gamut.scanning.alphabet import encode
 from gamut.scanning.fasta import read_miranda_fasta
 from gamut.scanning.hits import SequenceSet
 from gamut.scanning.params import ScanParams
-from gamut.scanning.pipeline.runner import ScanInput, run_scan
+from gamut.scanning.pipeline.scan_loop import ScanInput, run_scan
 from gamut.scanning.engines.simd import SimdEngine
 
 HERE = Path(__file__).resolve().parent

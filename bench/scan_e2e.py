@@ -128,7 +128,7 @@ def _engine_only(query: Path, ref: Path, args) -> dict:
     from gamut.scanning.engines import make_engine
     from gamut.scanning.fasta import read_miranda_fasta
     from gamut.scanning.params import ScanParams
-    from gamut.scanning.pipeline.runner import ScanInput
+    from gamut.scanning.pipeline.scan_loop import ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
     engine = make_engine(args.device, args.threads or None, args.gpus or None)

@@ -107,7 +107,7 @@ def survivor_count(res) -> int:
 
 
 def time_pipeline(engine, queries, refs, params) -> tuple[float, int]:
-    from gamut.scanning.pipeline.runner import ScanInput, run_scan
+    from gamut.scanning.pipeline.scan_loop import ScanInput, run_scan
 
     records_q = [SeqRecord(f"q{k}", "", s) for k, s in enumerate(queries)]
     records_r = [SeqRecord(f"r{k}", "", s) for k, s in enumerate(refs)]

@@ -34,7 +34,7 @@ def measure(query: Path, ref: Path, devices: int) -> dict:
     from gamut.scanning.engines.gpu_plan import (CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE, MAX_GPU_QUERY,
                                                  ROW_BUCKETS, split_over_devices)
     from gamut.scanning.params import ScanParams
-    from gamut.scanning.pipeline.runner import ScanInput
+    from gamut.scanning.pipeline.scan_loop import ScanInput
 
     scan_input = ScanInput(read_miranda_fasta(query), read_miranda_fasta(ref), ScanParams(noenergy=True))
     ql = scan_input.query_set.lengths().astype(np.int64)

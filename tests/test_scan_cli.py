@@ -147,7 +147,7 @@ def test_parquet_output(files, tmp_path):
 def test_energy_models_through_the_scan(files):
     """Hits carry the energy of their fold string under the chosen model, filtered by -en."""
     from gamut.scanning.energy.cpu import duplex_energies
-    from gamut.scanning.pipeline.runner import ScanInput, run_scan
+    from gamut.scanning.pipeline.scan_loop import ScanInput, run_scan
     from scan_cpu_engine import CpuEngine
     from gamut.scanning.params import ScanParams
     from gamut.scanning.fasta import read_miranda_fasta

@@ -325,7 +325,7 @@ def test_partitions_cover_the_pairs_in_order():
     from gamut.scanning.api import as_records
     from gamut.scanning.pipeline.partitions import plan_partitions
     from gamut.scanning.params import ScanParams
-    from gamut.scanning.pipeline.runner import ScanInput
+    from gamut.scanning.pipeline.scan_loop import ScanInput
 
     si = ScanInput(as_records(str(CASES / "real_trim" / "query.fa"), "query"),
                    as_records(str(CASES / "real_trim" / "reference.fa"), "reference"), ScanParams(trim=600))

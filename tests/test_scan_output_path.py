@@ -134,7 +134,7 @@ def test_scan_post_processing_keeps_to_threads():
     """--threads bounds the writers' and hits' parallel kernels too, not only the engine."""
     import numba
 
-    from gamut.scanning.pipeline.runner import ScanInput, run_scan
+    from gamut.scanning.pipeline.scan_loop import ScanInput, run_scan
 
     records = parse_miranda_fasta(b">q1\nUGAGGUAGUAGGUUGUAUAGUU\n>q2\nUAGCAGCACGUAAAUAUUGGCG\n", "q.fa")
     refs = parse_miranda_fasta(b">r1\nACUAUACAACCUACUACCUCAAAAACUAUACAACCUACUACCUCA\n", "r.fa")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
 from gamut.scanning.fasta import SeqRecord
 from gamut.scanning.params import ScanParams
-from gamut.scanning.pipeline.runner import ScanInput
+from gamut.scanning.pipeline.scan_loop import ScanInput
 
 
 def _input(q_lengths, r_lengths, restrict=None) -> ScanInput:

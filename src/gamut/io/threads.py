@@ -25,7 +25,7 @@ def run_kernel(kernel: Callable, work: int, parallel: Parallel, *args: Any) -> A
     a callable) and ``work`` is large, else on the calling thread alone.
 
     Callers allow parallel only when no alignment runs beside them (the scan's runner hands its sink
-    that answer with each chunk: :func:`gamut.scanning.pipeline.runner.scan_chunks`): while
+    that answer with each chunk: :func:`gamut.scanning.pipeline.scan_loop.scan_chunks`): while
     an engine keeps the cores busy (all of them on the CPU, the host passes of a GPU engine on one),
     a parallel region waits for its threads to be scheduled and slows both. Measured on the H100
     host: post-processing on all but the GPU engine's two host threads while it aligned made the

@@ -16,7 +16,7 @@ from typing import Any
 
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.pairs import ScanInput
-from gamut.scanning.pipeline.runner import scan_chunks
+from gamut.scanning.pipeline.scan_loop import scan_chunks
 
 #: Default partition sizes (cells) per device; a run directory keeps the partitioning it began with.
 PARTITION_CELLS = {"cpu": 2_000_000_000, "cuda": 32_000_000_000}

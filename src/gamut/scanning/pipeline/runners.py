@@ -1,7 +1,7 @@
 """Where a scan job runs: :func:`run_job` picks the runner, and every runner takes the job, an
 engine factory and a sink.
 
-- :func:`run_in_process`: here, chunk after chunk (:func:`~gamut.scanning.pipeline.runner.scan_chunks`),
+- :func:`run_in_process`: here, chunk after chunk (:func:`~gamut.scanning.pipeline.scan_loop.scan_chunks`),
   the engine aligning the next chunk on a thread while the sink writes the current one;
 - :func:`~gamut.scanning.pipeline.partitioned.run_partitioned`: in partitions, on a Dask cluster
   and/or resumable in a run directory.
@@ -15,7 +15,7 @@ from typing import Any
 from gamut.io.atomic import atomic_output
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.job import ScanJob
-from gamut.scanning.pipeline.runner import scan_chunks
+from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.scanning.sinks import sink_class
 from gamut.scanning.sinks.base import Sink
 

@@ -14,7 +14,7 @@ from gamut.scanning.fasta import SeqRecord
 
 if TYPE_CHECKING:
     from gamut.scanning.pipeline.pairs import ScanInput
-    from gamut.scanning.pipeline.runner import ChunkResult
+    from gamut.scanning.pipeline.scan_loop import ChunkResult
 
 #: Columns of a hit table (API, TSV, JSONL, Parquet), in miRanda's order.
 HIT_COLUMNS = (
