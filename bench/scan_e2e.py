@@ -5,12 +5,20 @@ Workloads (inputs written to a temporary folder; real data from ``--data``, i.e.
 - ``clip``: human miRNAs x real 50-nt AGO-CLIP fragments (``clip/ago_clip_fragments.fa.gz``),
   ``-quiet`` (many short references, as in a CLIP-site scan);
 - ``sars``: human miRNAs x the ten SARS-CoV-2 genomes (``rna/sars-cov-2_batch.fasta``), long references;
-- ``t2``: 256 miRNAs x 256 UTR-like references of 20 kb (GAMUT's Table 2 shape).
+- ``t2``: 256 miRNAs x 256 UTR-like references of 20 kb (GAMUT's Table 2 shape);
+- ``utr``: the 1,921 human miRNAs x 6,150 references whose lengths follow human 3'UTRs (median
+  1,384, mean 2,015, max 32,870 nt, 12.4 Mb in all): lengths drawn (seed 24) from a log-normal
+  with that median and mean, clipped at 32,870 (the longest set to it), the lengths above the
+  median scaled so that the total is 12.4 Mb; letters are windows of the 1 Mb of C. elegans chromosome I
+  (``splice/celegans/chrI_2000001-3000000.fa.gz``, upper-cased) at seeded offsets, each on a
+  seeded strand (reverse complement on the minus strand). ``--utr-refs N`` takes the first N
+  (for quick checks); the achieved length statistics are in the report.
 
 Each is run as a separate process, ``python -m gamut miranda q.fa r.fa [-quiet] [-noenergy]
 --device D --threads T -out FILE``, in default mode (with energies) and with ``-noenergy``. The
 report gives wall time, pairs/s, cells/s and peak RSS of that process, and the ratio of its wall
-time to the engine-only time measured in this run (``engine.align`` over the same chunks the
+time to the engine-only time measured in this run; ``--compare-cpu`` also times each case as a
+``--device cpu`` process with every core (no ``--threads``) in the same run (``engine.align`` over the same chunks the
 runner makes, in this process, after a warm-up). ``--big`` adds the 1,921 x 100,000 CLIP run
 (192 M pairs, ``-noenergy -quiet``) for peak memory.
 
@@ -77,7 +85,55 @@ def workloads(args, tmp: Path) -> dict[str, tuple[Path, Path, list[str]]]:
         refs = [(f"utr{k}", "".join(np.array(list("ACGU"))[rng.choice(4, args.t2_length, p=UTR_COMPOSITION)]))
                 for k in range(256)]
         out["t2"] = (write_fasta(tmp / "mir256.fa", mirs[:256]), write_fasta(tmp / "utr20k.fa", refs), [])
+    if "utr" in args.cases:
+        refs = utr_references(args.data, args.utr_refs)
+        args.utr_stats = length_stats(refs)
+        print(f"utr references: {args.utr_stats}", flush=True)
+        out["utr"] = (q_all, write_fasta(tmp / "utr.fa", refs), [])
     return {k: v for k, v in out.items() if k in args.cases or k == "big"}
+
+
+UTR_MEDIAN, UTR_MEAN, UTR_MAX, UTR_TOTAL, UTR_COUNT = 1384, 2015, 32_870, 12_400_000, 6150
+CELEGANS = Path("splice") / "celegans" / "chrI_2000001-3000000.fa.gz"
+
+
+def utr_lengths(n: int = UTR_COUNT, seed: int = 24) -> np.ndarray:
+    """``UTR_COUNT`` lengths like human 3'UTRs (log-normal fitted to the median and mean, clipped
+    at the maximum, scaled to the total); the first ``n`` of them."""
+    rng = np.random.default_rng(seed)
+    mu, sigma = np.log(UTR_MEDIAN), np.sqrt(2 * np.log(UTR_MEAN / UTR_MEDIAN))
+    raw = rng.lognormal(mu, sigma, UTR_COUNT)
+    lengths = np.clip(raw * UTR_MEDIAN / np.median(raw), 20, UTR_MAX)
+    middle = np.sort(lengths)[UTR_COUNT // 2]
+    upper = lengths > middle
+    for _ in range(50):  # scale the lengths above the median (so it stays) to make the total UTR_TOTAL
+        rest = UTR_TOTAL - lengths[~upper].sum()
+        lengths[upper] = np.clip(lengths[upper] * rest / lengths[upper].sum(), middle, UTR_MAX)
+    lengths = np.rint(lengths).astype(np.int64)
+    lengths[np.argmax(raw)] = UTR_MAX
+    return lengths[:n]
+
+
+def utr_references(data: Path, n: int, seed: int = 24) -> list[tuple[str, str]]:
+    """Windows of the C. elegans region with :func:`utr_lengths`, at seeded offsets and strands."""
+    genome = read_fasta(data / CELEGANS)[0][1].upper()
+    flip = str.maketrans("ACGTN", "TGCAN")
+    rng = np.random.default_rng(seed + 1)
+    out = []
+    for k, length in enumerate(utr_lengths(n, seed)):
+        start = int(rng.integers(0, len(genome) - length + 1))
+        window = genome[start:start + length]
+        minus = bool(rng.integers(0, 2))
+        if minus:
+            window = window.translate(flip)[::-1]
+        out.append((f"utr{k}_{start}{'-' if minus else '+'}", window))
+    return out
+
+
+def length_stats(records: list[tuple[str, str]]) -> dict:
+    lengths = np.array([len(s) for _, s in records])
+    return {"n": int(lengths.size), "median": float(np.median(lengths)), "mean": float(lengths.mean()),
+            "max": int(lengths.max()), "total": int(lengths.sum())}
 
 
 def complementary_site(query: str) -> str:
@@ -94,15 +150,18 @@ def results_digest(path: Path) -> str:
     return hashlib.sha256(data[start:]).hexdigest()
 
 
-def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one ``gamut miranda`` process."""
-    cmd = [sys.executable, "-m", "gamut", "miranda", str(query), str(ref), *extra, "--device", args.device,
-           "-out", str(out_file)]
-    if args.threads:
+def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path,
+            device: str | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one ``gamut miranda`` process (``device="cpu"``: the
+    CPU comparison, every core)."""
+    cpu_compare = device == "cpu" and args.device != "cpu"
+    cmd = [sys.executable, "-m", "gamut", "miranda", str(query), str(ref), *extra, "--device",
+           device or args.device, "-out", str(out_file)]
+    if args.threads and not cpu_compare:
         cmd += ["--threads", str(args.threads)]
-    if args.gpus:
+    if args.gpus and not cpu_compare:
         cmd += ["--gpus", args.gpus]
-    if args.cluster:
+    if args.cluster and not cpu_compare:
         cmd += ["--cluster", args.cluster]
     out_file.unlink(missing_ok=True)  # a first write (renaming over an old file makes ext4 flush it)
     start = time.perf_counter()
@@ -164,7 +223,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0, help="--threads for the CLI (0: all cores)")
     ap.add_argument("--gpus", default="", help="--gpus for the CLI, e.g. 0,1 (default: the first GPU)")
     ap.add_argument("--cluster", default="", help="--cluster for the CLI, e.g. local:2 (one worker process per GPU)")
-    ap.add_argument("--cases", default="clip,sars,t2", help="comma-separated: clip, sars, t2")
+    ap.add_argument("--cases", default="clip,sars,t2,utr", help="comma-separated: clip, sars, t2, utr")
+    ap.add_argument("--utr-refs", type=int, default=UTR_COUNT, help="references of the utr case (default 6,150)")
+    ap.add_argument("--compare-cpu", action="store_true",
+                    help="also time each case as a --device cpu process with every core, in the same run")
     ap.add_argument("--modes", default="default,noenergy", help="default (energies) and/or noenergy")
     ap.add_argument("--mirnas", type=int, default=1921, help="human miRNAs to use (clip, sars)")
     ap.add_argument("--clip", type=int, default=2000, help="CLIP fragments to use")
@@ -196,6 +258,8 @@ def main() -> int:
             small_r = write_fasta(tmp / "warm_r.fa", read_fasta(ref)[:20])
             for flags in ([*extra], ["-noenergy", "-keyval"]):
                 run_cli(small_q, small_r, flags, args, tmp / "warm.txt")
+                if args.compare_cpu:
+                    run_cli(small_q, small_r, flags, args, tmp / "warm.txt", device="cpu")
         first_q, first_r, _ = next(iter(cases.values()))
         # Start-up: the fixed cost of a process, median of three one-pair processes; the same for
         # every case of this run. The pair is the first query against a site complementary to it,
@@ -207,6 +271,8 @@ def main() -> int:
         hit_r = write_fasta(tmp / "hit_r.fa", [("site", complementary_site(read_fasta(first_q)[0][1]))])
         startup_nohit = sorted(run_cli(one_q, one_r, [], args, tmp / "one.txt")[0] for _ in range(3))[1]
         startup = sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt")[0] for _ in range(3))[1]
+        cpu_startup = (sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt", device="cpu")[0] for _ in range(3))[1]
+                       if args.compare_cpu else None)
         for case, (query, ref, extra) in cases.items():
             engine = engine_only(query, ref, args) if case != "big" else None
             for mode in (["noenergy"] if case == "big" else modes):
@@ -231,6 +297,15 @@ def main() -> int:
                        "wall_over_engine": wall / info["engine_s"] if info["engine_s"] else None,
                        "startup_s": startup, "startup_nohit_s": startup_nohit,
                        "after_startup_over_engine": (wall - startup) / info["engine_s"] if info["engine_s"] else None}
+                if args.compare_cpu and case != "big":
+                    cpu_runs = [run_cli(query, ref, flags, args, tmp / f"{case}_{mode}_cpu.txt", device="cpu")
+                                for _ in range(max(1, args.repeat))]
+                    cpu_walls = sorted(w for w, _ in cpu_runs)
+                    row.update(cpu_wall_s=cpu_walls[len(cpu_walls) // 2], cpu_walls_s=cpu_walls,
+                               cpu_peak_rss_bytes=max(r for _, r in cpu_runs), cpu_startup_s=cpu_startup,
+                               cpu_output_same=results_digest(tmp / f"{case}_{mode}_cpu.txt") == digest)
+                if case == "utr":
+                    row["utr_lengths"] = args.utr_stats
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     write(rows, args)
@@ -259,15 +334,25 @@ def write(rows: list[dict], args) -> None:
              f"{rows[0].get('startup_nohit_s', float('nan')) if rows else float('nan'):.2f} s); "
              "each timed process writes a new output file (none of that name before it)", "",
              "| case | mode | pairs | wall s | engine s | wall/engine | (wall - start-up)/engine | pairs/s | cells/s "
-             "| peak RSS |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| peak RSS | CPU process s (all cores) | CPU peak RSS |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    if rows and rows[0].get("cpu_startup_s") is not None:
+        lines[5] += (f"; CPU comparison (`--device cpu`, every core, same inputs): start-up "
+                     f"{rows[0]['cpu_startup_s']:.2f} s, outputs identical to the {args.device} ones: "
+                     f"{all(r.get('cpu_output_same', True) for r in rows)}")
+    utr = next((r["utr_lengths"] for r in rows if r.get("utr_lengths")), None)
+    if utr:
+        lines[5] += (f"; utr references: {utr['n']:,}, median {utr['median']:,.0f}, mean {utr['mean']:,.0f}, "
+                     f"max {utr['max']:,}, total {utr['total'] / 1e6:.2f} Mb")
     for r in rows:
         eng = f"{r['engine_s']:.2f}" if r["engine_s"] else "-"
         ratio = f"{r['wall_over_engine']:.2f}" if r["wall_over_engine"] else "-"
         net = f"{r['after_startup_over_engine']:.2f}" if r.get("after_startup_over_engine") else "-"
         cps = f"{r['cells_per_s'] / 1e9:.2f} G" if r["cells_per_s"] else "-"
         lines.append(f"| {r['case']} | {r['mode']} | {r['pairs']:,} | {r['wall_s']:.2f} | {eng} | {ratio} | {net} | "
-                     f"{r['pairs_per_s'] / 1e6:.2f} M | {cps} | {r['peak_rss_bytes'] / 2**30:.2f} GiB |")
+                     f"{r['pairs_per_s'] / 1e6:.2f} M | {cps} | {r['peak_rss_bytes'] / 2**30:.2f} GiB | "
+                     + (f"{r['cpu_wall_s']:.2f} | {r['cpu_peak_rss_bytes'] / 2**30:.2f} GiB |" if "cpu_wall_s" in r
+                        else "- | - |"))
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

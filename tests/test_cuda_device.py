@@ -1,6 +1,8 @@
 """Device selection: --device auto|cpu|cuda and --gpus, with and without a GPU."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from gamut.cuda import device as dev
@@ -41,3 +43,117 @@ def test_with_gpus(monkeypatch):
         dev.parse_gpus("zero")
     with pytest.raises(DeviceError):
         dev.parse_gpus("5")
+
+
+def test_discovery_runs_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(dev, "_discovered", None)
+    monkeypatch.setattr(dev, "_count_gpus", lambda: calls.append(1) or (0,))
+    threads = [dev.prewarm(5) for _ in range(3)]  # device 5 absent: discovery only, no context
+    for t in threads:
+        t.join(5)
+    assert dev.available_gpus() == (0,) and dev.available_gpus() == (0,)
+    assert calls == [1]
+
+
+def test_cuda_requested_from_argv():
+    from gamut.cli import cuda_requested
+
+    assert cuda_requested(["miranda", "q", "r", "--device", "cuda"]) == 0
+    assert cuda_requested(["scan", "q", "r", "--device=cuda", "--gpus", "2,3"]) == 2
+    assert cuda_requested(["scan", "--device", "cuda", "--gpus", "all"]) == 0
+    assert cuda_requested(["scan", "--device", "cuda", "--gpus", "x"]) is None
+    assert cuda_requested(["miranda", "q", "r", "--device", "cpu"]) is None
+    assert cuda_requested(["miranda", "q", "r"]) is None
+
+
+class _FakeModule:
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+
+class _FakeRaw:
+    loaded: list = []
+
+    def __init__(self, *, path=None, code=None, options=(), name_expressions=None):
+        self.path = path
+        _FakeRaw.loaded.append(path)
+
+    @property
+    def module(self):
+        return None
+
+    def get_function(self, name):
+        return (self.path, name)
+
+    def compile(self):
+        pass
+
+
+def _fake_cupy(monkeypatch, tmp_path):
+    """A CuPy stand-in whose compiler writes CuPy's cache-file layout (hash + ELF cubin)."""
+    import types
+
+    compiles = []
+
+    def compile_with_cache(source, options, cache_dir=None, name_expressions=None):
+        compiles.append((options, name_expressions))
+        import pathlib
+
+        pathlib.Path(cache_dir, "abc.cubin").write_bytes(b"0" * 32 + b"\x7fELF" + source.encode())
+        return _FakeModule({n: f"_Z{len(n)}{n}" for n in name_expressions or ()})
+
+    class Device:
+        def __init__(self, i=0):
+            self.id, self.compute_capability = i, "90"
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    driver = types.SimpleNamespace(CUDADriverError=RuntimeError)
+    cuda = types.SimpleNamespace(Device=Device, driver=driver,
+                                 nvrtc=types.SimpleNamespace(getVersion=lambda: (12, 4)),
+                                 runtime=types.SimpleNamespace(getDevice=lambda: 0))
+    compiler = types.SimpleNamespace(compile_with_cache=compile_with_cache)
+    cupy = types.SimpleNamespace(__version__="13.0", cuda=cuda, RawModule=_FakeRaw)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", types.SimpleNamespace(compiler=compiler))
+    monkeypatch.setitem(sys.modules, "cupy.cuda.compiler", compiler)
+    return compiles
+
+
+def test_kernel_cache_compiles_once_across_processes(monkeypatch, tmp_path):
+    from gamut.cuda import kernels
+
+    monkeypatch.setenv("GAMUT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GAMUT_KERNEL_CACHE", raising=False)
+    compiles = _fake_cupy(monkeypatch, tmp_path)
+    names = ("scan_pass1<24>", "scan_trace<24>")
+    first = kernels._compiled.__wrapped__("scan_dp.cu", (), names, 0)
+    assert len(compiles) == 1
+    # a later process (no in-memory cache): the cubin and the mangled names come from disk
+    again = kernels._compiled.__wrapped__("scan_dp.cu", (), names, 0)
+    assert len(compiles) == 1
+    assert again.get_function("scan_pass1<24>")[1] == "_Z14scan_pass1<24>"
+    assert again.get_function("plain_kernel")[1] == "plain_kernel"
+    assert first.mapping == again.mapping
+    cubins = list((tmp_path / "cache" / "kernels").glob("*.cubin"))
+    assert len(cubins) == 1 and cubins[0].read_bytes().startswith(b"\x7fELF")
+    # other name expressions or options: another key, another compile
+    kernels._compiled.__wrapped__("scan_dp.cu", (), ("scan_pass1<16>",), 0)
+    kernels._compiled.__wrapped__("scan_dp.cu", ("-DX=1",), names, 0)
+    assert len(compiles) == 3
+
+
+def test_kernel_cache_off(monkeypatch, tmp_path):
+    from gamut.cuda import kernels
+
+    monkeypatch.setenv("GAMUT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GAMUT_KERNEL_CACHE", "0")
+    compiles = _fake_cupy(monkeypatch, tmp_path)
+    module = kernels._compiled.__wrapped__("scan_dp.cu", (), (), 0)
+    assert isinstance(module, _FakeRaw) and not compiles
+    assert not (tmp_path / "cache" / "kernels").exists()

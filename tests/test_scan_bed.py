@@ -1,5 +1,7 @@
-"""The BED6 output (``--format bed``, or an output named ``*.bed``): one line per reported hit in
-reference coordinates, the same hits as the TSV and the API's table, the same bytes in partitions."""
+"""The BED6 output (``--format bed6``, or an output named ``*.bed6``): one line per reported hit in
+reference coordinates, the same hits as the TSV and the API's table, the same bytes in partitions;
+and the BED12 output (``--format bed``, ``*.bed``) without an annotation (with one:
+tests/test_scan_genome.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,13 +27,17 @@ def _bed(path: Path) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """The same scan as BED (by suffix and by --format), as TSV and partitioned as BED."""
+    """The same scan as BED6 (by suffix and by --format), as TSV and partitioned as BED6; and as BED12."""
     d = tmp_path_factory.mktemp("bed")
-    outs = {"bed": d / "hits.bed", "format": d / "hits.txt", "tsv": d / "hits.tsv", "parts": d / "parts.bed"}
+    outs = {"bed": d / "hits.bed6", "format": d / "hits.txt", "tsv": d / "hits.tsv", "parts": d / "parts.bed6",
+            "bed12": d / "hits.bed", "bed12_parts": d / "parts.bed"}
     assert main(["scan", QUERY, REFERENCE, "-o", str(outs["bed"]), *OPTIONS]) == 0
-    assert main(["scan", QUERY, REFERENCE, "--format", "bed", "-o", str(outs["format"]), *OPTIONS]) == 0
+    assert main(["scan", QUERY, REFERENCE, "--format", "bed6", "-o", str(outs["format"]), *OPTIONS]) == 0
     assert main(["scan", QUERY, REFERENCE, "-o", str(outs["tsv"]), *OPTIONS]) == 0
     assert main(["scan", QUERY, REFERENCE, "-o", str(outs["parts"]), "--run-dir", str(d / "run"),
+                 "--partition-cells", "300000", *OPTIONS]) == 0
+    assert main(["scan", QUERY, REFERENCE, "-o", str(outs["bed12"]), *OPTIONS]) == 0
+    assert main(["scan", QUERY, REFERENCE, "-o", str(outs["bed12_parts"]), "--run-dir", str(d / "run12"),
                  "--partition-cells", "300000", *OPTIONS]) == 0
     return outs
 
@@ -63,8 +69,8 @@ def test_partitioned_run_gives_the_same_bytes(runs):
 def test_api_runner_matches_the_dataframe(runs, tmp_path):
     """A job run through the Python API writes the same BED, and its rows are the DataFrame's hits."""
     params = ScanParams(score_threshold=120, trim=600)
-    out = tmp_path / "api.bed"
-    run_job(ScanJob.from_files(QUERY, REFERENCE, params, output=str(out), format="bed", device="cpu"))
+    out = tmp_path / "api.bed6"
+    run_job(ScanJob.from_files(QUERY, REFERENCE, params, output=str(out), format="bed6", device="cpu"))
     assert out.read_bytes() == runs["bed"].read_bytes()
     frame = gamut.scan(QUERY, REFERENCE, device="cpu", score_threshold=120, trim=600)
     bed = _bed(out)
@@ -77,7 +83,24 @@ def test_api_runner_matches_the_dataframe(runs, tmp_path):
 def test_scan_files_writes_bed(runs, tmp_path):
     from gamut.scanning.api import scan_files
 
-    out = tmp_path / "files.bed"
-    assert scan_files(QUERY, REFERENCE, ScanParams(score_threshold=120, trim=600), output=str(out), fmt="bed",
+    out = tmp_path / "files.bed6"
+    assert scan_files(QUERY, REFERENCE, ScanParams(score_threshold=120, trim=600), output=str(out), fmt="bed6",
                       device="cpu") == 0
     assert out.read_bytes() == runs["bed"].read_bytes()
+
+
+def test_bed12_in_reference_coordinates(runs):
+    """``bed``/``*.bed`` is BED12: the BED6 columns, then the seed as the thick part and one block."""
+    tsv = pd.read_csv(runs["tsv"], sep="\t", dtype={"query_id": str, "reference_id": str})
+    lines = [line.split("\t") for line in runs["bed12"].read_text().splitlines()]
+    six = _bed(runs["bed"])
+    assert len(lines) == len(six) == len(tsv) and all(len(f) == 12 for f in lines)
+    assert [f[:6] for f in lines] == [[str(v) for v in row] for row in six.itertuples(index=False)]
+    for f, t1 in zip(lines, tsv["ref_end"] + tsv["aln_utr"].str.len() - tsv["aln_utr"].str.rstrip("-").str.len()):
+        start, end, thick_start, thick_end = int(f[1]), int(f[2]), int(f[6]), int(f[7])
+        assert (f[8], f[9], f[10], f[11]) == ("0", "1", f"{end - start},", "0,")
+        assert thick_start == max(start, t1 - 8) and thick_end == min(end, t1 - 1)  # miRNA positions 2-8
+
+
+def test_bed12_partitioned_run_gives_the_same_bytes(runs):
+    assert runs["bed12_parts"].read_bytes() == runs["bed12"].read_bytes()

@@ -233,7 +233,7 @@ def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):
     import gamut.scanning.api as api
     from test_scan_golden import results_after_settings, run_case
 
-    monkeypatch.setattr(api, "make_engine", lambda device="auto", threads=None, gpus=None: host_engine(host_lib))
+    monkeypatch.setattr(api, "make_engine", lambda device="auto", threads=None, gpus=None, **_: host_engine(host_lib))
     for case in CASES:
         args = (case / "args.txt").read_text().split()
         expected = case / ("expected.txt" if "-noenergy" in args else "expected_noenergy.txt")

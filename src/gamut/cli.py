@@ -10,6 +10,7 @@ import atexit
 import importlib
 import os
 import sys
+import warnings
 from typing import Callable, NoReturn
 
 from gamut.errors import GamutError
@@ -48,32 +49,70 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def skip_numba_blas_probe() -> None:
-    """Load Numba's array-math registry with SciPy hidden, so that its BLAS probe fails fast.
+    """Import Numba's array-math registry with SciPy and ``coverage`` hidden, so that two optional
+    probes fail fast.
 
     When Numba loads its first compiled function it imports ``numba.np.arraymath``, whose BLAS
     probe imports ``scipy.linalg`` (0.3-0.5 s where SciPy is installed) only to enable ``np.dot``
-    and friends in compiled code; gamut's compiled code uses none of them. The command-line
-    process, whose only compiled code is gamut's, therefore loads that module with ``scipy``
-    hidden; ``sys.modules`` is restored right after, so SciPy stays importable.
+    and friends in compiled code, and ``numba.misc.coverage_support`` imports the ``coverage``
+    package (about 0.5 s where it is installed) only to report compiled lines to a running
+    coverage measurement. gamut's compiled code uses no BLAS, and a command-line process not
+    started under ``coverage`` has no measurement to report to (one started under it has
+    ``coverage`` imported already and keeps it). ``sys.modules`` is restored right after, so both
+    stay importable.
     """
-    if "numba.np.arraymath" in sys.modules or "scipy" in sys.modules:
+    if "numba.np.arraymath" in sys.modules:
         return
-    sys.modules["scipy"] = None  # type: ignore[assignment]  # 'import scipy...' raises ImportError
+    hidden = [name for name in ("scipy", "coverage") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # 'import name...' raises ImportError
     try:
         import numba.np.arraymath  # noqa: F401
     except ImportError:  # no Numba: the commands that need it say so themselves
         pass
     finally:
-        del sys.modules["scipy"]
+        for name in hidden:
+            del sys.modules[name]
+
+
+def cuda_requested(argv: list[str]) -> int | None:
+    """The first GPU a command line asks for with ``--device cuda`` (0 unless ``--gpus`` names
+    another), else None. Only a hint for :func:`gamut.cuda.device.prewarm`: the sub-command parses
+    and checks its options itself."""
+    def value(flag: str) -> str | None:
+        for k, arg in enumerate(argv):
+            if arg == flag and k + 1 < len(argv):
+                return argv[k + 1]
+            if arg.startswith(flag + "="):
+                return arg[len(flag) + 1:]
+        return None
+
+    if value("--device") != "cuda":
+        return None
+    first = (value("--gpus") or "0").split(",")[0].strip()
+    if first.lower() == "all":
+        return 0
+    return int(first) if first.isdigit() else None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from gamut.io.interrupt import end_promptly_on_signals
 
+    gpu = cuda_requested(argv)
+    if gpu is not None:
+        from gamut.cuda.device import prewarm
+
+        prewarm(gpu)  # CuPy's import and the CUDA context on a thread, beside the imports below
     skip_numba_blas_probe()
-    with end_promptly_on_signals():
+    with end_promptly_on_signals(), warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
         return _dispatch(argv)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning on the command line: ``gamut: warning: ...``, one line, no source location."""
+    print(f"gamut: warning: {message}", file=sys.stderr if file is None else file, flush=True)
 
 
 def run() -> NoReturn:

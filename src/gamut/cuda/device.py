@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 import types
 from typing import Mapping, Sequence
 
@@ -16,9 +17,25 @@ DEVICES = ("auto", "cpu", "cuda")
 VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy"})
 
 
-@functools.lru_cache(maxsize=1)
+_discovery_lock = threading.Lock()
+_discovered: tuple[int, ...] | None = None
+
+
 def available_gpus() -> tuple[int, ...]:
-    """Indices of the CUDA devices CuPy can use (empty without CuPy or a GPU)."""
+    """Indices of the CUDA devices CuPy can use (empty without CuPy or a GPU).
+
+    Found once per process (importing CuPy and initialising the CUDA driver), under a lock, so
+    that :func:`prewarm`'s thread and the main thread never do it twice.
+    """
+    global _discovered
+    if _discovered is None:
+        with _discovery_lock:
+            if _discovered is None:
+                _discovered = _count_gpus()
+    return _discovered
+
+
+def _count_gpus() -> tuple[int, ...]:
     try:
         import cupy  # noqa: F401
         from cupy.cuda import runtime
@@ -26,6 +43,28 @@ def available_gpus() -> tuple[int, ...]:
         return tuple(range(runtime.getDeviceCount()))
     except Exception:  # ImportError, CUDARuntimeError, missing driver...
         return ()
+
+
+def prewarm(device_id: int = 0) -> threading.Thread:
+    """Start, on a daemon thread, what a CUDA run pays before its first kernel: importing CuPy,
+    initialising the driver (:func:`available_gpus`) and creating device ``device_id``'s
+    context. The command line calls it for ``--device cuda`` as its first step, so that this
+    overlaps the main thread's own imports and input reading; failures are left to the main
+    thread, which meets them again and reports them."""
+
+    def warm() -> None:
+        try:
+            if device_id in available_gpus():
+                from cupy.cuda import runtime
+
+                runtime.setDevice(device_id)
+                runtime.free(0)  # cudaFree(NULL): creates the primary context
+        except Exception:  # noqa: BLE001 (reported by the main thread when it needs the GPU)
+            pass
+
+    thread = threading.Thread(target=warm, name="gamut-cuda-prewarm", daemon=True)
+    thread.start()
+    return thread
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,15 +3,16 @@ renamed over it on success; a device or a FIFO in place; standard output as it i
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO
 
 from gamut.errors import UsageError
-from gamut.io.interrupt import temporary_file
+from gamut.io.interrupt import deferred_ending, temporary_file
 from gamut.io.outputs import OutputTarget, PathLike, check_output, is_stdout
 
 
@@ -26,15 +27,51 @@ def atomic_output(path: PathLike | None, mode: str = "w", inputs: Iterable[PathL
     and the link kept. A replaced file keeps its permission bits. The temporary file is removed
     on any exception; a signal that ends the command removes it too (``gamut.io.interrupt``).
     """
-    if is_stdout(path):
-        yield sys.stdout if "b" not in mode else sys.stdout.buffer
-        return
-    target = check_output(path, inputs)
-    if target.direct:
-        with _open_direct(target, mode) as handle:
-            yield handle
-        return
-    yield from _write_atomically(target, mode)
+    with atomic_outputs([(path, mode)], inputs) as (handle,):
+        yield handle
+
+
+@contextlib.contextmanager
+def atomic_outputs(targets: Sequence[tuple[PathLike | None, str | None]],
+                   inputs: Iterable[PathLike | None] = ()) -> Iterator[list[IO | None]]:
+    """Yield a handle for each ``(path, mode)`` of ``targets``: outputs that appear together
+    (mode None: no file, the handle is None).
+
+    Each is what :func:`atomic_output` gives (standard output, a device or FIFO written in place,
+    else a temporary file beside the target), and every check is made before the block runs.
+    When the block succeeds, every temporary file is completed (closed, its permission bits set)
+    before the first is renamed over its target; a failure before that (in the block, or closing
+    a file on a full disk) removes every temporary file and leaves every old output as it was. A
+    signal that comes during the renames waits until they are done (``gamut.io.interrupt``), so
+    an interrupted run leaves the old outputs or the new ones, not a mixture.
+    """
+    inputs = list(inputs)
+    with contextlib.ExitStack() as stack:
+        handles: list[IO | None] = []
+        pending: list[tuple[IO, str, OutputTarget]] = []
+        for path, mode in targets:
+            if mode is None or is_stdout(path):
+                handles.append(None if mode is None else sys.stdout if "b" not in mode else sys.stdout.buffer)
+                continue
+            target = check_output(path, inputs)
+            if target.direct:
+                handles.append(stack.enter_context(_open_direct(target, mode)))
+                continue
+            handle, tmp = _temporary(stack, target, mode)
+            handles.append(handle)
+            pending.append((handle, tmp, target))
+        try:
+            yield handles
+            for handle, tmp, target in pending:  # every temporary file complete before the first rename
+                _named(handle.close, target)
+                _give_mode(tmp, target.existing)
+        except OSError as exc:  # e.g. a full disk: gamut.cli names the output
+            if not exc.filename and len(pending) == 1:
+                exc.filename = pending[0][2].shown
+            raise
+        with deferred_ending():
+            for _, tmp, target in pending:
+                _named(functools.partial(os.replace, tmp, target.real), target)
 
 
 def _open_direct(target: OutputTarget, mode: str) -> IO:
@@ -44,22 +81,36 @@ def _open_direct(target: OutputTarget, mode: str) -> IO:
         raise UsageError(f"cannot write {target.shown}: {exc.strerror or exc}") from None
 
 
-def _write_atomically(target: OutputTarget, mode: str) -> Iterator[IO]:
-    directory = target.real.parent
+def _temporary(stack: contextlib.ExitStack, target: OutputTarget, mode: str) -> tuple[IO, str]:
+    """A temporary file beside ``target``, open in ``mode``; ``stack`` removes it when it closes
+    (it is gone by then once renamed) and a signal that ends the command removes it too."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.real.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.real.name}.", suffix=".tmp", dir=target.real.parent)
     except OSError as exc:  # e.g. no permission to write in the directory
         raise UsageError(f"cannot write {target.shown}: {exc.strerror or exc}") from None
-    try:
-        with temporary_file(tmp):
-            with os.fdopen(fd, mode) as handle:
-                yield handle
-            _give_mode(tmp, target.existing)
-            os.replace(tmp, target.real)
-    except BaseException as exc:
+
+    def discard() -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and not exc.filename:  # e.g. a full disk: gamut.cli names the output
+
+    stack.callback(discard)
+    stack.enter_context(temporary_file(tmp))
+    handle = os.fdopen(fd, mode)
+    stack.callback(_quiet_close, handle)
+    return handle, tmp
+
+
+def _quiet_close(handle: IO) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        handle.close()
+
+
+def _named(action, target: OutputTarget) -> None:
+    """``action()``; an OSError without a file name gets ``target``'s (gamut.cli names the output)."""
+    try:
+        action()
+    except OSError as exc:
+        if not exc.filename:
             exc.filename = target.shown
         raise
 

@@ -12,6 +12,7 @@ Strand columns are ignored: exons are taken on the base as given. Every malforme
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -76,9 +77,12 @@ def _gff_name(attributes: str) -> str:
     return unquote(pairs.get("ID", pairs.get("Name", "")))
 
 
-def _read_gff3(path: str, feature_types: tuple[str, ...]) -> list[ExonRecord]:
-    out = []
-    wanted = {t.lower() for t in feature_types}
+def gff_rows(path: str, feature_types: tuple[str, ...] | None = None) -> Iterator[tuple[int, list[str], int, int]]:
+    """``(line number, the 9 fields, start, end)`` of each feature line of a GFF3 or GTF file whose type
+    is in ``feature_types`` (case ignored; None: every type), start and end as 0-based half-open;
+    comments and blank lines skipped, reading stops at ``##FASTA``; a malformed line is an
+    :class:`InputError` naming the file and line."""
+    wanted = None if feature_types is None else {t.lower() for t in feature_types}
     for number, line in text_lines(path):
         if line.startswith("##FASTA"):
             break
@@ -87,13 +91,17 @@ def _read_gff3(path: str, feature_types: tuple[str, ...]) -> list[ExonRecord]:
         fields = line.split("\t")
         if len(fields) != 9:
             raise InputError(f"{path}: line {number}: GFF3 needs 9 tab-separated columns, found {len(fields)}")
-        if fields[2].lower() not in wanted:
+        if wanted is not None and fields[2].lower() not in wanted:
             continue
         start = _int(path, number, fields[3], "start") - 1
         end = _int(path, number, fields[4], "end")
         _check(path, number, start, end)
-        out.append(ExonRecord(unquote(fields[0]), start, end, _gff_name(fields[8])))
-    return out
+        yield number, fields, start, end
+
+
+def _read_gff3(path: str, feature_types: tuple[str, ...]) -> list[ExonRecord]:
+    return [ExonRecord(unquote(fields[0]), start, end, _gff_name(fields[8]))
+            for _, fields, start, end in gff_rows(path, feature_types)]
 
 
 def _read_tsv(path: str) -> list[ExonRecord]:

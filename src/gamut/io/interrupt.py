@@ -29,6 +29,8 @@ class Ending:
         self._temporary: set[str] = set()
         self._lock = threading.RLock()  # the main thread's handler may run inside track()
         self._ended = False
+        self._deferring = 0
+        self._pending: int | None = None
 
     @contextlib.contextmanager
     def track(self, path: str | os.PathLike) -> Iterator[None]:
@@ -41,9 +43,28 @@ class Ending:
             with self._lock:
                 self._temporary.discard(key)
 
-    def end(self, signum: int) -> None:
-        """Remove the temporary files, say why, and end the process (never returns)."""
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A signal that comes inside waits until the block is done, then ends the process (for
+        the renames that make several outputs appear together: all of them, or none)."""
         with self._lock:
+            self._deferring += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._deferring -= 1
+                pending = self._pending if not self._deferring else None
+            if pending is not None:
+                self.end(pending)
+
+    def end(self, signum: int) -> None:
+        """Remove the temporary files, say why, and end the process (never returns, except inside
+        :meth:`deferred`, which ends it when its block is done)."""
+        with self._lock:
+            if self._deferring:
+                self._pending = signum
+                return
             if self._ended:  # the other path is ending it already
                 threading.Event().wait()
             self._ended = True
@@ -69,6 +90,14 @@ def temporary_file(path: str | os.PathLike) -> Iterator[None]:
         return
     with _ACTIVE[-1].track(path):
         yield
+
+
+def deferred_ending() -> contextlib.AbstractContextManager:
+    """While inside, a signal that would end the command waits until the block is done (outside a
+    command: nothing). Keep such blocks short: a few renames."""
+    if not _ACTIVE:
+        return contextlib.nullcontext()
+    return _ACTIVE[-1].deferred()
 
 
 @contextlib.contextmanager

@@ -89,6 +89,26 @@ def check_outputs(outputs: Iterable[PathLike | None], inputs: Iterable[PathLike 
             check_output(path, inputs)
 
 
+def same_outputs(outputs: Iterable[PathLike | None]) -> str | None:
+    """The first output path that names the same file as an earlier one (after links and
+    relative parts: ``hits.tsv`` and ``./hits.tsv``, a symlink and its target, two hard links),
+    or None. Standard output is not a file here."""
+    seen: set = set()
+    for path in outputs:
+        if is_stdout(path):
+            continue
+        shown = os.fspath(path)
+        try:
+            st = os.stat(shown)
+            keys = {("inode", st.st_dev, st.st_ino), ("path", os.path.realpath(shown))}
+        except OSError:
+            keys = {("path", os.path.realpath(shown))}
+        if keys & seen:
+            return shown
+        seen |= keys
+    return None
+
+
 def format_for_output(path: PathLike | None, explicit: str | None, by_suffix: Mapping[str, str], default: str) -> str:
     """The output format: ``explicit`` when given, else the one the file's suffix names (case
     ignored; ``hits.tsv.gz`` names none), else ``default`` (also for standard output)."""

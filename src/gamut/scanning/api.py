@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from gamut.errors import InputError, UsageError
+from gamut.io.outputs import format_for_output
 from gamut.scanning.engines import make_engine
 from gamut.scanning.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline import runners
 from gamut.scanning.pipeline.job import ScanJob
-from gamut.scanning.sinks import OUTPUT_FORMATS
+from gamut.scanning.sinks import FORMAT_BY_SUFFIX, OUTPUT_FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -71,6 +72,7 @@ def scan(
     gpus: str | Sequence[int] | None = None,
     cluster: Any = None,
     partition_cells: int | None = None,
+    annotation: str | os.PathLike | None = None,
     **params,
 ) -> pd.DataFrame:
     """Scan miRNAs against references with miRanda 3.3a's model; return the reported hits.
@@ -83,7 +85,8 @@ def scan(
 
     ``cluster`` (``"local:N"``, a scheduler address such as ``"tcp://host:8786"``, or a
     ``distributed.Client``) spreads the scan over Dask workers in partitions of about
-    ``partition_cells`` cells; the table is the same.
+    ``partition_cells`` cells; the table is the same. ``annotation`` (a BED12, GTF or GFF3 file
+    of the references' transcripts) adds genome coordinates.
     """
     try:
         settings = ScanParams(**params)
@@ -91,7 +94,7 @@ def scan(
         raise UsageError(str(exc)) from None
     job = ScanJob(as_records(queries, "query"), as_records(references, "reference"), settings, format=None,
                   device=device, threads=threads, gpus=gpus, progress=False, cluster=cluster,
-                  partition_cells=partition_cells)
+                  partition_cells=partition_cells, annotation=annotation)
     return run_job(job).frame
 
 
@@ -102,6 +105,8 @@ def scan_files(
     *,
     output: str | None = None,
     fmt: str = "miranda",
+    outputs: Sequence[str | os.PathLike | tuple[str | os.PathLike | None, str]] | None = None,
+    annotation: str | os.PathLike | None = None,
     quiet: bool = False,
     keyval: bool = False,
     banner: str = "",
@@ -121,10 +126,29 @@ def scan_files(
     With ``cluster`` (see :func:`scan`) and/or ``run_dir`` (finished partitions kept there; a
     rerun computes only the rest) the scan runs in partitions
     (:mod:`gamut.scanning.pipeline.partitioned`); the output is the same bytes.
+
+    ``outputs`` writes several outputs from the one scan, instead of ``output``: each a path (in
+    the format its suffix names, else ``fmt``) or a ``(path, format)`` pair; they appear together
+    when the scan succeeded. ``annotation``: see :func:`scan`.
     """
-    job = ScanJob.from_files(query_path, reference_path, params, output=output, format=fmt, quiet=quiet,
+    where: dict[str, Any] = {"output": output, "format": fmt}
+    if outputs is not None:
+        if output is not None:
+            raise UsageError("give output or outputs, not both")
+        where = {"outputs": [_output_pair(item, fmt) for item in outputs]}
+    job = ScanJob.from_files(query_path, reference_path, params, **where, quiet=quiet, annotation=annotation,
                              keyval=keyval, banner=banner, device=device, threads=threads, gpus=gpus,
                              progress=progress, cluster=cluster, run_dir=run_dir, partition_cells=partition_cells,
                              partition_pairs=partition_pairs, retries=retries)
     run_job(job)
     return 0
+
+
+def _output_pair(item: Any, fmt: str) -> tuple[str | None, str]:
+    """``(path, format)`` of one of :func:`scan_files`' ``outputs``."""
+    if isinstance(item, tuple):
+        if len(item) != 2:
+            raise UsageError(f"an output is a path or a (path, format) pair, got {item!r}")
+        return (None if item[0] is None else os.fspath(item[0]), item[1])
+    path = os.fspath(item)
+    return path, format_for_output(path, None, FORMAT_BY_SUFFIX, fmt)

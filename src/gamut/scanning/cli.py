@@ -23,12 +23,15 @@ def register(subparsers) -> None:
     )
     p.add_argument("queries", help="FASTA file of miRNAs (.gz allowed)")
     p.add_argument("references", help="FASTA file of target sequences, e.g. 3'UTRs (.gz allowed)")
-    p.add_argument("-o", "--output", default="-",
-                   help="output file (default: standard output); written atomically, never onto an input")
+    p.add_argument("-o", "--output", action="append", default=None, metavar="FILE",
+                   help="output file (default: standard output); give -o several times for several outputs "
+                   "of one scan (e.g. -o hits.tsv -o hits.bed); written atomically, all together, never onto "
+                   "an input")
     suffixes = ", ".join("/".join(spec.suffixes) for spec in FORMATS.values())
-    p.add_argument("--format", choices=OUTPUT_FORMATS, default=None,
+    p.add_argument("--format", action="append", choices=OUTPUT_FORMATS, default=None,
                    help=f"miranda (miRanda's text), {', '.join(OUTPUT_FORMATS[1:])} (default: the format the "
-                   f"output's suffix names, {suffixes}; else tsv)")
+                   f"output's suffix names, {suffixes}; else tsv). With several -o: once per -o in the same "
+                   "order, or once for the outputs whose suffix names no format")
     s = p.add_argument_group("scoring (miRanda options)")
     s.add_argument("--score-threshold", "-sc", type=int, default=140, help="minimum alignment score (default 140)")
     s.add_argument("--energy-threshold", "-en", type=int, default=1,
@@ -42,6 +45,12 @@ def register(subparsers) -> None:
                    help="miranda: exact miRanda 3.3a energies (default); vienna2004: ViennaRNA's defaults")
     s.add_argument("--trim", type=int, default=0, help="use only the first N letters of each reference")
     s.add_argument("--restrict", metavar="FILE", help="scan only the 'query_id reference_id' pairs in FILE")
+    s.add_argument("--site-types", metavar="LIST", default=None,
+                   help="report only hits with these seed site types, e.g. 8mer,7mer-m8 "
+                   "(types: 8mer, 7mer-m8, 7mer-A1, 6mer, offset-6mer, none)")
+    s.add_argument("--annotation", metavar="FILE", default=None,
+                   help="BED12, GTF or GFF3 of the references' transcripts (gzip allowed): adds genome "
+                   "coordinates to hit tables and BED")
     o = p.add_argument_group("miranda format")
     o.add_argument("--quiet", action="store_true", help="omit per-pair lines without hits")
     o.add_argument("--keyval", action="store_true", help="one key=value line per hit")
@@ -90,16 +99,46 @@ def output_format(output: str | None, explicit: str | None) -> str:
     return format_for_output(output, explicit, FORMAT_BY_SUFFIX, "tsv")
 
 
+def output_formats(outputs: list[str] | None, formats: list[str] | None) -> list[tuple[str, str]]:
+    """The ``(path, format)`` of each ``-o`` (none: standard output), by the rule of --format:
+
+    - not given: each output's format is the one its suffix names, else tsv;
+    - once per -o: paired in order (also the single output's format, whatever its suffix);
+    - once, with several -o: the format of the outputs whose suffix names none (standard output
+      included); the others keep their suffix's (and one of them at least must take it);
+    - any other count: a one-line error.
+    """
+    outputs = outputs or ["-"]
+    formats = formats or []
+    if len(formats) == len(outputs):
+        return list(zip(outputs, formats))
+    if not formats:
+        return [(out, output_format(out, None)) for out in outputs]
+    if len(formats) > 1:
+        raise UsageError(f"--format given {len(formats)} times for {len(outputs)} outputs (-o): "
+                         "give it once, or once per -o in the same order")
+    named = [format_for_output(out, None, FORMAT_BY_SUFFIX, None) for out in outputs]
+    if all(named):
+        raise UsageError(f"--format {formats[0]} applies to no output: every -o's suffix names its format "
+                         "(give --format once per -o to choose each)")
+    return [(out, fmt or formats[0]) for out, fmt in zip(outputs, named)]
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """``gamut scan``: a bad option is reported through ``parser`` (exit status 2) when given."""
     from gamut.scanning.miranda_cli import banner
 
-    options = {"output": args.output, "format": output_format(args.output, args.format), "quiet": args.quiet,
-               "keyval": args.keyval, "banner": banner(), "device": args.device, "threads": args.threads,
-               "gpus": args.gpus, "progress": args.progress, "cluster": args.cluster, "run_dir": args.run_dir,
-               "partition_cells": args.partition_cells, "partition_pairs": args.partition_pairs,
-               "retries": args.retries}
+    options = {"quiet": args.quiet, "keyval": args.keyval, "banner": banner(), "annotation": args.annotation,
+               "device": args.device, "threads": args.threads, "gpus": args.gpus, "progress": args.progress,
+               "cluster": args.cluster, "run_dir": args.run_dir, "partition_cells": args.partition_cells,
+               "partition_pairs": args.partition_pairs, "retries": args.retries}
+    extra = {}
+    if args.site_types is not None:
+        extra["site_types"] = args.site_types
     try:  # every option, before any input is read
+        options["outputs"] = output_formats(args.output, args.format)
+        if extra and "site_types" not in {f.name for f in dataclasses.fields(ScanParams)}:
+            raise UsageError("--site-types is not available in this version of gamut")
         params = ScanParams(
             score_threshold=args.score_threshold,
             energy_threshold=args.energy_threshold,
@@ -110,13 +149,16 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             noenergy=args.noenergy,
             trim=args.trim,
             energy_model=args.energy_model,
+            **extra,
         )
         ScanJob((), (), params, **options)
     except UsageError as exc:
         if parser is None:
             raise
         parser.error(str(exc))
-    check_outputs([args.output], (args.queries, args.references, args.restrict))  # before any work
+    # before any work
+    check_outputs([path for path, _ in options["outputs"]], (args.queries, args.references, args.restrict,
+                                                              args.annotation))
     if args.restrict:
         params = dataclasses.replace(params, restrict=read_restrict(args.restrict))
     run_job(ScanJob.from_files(args.queries, args.references, params, **options))

@@ -9,6 +9,9 @@ import numpy as np
 from gamut.errors import UsageError
 from gamut.scanning.alphabet import BASE_SCORES, N_CLASSES
 
+#: Site types (docs/scan.md; :mod:`gamut.scanning.sites` classifies hits), in the columns' order.
+SITE_TYPES = ("8mer", "7mer-m8", "7mer-A1", "6mer", "offset-6mer", "none")
+
 #: miRanda's 5' weighting length: the last 8 miRNA positions of the reversed query are the seed side.
 SEED_LENGTH = 8
 
@@ -32,8 +35,12 @@ class ScanParams:
     trim: int = 0
     energy_model: str = "miranda"
     restrict: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
+    #: ``--site-types``: report only hits of these types (a comma string or an iterable of names,
+    #: kept as a tuple in :data:`SITE_TYPES` order so that run directories can store it as JSON).
+    site_types: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "site_types", parse_site_types(self.site_types))
         if self.gap_open > 0 or self.gap_extend > 0:
             raise UsageError("gap penalties may not be greater than 0")
         if self.trim < 0:
@@ -46,6 +53,20 @@ class ScanParams:
                              f"scores or gap costs beyond the 32-bit integers miRanda scores with (limit {2**31 - 1:,})")
         if self.energy_model not in ("miranda", "vienna2004"):
             raise UsageError(f"unknown energy model '{self.energy_model}' (miranda or vienna2004)")
+
+
+def parse_site_types(value) -> tuple[str, ...] | None:
+    """A comma-separated string or an iterable of site type names -> the names in
+    :data:`SITE_TYPES` order (None stays None); an unknown name is a one-line :class:`UsageError`."""
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    names = [v for v in names if v]
+    unknown = [v for v in names if v not in SITE_TYPES]
+    if unknown or not names:
+        shown = ", ".join(repr(v) for v in unknown) if unknown else "none given"
+        raise UsageError(f"unknown site type ({shown}); choose from {','.join(SITE_TYPES)}")
+    return tuple(name for name in SITE_TYPES if name in names)
 
 
 def c_trunc(x: float) -> int:

@@ -6,6 +6,7 @@ CPU never imports CuPy.
 """
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
@@ -31,9 +32,52 @@ ENGINES: dict[str, Callable[[int | None, str | Sequence[int] | None], AlignmentE
 ENGINE_FOR_DEVICE = {"cpu": "simd", "cuda": "cuda"}
 
 
-def make_engine(device: str = "auto", threads: int | None = None,
-                gpus: str | Sequence[int] | None = None) -> AlignmentEngine:
-    """The alignment engine for ``device`` (``auto``: a CUDA GPU when one is usable)."""
+#: ``--device auto``, measured rule (docs/scan_gpu.md, "--device auto"): a scan runs on the GPU
+#: only when the CPU engine would take longer than the GPU engine plus the GPU process' extra
+#: start-up. Seconds a ``--device cuda`` process starts slower than a ``--device cpu`` one
+#: (importing CuPy, the CUDA context, loading the kernels).
+AUTO_GPU_EXTRA_STARTUP_S = 0.4
+#: The CPU engine's cells per second per core (2.5-3.7 G on the 2-core development machine:
+#: 28.8 G cells of 256 x 256 x 20 kb in 5.7 s, the SARS-CoV-2 case's 12.4 G in 1.7 s).
+AUTO_CPU_CELLS_PER_CORE_S = 2.5e9
+#: The GPU engine's cells per second (one H100: 124 G on the SARS-CoV-2 case, 260-330 G on
+#: 256 x 256 x 20 kb; the lower figure, as small scans do not fill the GPU).
+AUTO_GPU_CELLS_S = 1.2e11
+
+
+def auto_gpu_min_cells(threads: int | None = None) -> float:
+    """The fewest cells (query x reference letters) for which ``--device auto`` picks the GPU with
+    ``threads`` CPU threads (default: every core this process may use): the break-even point
+    ``cells / cpu_rate = AUTO_GPU_EXTRA_STARTUP_S + cells / gpu_rate``; infinite when the CPU
+    engine is the faster one."""
+    cores = threads or _usable_cores()
+    cpu_rate = AUTO_CPU_CELLS_PER_CORE_S * cores
+    if cpu_rate >= AUTO_GPU_CELLS_S:
+        return float("inf")
+    return AUTO_GPU_EXTRA_STARTUP_S * cpu_rate / (1.0 - cpu_rate / AUTO_GPU_CELLS_S)
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def pick_device(device: str = "auto", threads: int | None = None, gpus: str | Sequence[int] | None = None,
+                cells: int | None = None) -> str:
+    """``cpu`` or ``cuda`` for a scan of ``cells`` cells. ``auto`` takes the CPU below
+    :func:`auto_gpu_min_cells` (without importing CuPy or touching the driver), unless GPUs are
+    named with ``gpus``; otherwise it follows :func:`gamut.cuda.resolve_device`."""
+    if device == "auto" and gpus is None and cells is not None and cells < auto_gpu_min_cells(threads):
+        return "cpu"
     from gamut.cuda import resolve_device
 
-    return ENGINES[ENGINE_FOR_DEVICE[resolve_device(device, "scan")]](threads, gpus)
+    return resolve_device(device, "scan")
+
+
+def make_engine(device: str = "auto", threads: int | None = None,
+                gpus: str | Sequence[int] | None = None, *, cells: int | None = None) -> AlignmentEngine:
+    """The alignment engine for ``device`` (``auto``: a CUDA GPU when one is usable and the scan,
+    of ``cells`` cells when given, is large enough to gain from it: :func:`pick_device`)."""
+    return ENGINES[ENGINE_FOR_DEVICE[pick_device(device, threads, gpus, cells)]](threads, gpus)

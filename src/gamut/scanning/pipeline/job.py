@@ -13,10 +13,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from gamut.errors import UsageError
-from gamut.io.outputs import check_outputs, is_stdout
+from gamut.io.outputs import check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
 from gamut.scanning.fasta import SeqRecord, read_miranda_fasta
 from gamut.scanning.params import ScanParams
@@ -24,6 +24,14 @@ from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.sinks import FORMATS, OUTPUT_FORMATS, sink_class
 
 DEVICES = ("auto", "cpu", "cuda")
+
+
+class Output(NamedTuple):
+    """One output of a scan: a path (None or ``-``: standard output) and a format name
+    (:data:`gamut.scanning.sinks.FORMATS`; None: the API's DataFrame)."""
+
+    path: str | None
+    format: str | None
 #: Runs of more cells than this show a progress bar when standard error is a terminal.
 PROGRESS_CELLS = 300_000_000
 
@@ -58,6 +66,13 @@ class ScanJob:
     sequences given in memory). ``format`` names a sink (:data:`gamut.scanning.sinks.FORMATS`);
     None is the API's DataFrame. ``threads``, the partition sizes and ``retries`` may be given as
     text (from the command line); the job holds them as numbers.
+
+    ``outputs`` writes several outputs from the one scan: ``(path, format)`` pairs (each format
+    named); give it instead of ``output`` and ``format``, which then hold the first output's (a
+    job of one output holds it in ``output`` and ``format``, ``outputs`` empty). :attr:`targets`
+    is every output either way; each sink is built from :meth:`for_output`, a view of the job with
+    that output alone. ``annotation`` is a BED12,
+    GTF or GFF3 file of the references' transcripts (genome coordinates; read by the sinks).
     """
 
     queries: Sequence[SeqRecord]
@@ -73,6 +88,8 @@ class ScanJob:
     quiet: bool = False
     keyval: bool = False
     banner: str = ""
+    outputs: Sequence[tuple[str | None, str | None]] = ()
+    annotation: str | os.PathLike | None = None
     # the compute
     device: str = "auto"
     threads: int | None = None
@@ -87,11 +104,9 @@ class ScanJob:
 
     def __post_init__(self) -> None:
         """Check every option (before any work or output) and hold the counts as numbers."""
-        if self.format is not None and self.format not in FORMATS:
-            raise UsageError(f"unknown output format '{self.format}' (choose from {', '.join(OUTPUT_FORMATS)})")
-        if self.format is not None and sink_class(self.format).needs_file and is_stdout(self.output):
-            suffix = FORMATS[self.format].suffixes[0]
-            raise UsageError(f"--format {self.format} needs an output file (-o hits{suffix})")
+        self._check_outputs()
+        if self.annotation is not None:
+            object.__setattr__(self, "annotation", _readable_file(self.annotation, "--annotation"))
         if self.device not in DEVICES:
             raise UsageError(f"unknown device '{self.device}' (choose from {', '.join(DEVICES)})")
         if not isinstance(self.params, ScanParams):
@@ -113,13 +128,65 @@ class ScanJob:
         an input), then the files are read."""
         job = cls((), (), params, query_name=query_path, reference_name=reference_path, query_path=query_path,
                   reference_path=reference_path, **options)
-        check_outputs([job.output], (query_path, reference_path))
+        check_outputs([path for path, _ in job.targets], (query_path, reference_path, job.annotation))
         if job.cluster is not None:
             from gamut.cluster import require_dask
 
             require_dask()
         return dataclasses.replace(job, queries=read_miranda_fasta(query_path),
                                    references=read_miranda_fasta(reference_path))
+
+    def _check_outputs(self) -> None:
+        """Hold several outputs as a tuple of :class:`Output` (one output: in ``output`` and
+        ``format``, ``outputs`` empty), and check them: known formats, files for the formats that
+        need one, no two outputs to one file or both to standard output."""
+        outputs = tuple(Output(None if p is None else os.fspath(p), f) for p, f in self.outputs)
+        if len(outputs) > 1 and self.output is not None and os.fspath(self.output) != outputs[0].path:
+            raise UsageError("give output or outputs, not both")
+        if len(outputs) == 1:
+            if self.output is not None and os.fspath(self.output) != outputs[0].path:
+                raise UsageError("give output or outputs, not both")
+            object.__setattr__(self, "output", outputs[0].path)
+            object.__setattr__(self, "format", outputs[0].format)
+            outputs = ()
+        elif len(outputs) > 1:
+            object.__setattr__(self, "output", outputs[0].path)
+            object.__setattr__(self, "format", outputs[0].format)
+        object.__setattr__(self, "outputs", outputs)
+        targets = self.targets
+        for path, fmt in targets:
+            if fmt is None and len(targets) > 1:
+                raise UsageError("several outputs need a format each (the DataFrame is a single output)")
+            if fmt is not None and fmt not in FORMATS:
+                raise UsageError(f"unknown output format '{fmt}' (choose from {', '.join(OUTPUT_FORMATS)})")
+            if fmt is not None and sink_class(fmt).needs_file and is_stdout(path):
+                raise UsageError(f"--format {fmt} needs an output file (-o hits{FORMATS[fmt].suffixes[0]})")
+        if sum(is_stdout(path) for path, _ in targets) > 1:
+            raise UsageError("two outputs to standard output (-o -); give each output but one a file")
+        same = same_outputs([path for path, _ in targets])
+        if same is not None:
+            raise UsageError(f"two outputs to the same file: {same}; give each output its own file")
+
+    @property
+    def targets(self) -> tuple[Output, ...]:
+        """Every output of the job: ``outputs``, or the one of ``output`` and ``format``."""
+        if self.outputs:
+            return tuple(self.outputs)
+        return (Output(None if self.output is None else os.fspath(self.output), self.format),)
+
+    @property
+    def formats(self) -> tuple[str | None, ...]:
+        """The outputs' formats, each once, in :data:`OUTPUT_FORMATS` order (a partition is
+        rendered once per format, whatever the number of outputs in it)."""
+        named = {fmt for _, fmt in self.targets}
+        return tuple(f for f in (*OUTPUT_FORMATS, None) if f in named)
+
+    def for_output(self, output: Output) -> ScanJob:
+        """The job as the sink of ``output`` sees it: that output alone (not checked again)."""
+        view = copy.copy(self)
+        for name, value in (("output", output.path), ("format", output.format), ("outputs", ())):
+            object.__setattr__(view, name, value)
+        return view
 
     def where(self, **changes: Any) -> ScanJob:
         """The same scan run elsewhere: a copy with other ``cluster``, ``run_dir``, ``threads``,
@@ -146,3 +213,18 @@ class ScanJob:
         if self.progress is not None:
             return bool(self.progress)
         return sys.stderr.isatty() and self.scan_input.total_cells() > PROGRESS_CELLS
+
+
+def _readable_file(path: str | os.PathLike, option: str) -> str:
+    """``path`` as text, once it is known to be a regular file this process can open for reading."""
+    shown = os.fspath(path)
+    if not os.path.exists(shown):
+        raise UsageError(f"{option} {shown}: no such file")
+    if os.path.isdir(shown):
+        raise UsageError(f"{option} {shown}: is a directory")
+    try:
+        with open(shown, "rb"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {shown}: cannot read ({exc.strerror or exc})") from None
+    return shown

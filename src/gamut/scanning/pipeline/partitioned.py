@@ -1,21 +1,24 @@
 """The partitioned runner: a scan in partitions, on a Dask cluster of CPUs or GPUs and/or resumable
 in a run directory (:mod:`~gamut.scanning.pipeline.rundir`).
 
-Each worker renders its partitions with the job's engine and a sink of the job's format
+Each worker renders its partitions with the job's engine and a sink of each of the job's formats
 (:func:`~gamut.scanning.pipeline.partitions.compute_partition`); the client hands their data to
-its own sink in partition order. The output is byte for byte that of a single-process run, in
-every format.
+its own sinks (one per output) in partition order. Every output is byte for byte that of a
+single-process run, in every format. A run directory stores a partition's data for all formats in
+one part (:func:`pack_formats`).
 """
 from __future__ import annotations
 
 import contextlib
+import struct
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from gamut.io.atomic import atomic_output
+from gamut.errors import GamutError
+from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitions import (
@@ -23,6 +26,7 @@ from gamut.scanning.pipeline.partitions import (
     PARTITION_PAIRS,
     Partition,
     PartitionTask,
+    abandon_on_failure,
     compute_partition,
     device_kind,
     engine_chunking,
@@ -32,9 +36,9 @@ from gamut.scanning.pipeline.rundir import RunDir, file_fingerprint, scan_option
 from gamut.scanning.sinks.base import Sink
 
 
-def run_partitioned(job: ScanJob, sink: Sink, make_engine: Callable[..., Any]) -> None:
+def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any]) -> None:
     """Carry out ``job`` in partitions: on its cluster (else here, in order), keeping finished
-    partitions in its run directory (if any); ``sink`` writes the output."""
+    partitions in its run directory (if any); each of ``sinks`` writes its output (``job.targets``)."""
     default = {"cells": PARTITION_CELLS[device_kind(job.device)], "pairs": PARTITION_PAIRS}
     asked = None
     if job.partition_cells is not None or job.partition_pairs is not None:
@@ -44,8 +48,9 @@ def run_partitioned(job: ScanJob, sink: Sink, make_engine: Callable[..., Any]) -
     run_dir = None
     if job.run_dir is not None:
         inputs = {"query": file_fingerprint(job.query_path), "reference": file_fingerprint(job.reference_path)}
-        run_dir = RunDir(job.run_dir, inputs, scan_options(job.params, job.format, job.quiet, job.keyval), asked,
-                         default)
+        options = scan_options(job.params, job.formats, job.quiet, job.keyval,
+                               None if job.annotation is None else file_fingerprint(job.annotation))
+        run_dir = RunDir(job.run_dir, inputs, options, asked, default)
         sizes = run_dir.partitioning
     parts = plan_partitions(job.scan_input, sizes["cells"], sizes["pairs"])
     conn, threads, gpus = None, job.threads, job.gpus
@@ -60,15 +65,31 @@ def run_partitioned(job: ScanJob, sink: Sink, make_engine: Callable[..., Any]) -
         if conn is not None:
             stack.callback(conn.close)
         worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=gpus, progress=False)
-        task = PartitionTask(worker_job, type(sink), make_engine)
-        if sink.regroups:
-            sink.chunk_stops = _chunk_stops(task, conn)
-        out = stack.enter_context(atomic_output(job.output, sink.mode)) if sink.mode else None
+        formats = job.formats
+        classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
+        task = PartitionTask(worker_job, classes, make_engine)
+        if any(sink.regroups for sink in sinks):
+            stops = _chunk_stops(task, conn)
+            for sink in sinks:
+                if sink.regroups:
+                    sink.chunk_stops = stops
+        outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
+        abandon_on_failure(stack, sinks)
         label = f"scan [{conn.description if conn else 'partitions'}]"
         bar = stack.enter_context(progress_bar(label, job.scan_input.total_cells(), job.show_progress(), unit="cells"))
-        sink.start(out)
-        execute(task, parts, sink.write_part, conn=conn, run_dir=run_dir, retries=job.retries, progress=bar)
-        sink.close()
+        for sink, out in zip(sinks, outs):
+            sink.start(out)
+        which = [formats.index(o.format) for o in job.targets]
+
+        def write(part: Partition, data: Any) -> None:
+            datas = (data,) if len(formats) == 1 else data
+            for sink, k in zip(sinks, which):
+                sink.write_part(part, datas[k])
+
+        execute(task, parts, write, conn=conn, run_dir=run_dir, retries=job.retries, progress=bar,
+                formats=len(formats))
+        for sink in sinks:
+            sink.close()
 
 
 def execute(
@@ -80,9 +101,11 @@ def execute(
     run_dir: RunDir | None = None,
     retries: int = 2,
     progress: Callable[[int], None] = lambda n: None,
+    formats: int = 1,
 ) -> None:
     """Compute every partition not already in ``run_dir`` (on ``conn``'s cluster, else here, in
-    order) and call ``write(partition, data)`` for all of them in partition order."""
+    order) and call ``write(partition, data)`` for all of them in partition order. A partition's
+    data is a tuple of ``formats`` items when there are several (one part in ``run_dir``)."""
     finished = run_dir.finished(len(parts), _say) if run_dir is not None else set()
     held: dict[int, Any] = {}
     state = {"next": 0}
@@ -91,13 +114,13 @@ def execute(
     def flush() -> None:
         k = state["next"]
         while k < len(parts) and (k in held or k in finished):
-            write(parts[k], held.pop(k) if k in held else run_dir.load(k))
+            write(parts[k], held.pop(k) if k in held else _load(run_dir, k, formats))
             k += 1
         state["next"] = k
 
     def deliver(index: int, data: Any) -> None:
         if run_dir is not None:
-            run_dir.store(index, data)
+            run_dir.store(index, data if formats == 1 else pack_formats(data))
             finished.add(index)
         held[index] = data
         progress(parts[index].cells)
@@ -121,6 +144,43 @@ def execute(
             raise ClusterError(exc.reason, _resume_advice(run_dir, len(finished), len(parts))) from None
     if state["next"] != len(parts):
         raise RuntimeError(f"partitions {state['next']}.. were not delivered")
+
+
+#: A part holding several formats' data: this tag, their count (4 bytes) and lengths (8 bytes
+#: each, little-endian), then the data one after the other.
+PACKED_TAG = b"gamut-formats\n"
+
+
+def pack_formats(datas: Sequence[bytes]) -> bytes:
+    """One part of several formats' data (a run directory stores one file per partition)."""
+    head = PACKED_TAG + struct.pack(f"<I{len(datas)}Q", len(datas), *(len(d) for d in datas))
+    return b"".join((head, *datas))
+
+
+def unpack_formats(data: bytes, count: int) -> tuple[bytes, ...]:
+    """The ``count`` formats' data of a part made by :func:`pack_formats` (ValueError if it is not one)."""
+    start = len(PACKED_TAG) + 4 + 8 * count
+    if data[:len(PACKED_TAG)] != PACKED_TAG or len(data) < start:
+        raise ValueError("not a part of several formats")
+    found, *lengths = struct.unpack_from(f"<I{count}Q", data, len(PACKED_TAG))
+    if found != count or start + sum(lengths) != len(data):
+        raise ValueError(f"a part of {found} formats, not {count}")
+    out = []
+    for length in lengths:
+        out.append(data[start:start + length])
+        start += length
+    return tuple(out)
+
+
+def _load(run_dir: RunDir, index: int, formats: int) -> Any:
+    data = run_dir.load(index)
+    if formats == 1:
+        return data
+    try:
+        return unpack_formats(data, formats)
+    except ValueError as exc:
+        raise GamutError(f"--run-dir {run_dir.path}: partition {index} cannot be read back ({exc}); "
+                         "run the same command again to recompute it") from None
 
 
 def _say(line: str) -> None:

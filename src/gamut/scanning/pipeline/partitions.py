@@ -3,17 +3,22 @@
 A partition is a run of consecutive pairs of miRanda's output order (``start..stop-1``, about
 ``partition_cells`` cells). Its output depends only on its pairs, its running counter
 (``counter0 = start``) and the last query of the partition before it, so any process can
-render it: :func:`compute_partition` runs the job's engine and a sink of the job's format, as a
-single process would, and returns the partition's data (the bytes it adds to the output).
+render it: :func:`compute_partition` runs the job's engine and a sink of each of the job's
+formats, as a single process would, and returns the partition's data (the bytes it adds to the
+output; with several formats, a tuple of each format's data, the scan run once for all).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import queue
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gamut.io.threads import numba_threads
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.scan_loop import scan_chunks
@@ -57,17 +62,18 @@ def device_kind(device: str) -> str:
 @dataclass(frozen=True)
 class PartitionTask:
     """What every worker needs to render partitions: the job (as the workers run it: no cluster),
-    the sink class of its format and the engine factory (``make_engine(device, threads, gpus)``)."""
+    the sink class of each of its formats (``job.formats``, in that order) and the engine factory
+    (``make_engine(device, threads, gpus)``)."""
 
     job: ScanJob
-    sink: type
+    sinks: tuple[type, ...]
     make_engine: Callable[..., Any]
     token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
 
 
-#: Per process: engines by (factory, device, threads, gpus), and the sink of the current task.
+#: Per process: engines by (factory, device, threads, gpus), and the sinks of the current task.
 _ENGINES: dict[tuple, Any] = {}
-_SINKS: dict[str, Any] = {}
+_SINKS: dict[str, list] = {}
 
 
 def task_engine(task: PartitionTask):
@@ -79,13 +85,15 @@ def task_engine(task: PartitionTask):
     return engine
 
 
-def _task_sink(task: PartitionTask):
-    """The task's sink (its id columns are built once per process and task)."""
-    sink = _SINKS.get(task.token)
-    if sink is None:
+def _task_sinks(task: PartitionTask) -> list:
+    """The task's sinks, one per format (their id columns are built once per process and task)."""
+    sinks = _SINKS.get(task.token)
+    if sinks is None:
         _SINKS.clear()
-        sink = _SINKS[task.token] = task.sink(task.job)
-    return sink
+        job = task.job
+        views = [job.for_output(next(o for o in job.targets if o.format == fmt)) for fmt in job.formats]
+        sinks = _SINKS[task.token] = [cls(view) for cls, view in zip(task.sinks, views)]
+    return sinks
 
 
 def engine_chunking(task: PartitionTask) -> tuple[int, int]:
@@ -96,8 +104,106 @@ def engine_chunking(task: PartitionTask) -> tuple[int, int]:
 
 def compute_partition(task: PartitionTask, index: int, start: int, stop: int, prev_query: int) -> Any:
     """Scan partition ``index`` (pairs ``start..stop-1``) and return its data, as the task's sink
-    renders it."""
+    renders it (several formats: a tuple of each one's data, in ``task.job.formats`` order)."""
     job = task.job
     si = job.scan_input
     chunks = scan_chunks(si, task_engine(task), threads=job.threads, pairs=si.pair_range(start, stop), counter0=start)
-    return _task_sink(task).render(chunks, prev_query)
+    data = render_all(_task_sinks(task), chunks, prev_query, job.threads)
+    return data[0] if len(data) == 1 else data
+
+
+def abandon_on_failure(stack: contextlib.ExitStack, sinks: Sequence[Any]) -> None:
+    """If the block of ``stack`` fails, close those of ``sinks`` that need a file (Parquet's
+    writer) quietly first: their temporary files are being discarded, and a writer left open
+    would close itself into a closed file when collected (a traceback on standard error). The
+    others are left as they are (a text sink would add its footer to standard output)."""
+    def abandon(kind, value, traceback) -> bool:
+        if kind is not None:
+            for sink in (s for s in sinks if getattr(s, "needs_file", False)):
+                with contextlib.suppress(Exception):
+                    sink.close()
+        return False
+
+    stack.push(abandon)
+
+
+_END = object()
+
+
+def render_all(sinks: Sequence[Any], chunks: Iterator, prev_query: int, threads: int | None = None) -> tuple:
+    """Each sink's ``render`` of the same chunks, the chunks made once: the first sink renders in
+    this thread, each other one on a thread of its own that gets every chunk as it comes. The
+    sinks take turns (one renders while the others wait for the next chunk), so no two format
+    at once, as with one sink: memory stays bounded by a chunk or two, and Numba's kernels are
+    never called from two threads at once."""
+    if len(sinks) == 1:
+        return (sinks[0].render(chunks, prev_query),)
+    feeds = [_Feed(sink, prev_query, threads) for sink in sinks[1:]]
+
+    def broadcast() -> Iterator:
+        for item in chunks:
+            for feed in feeds:
+                feed.give(item)
+            yield item
+
+    first = None
+    try:
+        items = broadcast()
+        first = sinks[0].render(items, prev_query)
+        for _ in items:  # a sink that stopped early: the others still get every chunk
+            pass
+    finally:
+        for feed in feeds:
+            feed.finish()
+    return (first, *(feed.result() for feed in feeds))
+
+
+class _Feed:
+    """A sink rendering on its own thread the chunks :meth:`give` hands it, one at a time:
+    ``give`` returns once the sink has finished the chunk and asks for the next."""
+
+    def __init__(self, sink: Any, prev_query: int, threads: int | None) -> None:
+        self.items: queue.Queue = queue.Queue(maxsize=1)
+        self.asking: queue.Queue = queue.Queue()
+        self.ended = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(sink, prev_query, threads), daemon=True,
+                                       name="gamut-sink")
+        self.thread.start()
+
+    def _chunks(self) -> Iterator:
+        while True:
+            item = self.items.get()
+            if item is _END:
+                self.ended = True
+                return
+            yield item
+            self.asking.put(None)
+
+    def _run(self, sink: Any, prev_query: int, threads: int | None) -> None:
+        try:
+            with numba_threads(threads):
+                self.value = sink.render(self._chunks(), prev_query)
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller by result())
+            self.error = exc
+        finally:
+            self.asking.put(None)  # a give() waiting for this sink returns
+            while not self.ended:  # take what is still handed over, so that give() never blocks
+                if self.items.get() is _END:
+                    self.ended = True
+                else:
+                    self.asking.put(None)
+
+    def give(self, item: Any) -> None:
+        self.items.put(item)
+        self.asking.get()
+
+    def finish(self) -> None:
+        self.items.put(_END)
+        self.thread.join()
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value

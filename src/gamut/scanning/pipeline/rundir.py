@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gamut.errors import GamutError, UsageError
@@ -42,13 +42,22 @@ def file_fingerprint(path: str | os.PathLike) -> dict:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "head_tail_sha256": digest.hexdigest()}
 
 
-def scan_options(params: ScanParams, fmt: str, quiet: bool, keyval: bool) -> dict:
-    """The settings that shape a partition's bytes (the restrict list by its hash)."""
+def scan_options(params: ScanParams, formats: str | Sequence[str], quiet: bool, keyval: bool,
+                 annotation: dict | None = None) -> dict:
+    """The settings that shape a partition's bytes (the restrict list by its hash): the outputs'
+    formats (one: its name; several: the list, each once in a fixed order, as a part holds them;
+    their paths and order on the command line do not matter), and the annotation file's
+    fingerprint when there is one."""
     fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
     restrict = fields.pop("restrict")
     fields["restrict_sha256"] = None if restrict is None else hashlib.sha256(
         "\n".join(f"{q}\t{r}" for q, r in sorted(restrict)).encode("utf-8", "surrogateescape")).hexdigest()
-    return {"params": fields, "format": fmt, "quiet": bool(quiet), "keyval": bool(keyval)}
+    if not isinstance(formats, str):
+        formats = formats[0] if len(formats) == 1 else list(formats)
+    options = {"params": fields, "format": formats, "quiet": bool(quiet), "keyval": bool(keyval)}
+    if annotation is not None:
+        options["annotation"] = annotation
+    return json.loads(json.dumps(options))  # as the manifest holds them: tuples are lists
 
 
 class RunDir:
@@ -106,6 +115,11 @@ class RunDir:
         if manifest.get("options") != options:
             old, new = _flat(manifest.get("options", {})), _flat(options)
             names = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            if names == ["format"]:
+                kept = old.get("format")
+                kept = ", ".join(kept) if isinstance(kept, list) else kept
+                raise UsageError(f"{where} outputs of format {kept}; give outputs of those formats "
+                                 "(any file names, any order) or use a new directory")
             raise UsageError(f"{where} different options ({', '.join(names)}); use a new directory or the same options")
         kept = manifest.get("partitioning")
         if partitioning is not None and kept != partitioning:

@@ -1,20 +1,24 @@
-"""Where a scan job runs: :func:`run_job` picks the runner, and every runner takes the job, an
-engine factory and a sink.
+"""Where a scan job runs: :func:`run_job` picks the runner, and every runner takes the job, its
+sinks (one per output) and an engine factory.
 
 - :func:`run_in_process`: here, chunk after chunk (:func:`~gamut.scanning.pipeline.scan_loop.scan_chunks`),
-  the engine aligning the next chunk on a thread while the sink writes the current one;
+  the engine aligning the next chunk on a thread while the sinks write the current one;
 - :func:`~gamut.scanning.pipeline.partitioned.run_partitioned`: in partitions, on a Dask cluster
   and/or resumable in a run directory.
+
+Every output is written from the same chunks (the scan runs once), and the outputs appear
+together (:func:`gamut.io.atomic.atomic_outputs`): all or none of them are replaced.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from gamut.io.atomic import atomic_output
+from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.partitions import abandon_on_failure
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.scanning.sinks import sink_class
 from gamut.scanning.sinks.base import Sink
@@ -23,21 +27,25 @@ from gamut.scanning.sinks.base import Sink
 EngineFactory = Callable[..., Any]
 
 
-def run_in_process(job: ScanJob, sink: Sink, make_engine: EngineFactory) -> None:
-    """Carry out ``job`` in this process; ``sink`` writes the output."""
-    engine = make_engine(job.device, job.threads, job.gpus)
+def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFactory) -> None:
+    """Carry out ``job`` in this process; each of ``sinks`` writes its output (``job.targets``)."""
+    engine = make_engine(job.device, job.threads, job.gpus, cells=job.scan_input.total_cells())
     si = job.scan_input
     with contextlib.ExitStack() as stack:
-        out = stack.enter_context(atomic_output(job.output, sink.mode)) if sink.mode else None
+        outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
+        abandon_on_failure(stack, sinks)
         tracker = stack.enter_context(progress_bar(f"scan [{engine.name}]", si.total_cells(), job.show_progress(),
                                                    unit="cells"))
-        sink.start(out)
+        for sink, out in zip(sinks, outs):
+            sink.start(out)
         for result, spare_cores in scan_chunks(si, engine, threads=job.threads, progress=tracker):
-            sink.write(result, spare_cores)
-        sink.close()
+            for sink in sinks:
+                sink.write(result, spare_cores)
+        for sink in sinks:
+            sink.close()
 
 
-def pick_runner(job: ScanJob) -> Callable[[ScanJob, Sink, EngineFactory], None]:
+def pick_runner(job: ScanJob) -> Callable[[ScanJob, Sequence[Sink], EngineFactory], None]:
     """The runner for ``job``: in partitions with a cluster or a run directory, else in this process."""
     if job.partitioned:
         from gamut.scanning.pipeline.partitioned import run_partitioned
@@ -46,12 +54,19 @@ def pick_runner(job: ScanJob) -> Callable[[ScanJob, Sink, EngineFactory], None]:
     return run_in_process
 
 
+def make_sinks(job: ScanJob) -> list[Sink]:
+    """A sink per output, each built from the job as its output sees it (:meth:`ScanJob.for_output`)."""
+    return [sink_class(out.format)(job.for_output(out)) for out in job.targets]
+
+
 def run_job(job: ScanJob, make_engine: EngineFactory | None = None, sink: Sink | None = None) -> Sink:
-    """Carry out ``job`` with engines from ``make_engine`` (default: the engine registry) and
-    ``sink`` (default: one of the job's format); returns the sink, closed."""
+    """Carry out ``job`` with engines from ``make_engine`` (default: the engine registry) and a sink
+    per output (``sink``, for a job of one output: that one instead); returns the first output's
+    sink, closed (the only one, but for jobs of several outputs)."""
     if make_engine is None:
         from gamut.scanning.engines import make_engine
-    if sink is None:
-        sink = sink_class(job.format)(job)
-    pick_runner(job)(job, sink, make_engine)
-    return sink
+    if sink is not None and len(job.targets) != 1:
+        raise ValueError("run_job(sink=...) takes a job of one output")
+    sinks = [sink] if sink is not None else make_sinks(job)
+    pick_runner(job)(job, sinks, make_engine)
+    return sinks[0]

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from gamut.scanning.alignments import AlignmentEngine
 from gamut.scanning.hits import NOENERGY_VALUE, HitTable, chunk_hits
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
+
+if TYPE_CHECKING:
+    from gamut.scanning.sites import SiteColumns
 
 __all__ = ["ChunkResult", "ScanInput", "hit_energies", "run_scan", "scan_chunks"]
 
@@ -34,6 +38,8 @@ class ChunkResult:
     pairs: np.ndarray  # int64 (n, 2): query index, reference index
     hits: HitTable  # energies and reported flags set
     counter0: int
+    #: Site types and context of every hit (:func:`gamut.scanning.sites.chunk_sites`), once computed.
+    sites: SiteColumns | None = None
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
@@ -118,6 +124,10 @@ def scan_chunks(
             energies = hit_energies(hits, params, threads, engine.energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)
             result = ChunkResult(pairs, hits, counter)
+            if params.site_types is not None:  # --site-types: only hits of those types are reported
+                from gamut.scanning.sites import site_filter
+
+                site_filter(result, scan_input, params.site_types, spare_cores)
             counter += len(result)
             if progress is not None:
                 progress(int((ql[pairs[:, 0]] * rl[pairs[:, 1]]).sum()))

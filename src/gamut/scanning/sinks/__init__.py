@@ -27,7 +27,8 @@ FORMATS: dict[str, Format] = {
     "tsv": Format("gamut.scanning.sinks.table", "TsvSink", (".tsv",)),
     "jsonl": Format("gamut.scanning.sinks.table", "JsonlSink", (".jsonl",)),
     "parquet": Format("gamut.scanning.sinks.parquet", "ParquetSink", (".parquet",)),
-    "bed": Format("gamut.scanning.sinks.bed", "BedSink", (".bed",)),
+    "bed": Format("gamut.scanning.sinks.bed12", "Bed12Sink", (".bed",)),
+    "bed6": Format("gamut.scanning.sinks.bed", "BedSink", (".bed6",)),
 }
 #: The Python API's table (:func:`gamut.scan`): a sink, but no file format.
 FRAME = Format("gamut.scanning.sinks.frame", "FrameSink")

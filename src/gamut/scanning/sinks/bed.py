@@ -1,4 +1,5 @@
-"""Hits as BED6, in reference coordinates: one line per reported hit, in the scan's output order
+"""Hits as BED6 (``--format bed6``, or an output named ``*.bed6``; ``bed`` is BED12:
+:mod:`gamut.scanning.sinks.bed12`), in reference coordinates: one line per reported hit, in the scan's output order
 (every reference for the first query, then the second, ...; not sorted by position).
 
 Columns: ``chrom`` the reference id, ``chromStart`` ``ref_start - 1`` and ``chromEnd``

@@ -1,6 +1,9 @@
 """What every sink formats from: a chunk's reported hits as columns, and the run's id columns.
 
-:data:`HIT_COLUMNS` are the fields of a hit table (API, TSV, JSONL, Parquet), in miRanda's order.
+:data:`HIT_COLUMNS` are the fields of a hit table (API, TSV, JSONL, Parquet), in miRanda's order;
+:data:`CONTEXT_COLUMNS` follow them (site type and context, :mod:`gamut.scanning.sites`), then,
+with an annotation, :data:`GENOME_COLUMNS` (:mod:`gamut.scanning.genome`): see
+:func:`table_columns`.
 """
 from __future__ import annotations
 
@@ -13,14 +16,23 @@ from gamut.io.textcols import StringColumn, TextBuilder
 from gamut.scanning.fasta import SeqRecord
 
 if TYPE_CHECKING:
+    from gamut.scanning.genome import GenomeHits, GenomeMap
+    from gamut.scanning.pipeline.job import ScanJob
     from gamut.scanning.pipeline.pairs import ScanInput
     from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.sites import SiteColumns
 
 #: Columns of a hit table (API, TSV, JSONL, Parquet), in miRanda's order.
 HIT_COLUMNS = (
     "query_id", "reference_id", "score", "energy", "query_start", "query_end", "ref_start",
     "ref_end", "aln_length", "identity", "similarity", "aln_mirna", "aln_map", "aln_utr",
 )
+#: Site type and context columns, after :data:`HIT_COLUMNS` (docs/scan.md gives their definitions).
+CONTEXT_COLUMNS = ("site_type", "dist_to_end", "supp_pairs", "local_au")
+#: Genome coordinates, last, with an annotation only: 0-based half-open ``genome_start``/``genome_end``,
+#: ``blocks`` as ``start-end,start-end`` (ascending, 0-based half-open); empty/null for references
+#: the annotation lacks.
+GENOME_COLUMNS = ("chrom", "genome_start", "genome_end", "strand", "blocks")
 #: The alignment strings (letters, '|', ':', ' ' and '-' only: quoted without escaping in JSON lines).
 ALIGNMENT_COLUMNS = ("aln_mirna", "aln_map", "aln_utr")
 
@@ -43,6 +55,8 @@ class ReportedHits:
         self.r = result.pairs[self.pair, 1]
         self.hits = hits
         self.noenergy = scan_input.params.noenergy
+        self.input = scan_input
+        self.spare = False
 
     def __len__(self) -> int:
         return int(self.rows.size)
@@ -57,6 +71,12 @@ class ReportedHits:
     def energy_rounded(self) -> np.ndarray:
         """Energies as the tables hold them: float64 rounded to 2 decimals (0 with -noenergy)."""
         return np.zeros(self.rows.size) if self.noenergy else np.round(self.field("energy").astype(np.float64), 2)
+
+    def sites(self) -> SiteColumns:
+        """Site type and context of each reported hit."""
+        from gamut.scanning.sites import chunk_sites
+
+        return chunk_sites(self.result, self.input, self.spare).take(self.rows)
 
     def lines(self, builder: TextBuilder, which: int) -> tuple[np.ndarray, np.ndarray]:
         """Alignment line ``which`` (0 query, 1 map, 2 reference) of each reported hit."""
@@ -88,3 +108,33 @@ class IdColumns:
             }[name]()
             col = self._cache[name] = StringColumn(texts)
         return col
+
+
+def annotation_path(job: ScanJob) -> str | None:
+    """The job's ``--annotation`` file, if any."""
+    return getattr(job, "annotation", None)
+
+
+def table_columns(job: ScanJob) -> tuple[str, ...]:
+    """The columns of a hit table for this job: hit, context and (with an annotation) genome columns."""
+    return HIT_COLUMNS + CONTEXT_COLUMNS + (GENOME_COLUMNS if annotation_path(job) else ())
+
+
+def job_genome_map(job: ScanJob) -> GenomeMap | None:
+    """The job's annotation matched to its references (None without one), built once per scan input."""
+    path = annotation_path(job)
+    if not path:
+        return None
+    scan_input = job.scan_input
+    cache = scan_input.__dict__.setdefault("_gamut_genome_maps", {})
+    found = cache.get(path)
+    if found is None:
+        from gamut.scanning.genome import genome_map
+
+        found = cache[path] = genome_map(path, scan_input)
+    return found
+
+
+def hit_genome(genome: GenomeMap, c: ReportedHits, sites: SiteColumns) -> GenomeHits:
+    """Genome coordinates of a chunk's reported hits."""
+    return genome.map(c.r, c.field("ref_start"), c.field("ref_end"), sites.seed_start, sites.seed_end)

@@ -1,5 +1,5 @@
 """The Python API's result: the reported hits as a pandas DataFrame of
-:data:`~gamut.scanning.sinks.columns.HIT_COLUMNS` (:attr:`FrameSink.frame` once closed)."""
+:func:`~gamut.scanning.sinks.columns.table_columns` (:attr:`FrameSink.frame` once closed)."""
 from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING, ClassVar
@@ -7,8 +7,14 @@ from typing import IO, TYPE_CHECKING, ClassVar
 import numpy as np
 
 from gamut.io.threads import Parallel
+from gamut.scanning.params import SITE_TYPES
 from gamut.scanning.sinks.base import Chunks
-from gamut.scanning.sinks.columns import HIT_COLUMNS, ReportedHits
+from gamut.scanning.sinks.columns import (
+    ReportedHits,
+    hit_genome,
+    job_genome_map,
+    table_columns,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +37,8 @@ class FrameSink:
         self.rids = np.array([x.id for x in self.input.references], dtype=object)
         self.frames: list[pd.DataFrame] = []
         self.frame: pd.DataFrame | None = None
+        self.names = table_columns(job)
+        self.genome = job_genome_map(job)
 
     def _chunk_frame(self, result: ChunkResult) -> pd.DataFrame | None:
         import pandas as pd
@@ -47,7 +55,32 @@ class FrameSink:
                                         "identity", "similarity")},
             "aln_mirna": [lines[0][k] for k in rows], "aln_map": [lines[1][k] for k in rows],
             "aln_utr": [lines[2][k] for k in rows],
+            **self._extra(c),
         })
+
+    def _extra(self, c: ReportedHits) -> dict:
+        """The context columns and, with an annotation, the genome columns (None where unmapped)."""
+        import pandas as pd
+
+        sites = c.sites()
+        out = {"site_type": pd.Categorical.from_codes(sites.site, SITE_TYPES), "dist_to_end": sites.dist_to_end,
+               "supp_pairs": sites.supp_pairs.astype(np.int64), "local_au": np.round(sites.local_au.astype(np.float64), 2)}
+        if self.genome is not None:
+            from gamut.scanning.genome import block_text
+
+            g = hit_genome(self.genome, c, sites)
+            buf, starts, lengths = block_text(g.block_off, g.block_start, g.block_end, mid="-")
+            text = buf.tobytes().decode("ascii")
+            mapped = g.mapped.tolist()
+            chroms = np.array(self.genome.chroms + [None], dtype=object)
+            out.update({
+                "chrom": chroms[np.where(g.mapped, g.chrom, len(self.genome.chroms))],
+                "genome_start": pd.arrays.IntegerArray(g.start, ~g.mapped),  # nullable: <NA> where unmapped
+                "genome_end": pd.arrays.IntegerArray(g.end, ~g.mapped),
+                "strand": np.array(["-", None, "+"], dtype=object)[g.strand.astype(np.int64) + 1],
+                "blocks": [text[a:a + n] if m else None for a, n, m in zip(starts.tolist(), lengths.tolist(), mapped)],
+            })
+        return out
 
     def start(self, out: IO | None) -> None:
         pass
@@ -72,7 +105,7 @@ class FrameSink:
         import pandas as pd
 
         if not self.frames:
-            self.frame = pd.DataFrame({name: [] for name in HIT_COLUMNS})
+            self.frame = pd.DataFrame({name: [] for name in self.names})
         else:
             self.frame = pd.concat(self.frames, ignore_index=True)
         return self.frame

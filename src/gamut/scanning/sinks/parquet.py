@@ -1,4 +1,4 @@
-"""Reported hits as a Parquet file of :data:`~gamut.scanning.sinks.columns.HIT_COLUMNS`: one row
+"""Reported hits as a Parquet file of :func:`~gamut.scanning.sinks.columns.table_columns`: one row
 group per chunk with hits, in one process and in partitions alike (needs pyarrow)."""
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ import numpy as np
 from gamut.errors import UsageError
 from gamut.io.textcols import gather
 from gamut.io.threads import Parallel
+from gamut.scanning.params import SITE_TYPES
 from gamut.scanning.sinks.base import Chunks
-from gamut.scanning.sinks.columns import HIT_COLUMNS, ReportedHits
+from gamut.scanning.sinks.columns import (
+    HIT_COLUMNS,
+    ReportedHits,
+    hit_genome,
+    job_genome_map,
+    table_columns,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,12 +36,26 @@ def _pyarrow():
     return pa
 
 
-def arrow_schema() -> pa.Schema:
-    """The Parquet/Arrow schema of a hit table."""
+def arrow_schema(names: tuple[str, ...] = HIT_COLUMNS) -> pa.Schema:
+    """The Parquet/Arrow schema of a hit table with columns ``names``."""
     pa = _pyarrow()
-    types = {"query_id": pa.string(), "reference_id": pa.string(), "energy": pa.float64(), "identity": pa.float64(),
-             "similarity": pa.float64(), "aln_mirna": pa.string(), "aln_map": pa.string(), "aln_utr": pa.string()}
-    return pa.schema([(name, types.get(name, pa.int64())) for name in HIT_COLUMNS])
+    strings = ("query_id", "reference_id", "aln_mirna", "aln_map", "aln_utr", "site_type", "chrom", "strand", "blocks")
+    floats = ("energy", "identity", "similarity", "local_au")
+    return pa.schema([(name, pa.string() if name in strings else pa.float64() if name in floats else pa.int64())
+                      for name in names])
+
+
+def _strings(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, valid: np.ndarray | None,
+             spare_cores: Parallel) -> pa.Array:
+    """A string array of ``data[starts[k]:starts[k]+lengths[k]]`` (null where not ``valid``)."""
+    import pyarrow as pa
+
+    packed, _ = gather(data, starts, lengths, spare_cores)
+    offsets = np.zeros(lengths.shape[0] + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(packed), bitmap,
+                                       -1 if valid is None else int((~valid).sum()))
 
 
 class ArrowBatches:
@@ -44,9 +65,13 @@ class ArrowBatches:
     def __init__(self, job: ScanJob) -> None:
         pa = _pyarrow()
         self.input = job.scan_input
-        self.schema = arrow_schema()
+        self.schema = arrow_schema(table_columns(job))
         self.ids = (pa.array([x.id for x in self.input.queries], pa.string()),
                     pa.array([x.id for x in self.input.references], pa.string()))
+        self.site_names = pa.array(SITE_TYPES, pa.string())
+        self.genome = job_genome_map(job)
+        if self.genome is not None:
+            self.chroms = pa.array(self.genome.chroms, pa.string())
 
     def batch(self, result: ChunkResult, spare_cores: Parallel) -> pa.RecordBatch:
         """The chunk's reported hits."""
@@ -55,17 +80,29 @@ class ArrowBatches:
         c = ReportedHits(result, self.input)
 
         def text(which: int) -> pa.Array:
-            lengths = c.hits.width[c.rows]
-            data, _ = gather(c.hits.text, c.line_starts(which), lengths, spare_cores)
-            offsets = np.zeros(lengths.shape[0] + 1, np.int32)
-            np.cumsum(lengths, out=offsets[1:])
-            return pa.StringArray.from_buffers(lengths.shape[0], pa.py_buffer(offsets), pa.py_buffer(data))
+            return _strings(c.hits.text, c.line_starts(which), c.hits.width[c.rows], None, spare_cores)
 
         qids, rids = self.ids
         arrays = [qids.take(pa.array(c.q)), rids.take(pa.array(c.r)), pa.array(c.field("score")),
                   pa.array(c.energy_rounded()),
                   *(pa.array(c.field(n)) for n in ("query_start", "query_end", "ref_start", "ref_end", "aln_length")),
                   pa.array(c.field("identity")), pa.array(c.field("similarity")), text(0), text(1), text(2)]
+        c.spare = spare_cores
+        sites = c.sites()
+        au = sites.local_au.astype(np.float64)
+        arrays += [self.site_names.take(pa.array(sites.site.astype(np.int64))), pa.array(sites.dist_to_end),
+                   pa.array(sites.supp_pairs.astype(np.int64)), pa.array(np.round(au, 2), mask=np.isnan(au))]
+        if self.genome is not None:
+            from gamut.scanning.genome import block_text
+
+            g = hit_genome(self.genome, c, sites)
+            absent = ~g.mapped
+            buf, starts, lengths = block_text(g.block_off, g.block_start, g.block_end, mid="-")
+            strand = np.frombuffer(b"-?+", np.uint8)
+            arrays += [self.chroms.take(pa.array(g.chrom, mask=absent)), pa.array(g.start, mask=absent),
+                       pa.array(g.end, mask=absent),
+                       _strings(strand, g.strand.astype(np.int64) + 1, np.ones(len(g), np.int64), g.mapped, spare_cores),
+                       _strings(buf, starts, lengths, g.mapped, spare_cores)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 

@@ -1,0 +1,177 @@
+"""Site types and context columns of a chunk's hits, in one compiled pass over its hit columns.
+
+The definitions are those of ``docs/scan.md`` ("Site types, context and genome coordinates"):
+
+- ``t1``: the reference position (1-based) facing miRNA position 1 in miRanda's alignment:
+  ``ref_end`` plus the number of ``-`` at the end of the ``aln_utr`` line. miRNA position p
+  (1..8) faces reference position ``t1 - (p - 1)`` (the seed read without gaps, as TargetScan
+  does); it matches when the reference letter is the Watson-Crick complement of the miRNA letter
+  (T = U, case ignored, G:U not a match); a position outside the reference does not match.
+- ``site_type``: ``8mer`` (2-8 match, A at t1), ``7mer-m8`` (2-8, no A), ``7mer-A1`` (2-7, not 8,
+  A), ``6mer`` (2-7, not 8, no A), ``offset-6mer`` (3-8, not 2), ``none``.
+- ``dist_to_end``: ``min(ref_start - 1, length - ref_end)``.
+- ``supp_pairs``: miRNA positions 13-16 Watson-Crick paired in miRanda's alignment (0-4).
+- ``local_au``: percent A/U/T among the reference letters within 30 nt on each side of the hit
+  (NaN when there are none).
+- ``seed_start``/``seed_end``: the reference positions facing miRNA 8 and 2 (1-based, inclusive),
+  clipped to the hit's span (``seed_end < seed_start`` when nothing is left).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import njit, prange
+
+from gamut.io.threads import Parallel, run_kernel
+
+if TYPE_CHECKING:
+    from gamut.scanning.hits import HitTable
+    from gamut.scanning.pipeline.pairs import ScanInput
+    from gamut.scanning.pipeline.scan_loop import ChunkResult
+
+from gamut.scanning.params import SITE_TYPES
+
+#: Site type codes (index into :data:`~gamut.scanning.params.SITE_TYPES`, the ``site_type`` names).
+SITE_CODES = {name: code for code, name in enumerate(SITE_TYPES)}
+#: miRNA positions whose pairing is "3'-supplementary" (Grimson et al. 2007).
+SUPPLEMENTARY = (13, 16)
+#: Letters on each side of a hit counted by ``local_au``.
+AU_WINDOW = 30
+
+_GAP, _WC = ord("-"), ord("|")
+
+
+@njit(cache=True, nogil=True)
+def _up(c):
+    c = c - 32 if 97 <= c <= 122 else c
+    return 85 if c == 84 else c  # T -> U
+
+
+@njit(cache=True, nogil=True)
+def _pairs(m, r):
+    """Watson-Crick pair of miRNA letter ``m`` and reference letter ``r`` (case and T/U ignored)."""
+    m = _up(m)
+    r = _up(r)
+    return (m == 65 and r == 85) or (m == 85 and r == 65) or (m == 71 and r == 67) or (m == 67 and r == 71)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, ref_end, text, text_off, width,
+                 window, supp_lo, supp_hi):
+    n = hit_q.shape[0]
+    site = np.empty(n, np.int8)
+    t1_out = np.empty(n, np.int64)
+    supp = np.empty(n, np.int8)
+    au = np.empty(n, np.float32)
+    for h in prange(n):
+        qo = q_off[hit_q[h]]
+        L = q_off[hit_q[h] + 1] - qo
+        ro = r_off[hit_r[h]]
+        R = r_off[hit_r[h] + 1] - ro
+        w = width[h]
+        rline = text_off[h] + 2 * w
+        trailing = 0
+        while trailing < w and text[rline + w - 1 - trailing] == _GAP:
+            trailing += 1
+        t1 = ref_end[h] + trailing
+        t1_out[h] = t1
+        match = np.zeros(9, np.bool_)
+        for p in range(2, 9):
+            t = t1 - (p - 1)
+            if p <= L and 1 <= t <= R:
+                match[p] = _pairs(q_letters[qo + p - 1], r_letters[ro + t - 1])
+        a1 = 1 <= t1 <= R and (r_letters[ro + t1 - 1] == 65 or r_letters[ro + t1 - 1] == 97)
+        m2_7 = match[2] and match[3] and match[4] and match[5] and match[6] and match[7]
+        if m2_7 and match[8]:
+            code = 0 if a1 else 1
+        elif m2_7:
+            code = 2 if a1 else 3
+        elif match[3] and match[4] and match[5] and match[6] and match[7] and match[8]:
+            code = 4
+        else:
+            code = 5
+        site[h] = code
+        # 3'-supplementary pairs: walk the query line from its right end (miRNA position 1).
+        qline = text_off[h]
+        mline = qline + w
+        p = 0
+        count = 0
+        for x in range(w - 1, -1, -1):
+            if text[qline + x] != _GAP:
+                p += 1
+                if supp_lo <= p <= supp_hi and text[mline + x] == _WC:
+                    count += 1
+                if p >= supp_hi:
+                    break
+        supp[h] = count
+        # Local AU content around the hit's span.
+        total = 0
+        n_au = 0
+        lo = max(1, ref_start[h] - window)
+        hi = min(R, ref_end[h] + window)
+        for t in range(lo, hi + 1):
+            if t == ref_start[h]:
+                continue
+            if ref_start[h] < t <= ref_end[h]:
+                continue
+            c = _up(r_letters[ro + t - 1])
+            total += 1
+            n_au += c == 65 or c == 85
+        au[h] = np.float32(100.0 * n_au / total) if total > 0 else np.float32(np.nan)
+    return site, t1_out, supp, au
+
+
+@dataclass
+class SiteColumns:
+    """Per hit of a chunk (every hit, reported or not): site type code (index into
+    :data:`SITE_TYPES`), ``t1``, ``dist_to_end``, ``supp_pairs``, ``local_au`` and the seed's span."""
+
+    site: np.ndarray  # int8
+    t1: np.ndarray  # int64
+    dist_to_end: np.ndarray  # int64
+    supp_pairs: np.ndarray  # int8
+    local_au: np.ndarray  # float32 percent, NaN without flanking letters
+    seed_start: np.ndarray  # int64, 1-based inclusive
+    seed_end: np.ndarray  # int64
+
+    def take(self, rows: np.ndarray) -> SiteColumns:
+        return SiteColumns(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
+
+    def names(self) -> np.ndarray:
+        """The site types as strings (object array)."""
+        return np.asarray(SITE_TYPES, dtype=object)[self.site]
+
+
+def site_columns(hits: HitTable, pairs: np.ndarray, scan_input: ScanInput, parallel: Parallel = False) -> SiteColumns:
+    """The :class:`SiteColumns` of every hit of a chunk (``pairs``: its (query, reference) indices)."""
+    queries, references = scan_input.query_set, scan_input.reference_set
+    hit_q = np.ascontiguousarray(pairs[hits.pair, 0], np.int64)
+    hit_r = np.ascontiguousarray(pairs[hits.pair, 1], np.int64)
+    rs = np.ascontiguousarray(hits.ref_start, np.int64)
+    re = np.ascontiguousarray(hits.ref_end, np.int64)
+    site, t1, supp, au = run_kernel(
+        _site_kernel, hit_q.shape[0], parallel, queries.letters, queries.offsets, references.letters,
+        references.offsets, hit_q, hit_r, rs, re, hits.text, hits.text_off, hits.width, AU_WINDOW, *SUPPLEMENTARY)
+    length = references.offsets[hit_r + 1] - references.offsets[hit_r]
+    dist = np.minimum(rs - 1, length - re)
+    return SiteColumns(site, t1, dist, supp, au, np.maximum(t1 - 7, rs), np.minimum(t1 - 1, re))
+
+
+def chunk_sites(result: ChunkResult, scan_input: ScanInput, parallel: Parallel = False) -> SiteColumns:
+    """The chunk's :class:`SiteColumns`, computed on first use and kept on the result."""
+    if result.sites is None:
+        result.sites = site_columns(result.hits, result.pairs, scan_input, parallel)
+    return result.sites
+
+
+def site_filter(result: ChunkResult, scan_input: ScanInput, wanted: tuple[str, ...], parallel: Parallel = False) -> None:
+    """Clear ``reported`` for hits whose site type is not in ``wanted`` (``--site-types``)."""
+    hits = result.hits
+    if len(hits) == 0:
+        return
+    keep = np.zeros(len(SITE_TYPES), bool)
+    keep[[SITE_CODES[name] for name in wanted]] = True
+    hits.reported &= keep[chunk_sites(result, scan_input, parallel).site]
+
