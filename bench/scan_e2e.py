@@ -89,7 +89,7 @@ def workloads(args, tmp: Path) -> dict[str, tuple[Path, Path, list[str]]]:
         refs = utr_references(args.data, args.utr_refs)
         args.utr_stats = length_stats(refs)
         print(f"utr references: {args.utr_stats}", flush=True)
-        out["utr"] = (q_all, write_fasta(tmp / "utr.fa", refs), [])
+        out["utr"] = (q_all, write_fasta(tmp / "utr.fa", refs), ["-quiet"])
     return {k: v for k, v in out.items() if k in args.cases or k == "big"}
 
 

@@ -36,13 +36,11 @@ ENGINE_FOR_DEVICE = {"cpu": "simd", "cuda": "cuda"}
 #: only when the CPU engine would take longer than the GPU engine plus the GPU process' extra
 #: start-up. Seconds a ``--device cuda`` process starts slower than a ``--device cpu`` one
 #: (importing CuPy, the CUDA context, loading the kernels).
-AUTO_GPU_EXTRA_STARTUP_S = 0.4
-#: The CPU engine's cells per second per core (2.5-3.7 G on the 2-core development machine:
-#: 28.8 G cells of 256 x 256 x 20 kb in 5.7 s, the SARS-CoV-2 case's 12.4 G in 1.7 s).
-AUTO_CPU_CELLS_PER_CORE_S = 2.5e9
-#: The GPU engine's cells per second (one H100: 124 G on the SARS-CoV-2 case, 260-330 G on
-#: 256 x 256 x 20 kb; the lower figure, as small scans do not fill the GPU).
-AUTO_GPU_CELLS_S = 1.2e11
+AUTO_GPU_EXTRA_STARTUP_S = 1.0
+#: Whole-process cells per second per CPU core with the CPU engine (reading to writing).
+AUTO_CPU_CELLS_PER_CORE_S = 0.4e9
+#: Whole-process cells per second with the GPU engine on one GPU.
+AUTO_GPU_CELLS_S = 3.6e10
 
 
 def auto_gpu_min_cells(threads: int | None = None) -> float:
