@@ -6,7 +6,7 @@ import os
 import re
 import sys
 
-from gamut.errors import InputError, UsageError
+from gamut.errors import InputError, UsageError, option_errors
 from gamut.folding.api import DEFAULT_MIN_LOOP, fold, fold_many
 from gamut.folding.engines import CHOICES, choose_engine
 from gamut.folding.plot import arc_diagram, check_plot_path
@@ -112,12 +112,8 @@ def check_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """``gamut fold``: a bad option is reported through ``parser`` (exit status 2) when given."""
-    try:
+    with option_errors(parser):
         check_options(args)
-    except UsageError as exc:
-        if parser is None:
-            raise
-        parser.error(str(exc))
     check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
     records = _records(args.input)
     plots = _plot_paths(args.plot, [name for name, _ in records]) if args.plot else []

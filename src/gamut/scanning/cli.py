@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from gamut.errors import UsageError
+from gamut.errors import UsageError, option_errors
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.scanning.api import read_restrict, run_job
 from gamut.scanning.params import ScanParams
@@ -132,13 +132,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
                "device": args.device, "threads": args.threads, "gpus": args.gpus, "progress": args.progress,
                "cluster": args.cluster, "run_dir": args.run_dir, "partition_cells": args.partition_cells,
                "partition_pairs": args.partition_pairs, "retries": args.retries}
-    extra = {}
-    if args.site_types is not None:
-        extra["site_types"] = args.site_types
-    try:  # every option, before any input is read
+    with option_errors(parser):  # every option, before any input is read
         options["outputs"] = output_formats(args.output, args.format)
-        if extra and "site_types" not in {f.name for f in dataclasses.fields(ScanParams)}:
-            raise UsageError("--site-types is not available in this version of gamut")
         params = ScanParams(
             score_threshold=args.score_threshold,
             energy_threshold=args.energy_threshold,
@@ -149,13 +144,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             noenergy=args.noenergy,
             trim=args.trim,
             energy_model=args.energy_model,
-            **extra,
+            site_types=args.site_types,
         )
         ScanJob((), (), params, **options)
-    except UsageError as exc:
-        if parser is None:
-            raise
-        parser.error(str(exc))
     # before any work
     check_outputs([path for path, _ in options["outputs"]], (args.queries, args.references, args.restrict,
                                                               args.annotation))

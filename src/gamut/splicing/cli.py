@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gamut.errors import UsageError
+from gamut.errors import UsageError, option_errors
 from gamut.splicing.engines import ENGINES
 from gamut.splicing.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams
 
@@ -76,12 +76,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     from gamut.splicing.files import load_cases
     from gamut.splicing.sinks import SINKS, ReportSink
 
-    try:
+    with option_errors(parser):
         check_options(args)
-    except UsageError as exc:
-        if parser is None:
-            raise
-        parser.error(str(exc))
     check_outputs([getattr(args, sink.option) for sink in SINKS.values()],
                   (args.base, args.exons, args.target, args.pairs))
     file_cases = load_cases(args.base, args.exons, args.target, args.params,
