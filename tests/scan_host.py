@@ -59,3 +59,35 @@ class HostBackend:
             else:
                 conv.append(ctypes.c_int(int(a)))
         getattr(self.lib, f"host_{name}_{0 if plain else rows}")(*conv)
+
+
+class HostEngineFactory:
+    """A picklable engine factory (``make_engine(device, threads, gpus, cells=...)``) for worker
+    processes: a :class:`~gamut.scanning.engines.gpu.GpuEngine` on the host build at ``library_path``.
+    With ``crash_in_worker``, a worker process (not the parent) exits at once when it builds its
+    engine, as a GPU worker killed by the driver would."""
+
+    def __init__(self, library_path: str, crash_in_worker: bool = False) -> None:
+        self.library_path = str(library_path)
+        self.crash_in_worker = crash_in_worker
+
+    def __call__(self, device=None, threads=None, gpus=None, **_):
+        import multiprocessing
+        import os
+
+        from gamut.scanning.engines.gpu import GpuEngine
+
+        if self.crash_in_worker and multiprocessing.parent_process() is not None:
+            os._exit(3)
+        return GpuEngine([], threads=1, backends=[HostBackend(self.library_path)])
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, HostEngineFactory) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((self.library_path, self.crash_in_worker))
+
+
+def host_engine_factory(library_path: str, crash_in_worker: bool = False) -> HostEngineFactory:
+    """The engine factory of worker processes scanning with the host build of the kernels."""
+    return HostEngineFactory(library_path, crash_in_worker)

@@ -36,9 +36,14 @@ from gamut.scanning.pipeline.rundir import RunDir, file_fingerprint, scan_option
 from gamut.scanning.sinks.base import Sink
 
 
-def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any]) -> None:
-    """Carry out ``job`` in partitions: on its cluster (else here, in order), keeping finished
-    partitions in its run directory (if any); each of ``sinks`` writes its output (``job.targets``)."""
+def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any], *,
+                    gpu_workers: Sequence[int] | None = None) -> None:
+    """Carry out ``job`` in partitions: on its cluster, or on a worker process per GPU of
+    ``gpu_workers`` (default: :attr:`ScanJob.gpu_workers`; several), else here, in order, keeping
+    finished partitions in its run directory (if any); each of ``sinks`` writes its output
+    (``job.targets``)."""
+    if gpu_workers is None:
+        gpu_workers = job.gpu_workers
     default = {"cells": PARTITION_CELLS[device_kind(job.device)], "pairs": PARTITION_PAIRS}
     asked = None
     if job.partition_cells is not None or job.partition_pairs is not None:
@@ -61,6 +66,10 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         threads = default_threads(conn, job.cluster, threads)
         if isinstance(job.cluster, str) and job.cluster.startswith("local") and device_kind(job.device) == "cuda":
             gpus = None  # each local worker sees its one GPU as device 0
+    elif gpu_workers:
+        from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+
+        conn, gpus = GpuWorkers(gpu_workers), None  # each worker sees its one GPU as device 0
     with contextlib.ExitStack() as stack:
         if conn is not None:
             stack.callback(conn.close)
@@ -131,6 +140,16 @@ def execute(
     if conn is None:
         for p in todo:
             deliver(p.index, compute_partition(task, p.index, p.start, p.stop, p.prev_query))
+    elif _is_gpu_workers(conn):
+        from gamut.scanning.pipeline.gpu_workers import WorkerError, run_in_order
+
+        tasks = ((p.index, (p.index, p.start, p.stop, p.prev_query)) for p in todo)
+        try:
+            for index, data in run_in_order(conn, compute_partition, task, tasks, held=lambda: len(held),
+                                            label="partition"):
+                deliver(index, data)
+        except WorkerError as exc:
+            raise exc.advised(_resume_advice(run_dir, len(finished), len(parts))) from None
     else:
         from gamut.cluster import ClusterError, run_in_order
 
@@ -187,6 +206,12 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _is_gpu_workers(conn) -> bool:
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+
+    return isinstance(conn, GpuWorkers)
+
+
 def _resume_advice(run_dir: RunDir | None, finished: int, total: int) -> str:
     """What to do after the cluster failed: the finished partitions are kept in a run directory."""
     if run_dir is None:
@@ -199,6 +224,13 @@ def _chunk_stops(task: PartitionTask, conn) -> np.ndarray:
     """Pair numbers ending each chunk of a single-process run with this task's engine."""
     if conn is None:
         cells, pairs = engine_chunking(task)
+    elif _is_gpu_workers(conn):
+        from gamut.scanning.pipeline.gpu_workers import WorkerError, run_one
+
+        try:
+            cells, pairs = run_one(conn, engine_chunking, task, label="the chunk-size task")
+        except WorkerError as exc:
+            raise exc.advised("run again, or with one GPU to see the error") from None
     else:
         from gamut.cluster import run_one
 

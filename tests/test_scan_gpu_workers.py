@@ -1,0 +1,97 @@
+"""One worker process per GPU (``--gpus 0,1``; #24): two spawned workers sharing "GPU 0", each
+scanning with the host build of the CUDA kernels, give byte for byte the output of one process,
+and a worker that dies is a one-line error that leaves the old output alone."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scan_host import build_scan_host, host_engine_factory
+
+from gamut.errors import GamutError
+from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.partitioned import run_partitioned
+from gamut.scanning.pipeline.runners import make_sinks, run_in_process
+
+CASE = Path(__file__).parent / "data" / "miranda" / "real_trim"
+#: Small partitions: real_trim's 160 pairs (about 2 M cells) in several.
+PARTS = {"partition_cells": 300_000}
+
+
+@pytest.fixture(scope="module")
+def host_lib(tmp_path_factory) -> str:
+    return build_scan_host(tmp_path_factory.mktemp("scan_host"))
+
+
+def _job(outputs, **extra) -> ScanJob:
+    return ScanJob.from_files(str(CASE / "query.fa"), str(CASE / "reference.fa"), ScanParams(),
+                              outputs=outputs, device="cpu", threads=1, progress=False, **extra)
+
+
+_SINGLE: dict[str, bytes] = {}
+
+
+def single(host_lib: str, fmt: str, tmp_path: Path) -> bytes:
+    """The in-process output with the same (host) engine."""
+    if fmt not in _SINGLE:
+        out = tmp_path / f"single.{fmt}"
+        job = _job([(str(out), fmt)])
+        run_in_process(job, make_sinks(job), host_engine_factory(host_lib))
+        _SINGLE[fmt] = out.read_bytes()
+    return _SINGLE[fmt]
+
+
+@pytest.mark.parametrize("fmt", ["miranda", "tsv"])
+def test_two_workers_on_one_gpu_match_one_process(host_lib, fmt, tmp_path):
+    out = tmp_path / f"workers.{fmt}"
+    job = _job([(str(out), fmt)], **PARTS)
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib), gpu_workers=[0, 0])
+    assert out.read_bytes() == single(host_lib, fmt, tmp_path)
+
+
+def test_two_workers_with_a_run_dir_and_two_outputs(host_lib, tmp_path):
+    outs = [(str(tmp_path / "w.txt"), "miranda"), (str(tmp_path / "w.tsv"), "tsv")]
+    job = _job(outs, run_dir=str(tmp_path / "run"), **PARTS)
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib), gpu_workers=[0, 0])
+    assert Path(outs[0][0]).read_bytes() == single(host_lib, "miranda", tmp_path)
+    assert Path(outs[1][0]).read_bytes() == single(host_lib, "tsv", tmp_path)
+    assert len(list((tmp_path / "run").rglob("*"))) > 3
+    for path, _ in outs:  # resumed: every partition read back from the run directory
+        Path(path).unlink()
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib, crash_in_worker=True), gpu_workers=[0, 0])
+    assert Path(outs[0][0]).read_bytes() == single(host_lib, "miranda", tmp_path)
+
+
+def test_a_dead_worker_is_a_one_line_error_and_keeps_the_old_output(host_lib, tmp_path):
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"old output\n")
+    job = _job([(str(out), "miranda")], **PARTS)
+    with pytest.raises(GamutError) as info:
+        run_partitioned(job, make_sinks(job), host_engine_factory(host_lib, crash_in_worker=True), gpu_workers=[0, 0])
+    message = str(info.value)
+    assert "GPU worker process died" in message and "\n" not in message
+    assert out.read_bytes() == b"old output\n"
+
+
+def test_one_gpu_keeps_the_in_process_path():
+    from gamut.scanning.pipeline.runners import pick_runner
+
+    job = _job([(None, "miranda")])
+    assert job.gpu_workers == [] and not job.partitioned and pick_runner(job) is run_in_process
+
+
+@pytest.mark.gpu
+def test_cli_two_workers_sharing_a_gpu_match_one_gpu(tmp_path):
+    """``gamut miranda q r --device cuda --gpus 0,0`` (two worker processes on GPU 0) gives the
+    bytes of ``--gpus 0`` (one process)."""
+    outs = {}
+    for gpus in ("0", "0,0"):
+        out = tmp_path / f"gpus{gpus.replace(',', '_')}.txt"
+        subprocess.run([sys.executable, "-m", "gamut", "miranda", "query.fa", "reference.fa", "-trim", "600",
+                        "--device", "cuda", "--gpus", gpus, "--partition-cells", "300000", "-out", str(out)],
+                       cwd=CASE, check=True)
+        outs[gpus] = out.read_bytes()
+    assert outs["0,0"] == outs["0"] and outs["0"]
