@@ -8,7 +8,7 @@ from gamut.errors import UsageError, option_errors
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.scanning.api import read_restrict, run_job
 from gamut.scanning.params import ScanParams
-from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.job import ScanJob, whole_number
 from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMATS, OUTPUT_FORMATS
 
 __all__ = ["FORMAT_BY_SUFFIX", "register", "run"]
@@ -68,7 +68,7 @@ def register(subparsers) -> None:
 def count(text: str, minimum: int = 1) -> int:
     """A whole number of at least ``minimum``, also written like 2e9 (argparse's ``type``)."""
     try:
-        value = int(float(text)) if any(c in text for c in ".eE") else int(text)
+        value = whole_number(text)
     except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
     if value < minimum:

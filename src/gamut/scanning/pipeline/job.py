@@ -36,6 +36,12 @@ class Output(NamedTuple):
 PROGRESS_CELLS = 300_000_000
 
 
+def whole_number(text: str) -> int:
+    """``text`` as a whole number, also written like 2e9 (``ValueError``/``OverflowError`` otherwise)."""
+    text = text.strip()
+    return int(float(text)) if any(c in text for c in ".eE") else int(text)
+
+
 def parse_count(value: Any, option: str, minimum: int = 1) -> int | None:
     """A whole number of at least ``minimum`` (``None`` stays ``None``); text may be written like
     2e9. Raises a one-line :class:`UsageError` naming ``option`` otherwise."""
@@ -43,8 +49,7 @@ def parse_count(value: Any, option: str, minimum: int = 1) -> int | None:
         return None
     try:
         if isinstance(value, str):
-            text = value.strip()
-            count = int(float(text)) if any(c in text for c in ".eE") else int(text)
+            count = whole_number(value)
         elif isinstance(value, bool) or int(value) != value:
             raise ValueError
         else:

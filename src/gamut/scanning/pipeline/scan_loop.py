@@ -40,6 +40,9 @@ class ChunkResult:
     counter0: int
     #: Site types and context of every hit (:func:`gamut.scanning.sites.chunk_sites`), once computed.
     sites: SiteColumns | None = None
+    #: ``(genome map, genome coordinates of the reported hits)`` (:func:`gamut.scanning.sinks.columns.hit_genome`),
+    #: once computed: every output of the chunk maps its hits once.
+    genome: tuple | None = None
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])

@@ -136,5 +136,10 @@ def job_genome_map(job: ScanJob) -> GenomeMap | None:
 
 
 def hit_genome(genome: GenomeMap, c: ReportedHits, sites: SiteColumns) -> GenomeHits:
-    """Genome coordinates of a chunk's reported hits."""
-    return genome.map(c.r, c.field("ref_start"), c.field("ref_end"), sites.seed_start, sites.seed_end)
+    """Genome coordinates of a chunk's reported hits, computed once per chunk and kept on the
+    result (every output of the chunk reports the same hits)."""
+    cached = c.result.genome
+    if cached is None or cached[0] is not genome:
+        cached = c.result.genome = (genome, genome.map(c.r, c.field("ref_start"), c.field("ref_end"),
+                                                       sites.seed_start, sites.seed_end))
+    return cached[1]
