@@ -58,21 +58,16 @@ def _corner_dense(M: np.ndarray, k: int) -> np.ndarray:
     return np.triu(M[:k, n - k:].astype(np.int64), k=k - n) if k else np.zeros((0, 0), np.int64)
 
 
-def _corner_tiled(tiles: np.ndarray, n: int, k: int) -> np.ndarray:
-    from gamut.folding.tiled import tiled_value
-
-    nb = (n + tiles.shape[1]) // tiles.shape[1]
-    block = np.zeros((k, k), dtype=np.int64)
-    for a in range(k):
-        for b in range(k):
-            block[a, b] = tiled_value(tiles, nb, a, n - k + b + 1)
-    return block
-
-
 def fold_blocked(codes: np.ndarray, min_loop: int, traceback: bool, corner: int, progress: bool = False) -> Folded:
     """The tiled, multicore CPU engine (the CPU default); ``progress`` shows a bar while it fills."""
     from gamut.folding.cpu import matrix_dtype
-    from gamut.folding.tiled import diagonal_work, fill_tiled, tile_count, tiled_value
+    from gamut.folding.tiled import (
+        corner_block,
+        diagonal_work,
+        fill_tiled,
+        tile_count,
+        tiled_value,
+    )
     from gamut.progress import progress_bar
 
     n = int(codes.shape[0])
@@ -85,7 +80,7 @@ def fold_blocked(codes: np.ndarray, min_loop: int, traceback: bool, corner: int,
     pairs = int(tiled_value(tiles, nb, 0, n))
     partner = traceback_tiled(tiles, codes, min_loop) if traceback else None
     check_pairs(pairs, partner, codes, min_loop, "engine 'blocked'", RuntimeError)
-    return pairs, partner, _corner_tiled(tiles, n, min(corner, n)) if corner else None
+    return pairs, partner, corner_block(tiles, n, min(corner, n)) if corner else None
 
 
 def fold_dense(engine: str, codes: np.ndarray, min_loop: int, traceback: bool, corner: int,
@@ -105,6 +100,7 @@ def fold_dense(engine: str, codes: np.ndarray, min_loop: int, traceback: bool, c
 def fold_on_gpu(codes: np.ndarray, min_loop: int, traceback: bool, corner: int, progress: bool = False) -> Folded:
     """Fill on the GPU, trace the structure there too: only the partner table and the corner come back."""
     from gamut.folding import gpu
+    from gamut.folding.tiled import corner_block
 
     n = int(codes.shape[0])
     tiles = gpu.fill_gpu(codes, min_loop)
@@ -115,7 +111,7 @@ def fold_on_gpu(codes: np.ndarray, min_loop: int, traceback: bool, corner: int, 
             partner = gpu.traceback_gpu(tiles, codes, min_loop)
         except RuntimeError as exc:
             raise DeviceError(f"the GPU engine's score triangle for {n:,} nt is inconsistent ({exc})") from exc
-    block = gpu.corner_of(tiles, n, min(corner, n)) if corner else None
+    block = corner_block(tiles, n, min(corner, n)) if corner else None
     del tiles
     check_pairs(pairs, partner, codes, min_loop, "the GPU engine", DeviceError)
     return pairs, partner, block

@@ -190,26 +190,6 @@ def traceback_gpu(tiles, codes: np.ndarray, min_loop: int, *, workers: int = TRA
         return partner[:n].get().astype(np.int64)
 
 
-def corner_of(tiles, n: int, k: int) -> np.ndarray:
-    """The top-right ``k x k`` block ``C(a, n - k + b)`` of a (device or host) tiled triangle,
-    copying only the few tiles it lies in."""
-    nb = (n + TILE) // TILE
-    block = np.zeros((k, k), dtype=np.int64)
-    fetched: dict[tuple[int, int], np.ndarray] = {}
-    for a in range(k):
-        for b in range(k):
-            i, e = a, n - k + b + 1  # C(a, n - k + b) = D(a, n - k + b + 1)
-            if e <= i:
-                continue
-            key = (i // TILE, e // TILE)
-            if key not in fetched:
-                d = key[1] - key[0]
-                tile = tiles[d * nb - d * (d - 1) // 2 + key[0]]
-                fetched[key] = tile.get() if hasattr(tile, "get") else np.asarray(tile)
-            block[a, b] = fetched[key][i % TILE, e % TILE]
-    return block
-
-
 def batch_shared_bytes(n: int) -> int:
     """Dynamic shared memory of one ``nussinov_batch`` block for sequences up to ``n`` nt."""
     return ((n * n + n + 1) & ~1) + 4 * (n + 2)

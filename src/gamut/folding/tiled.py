@@ -46,6 +46,26 @@ def tiled_value(tiles, nb, i, j):
     return tiles[tile_index(i // T, j // T, nb), i % T, j % T]
 
 
+def corner_block(tiles, n: int, k: int) -> np.ndarray:
+    """The top-right ``k x k`` block ``C(a, n - k + b)`` of a tiled triangle (host, or device: only
+    the few tiles it lies in are copied)."""
+    T = tiles.shape[1]
+    nb = (n + T) // T
+    block = np.zeros((k, k), dtype=np.int64)
+    fetched: dict[tuple[int, int], np.ndarray] = {}
+    for a in range(k):
+        for b in range(k):
+            i, e = a, n - k + b + 1  # C(a, n - k + b) = D(a, n - k + b + 1)
+            if e <= i:
+                continue
+            key = (i // T, e // T)
+            if key not in fetched:
+                tile = tiles[int(tile_index(key[0], key[1], nb))]
+                fetched[key] = tile.get() if hasattr(tile, "get") else np.asarray(tile)
+            block[a, b] = fetched[key][i % T, e % T]
+    return block
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _pairs(codes, n, min_loop, i, j):
     """True when ``s[i]`` and ``s[j-1]`` may close the interval ``[i, j)``."""

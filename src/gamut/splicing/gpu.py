@@ -262,20 +262,11 @@ def forward_gpu_many(
     ``slots``: at most this many parked-row slots per warp (tests; default: what shared memory holds).
     ``max_blocks``: at most this many blocks per case (tests: chunks taken in several passes).
     """
-    import cupy as cp
-
     if not cases:
         return []
     launch = _forward(CaseBatch(cases), matrix, gap, cols, max_warps, device_id, slots, max_blocks)
     with launch.dev:
-        host_last = _download(launch.last)
-        host_pred = _download(launch.pred)
-        end = cp.cuda.Event()
-        end.record()
-        end.synchronize()
-        if timing is not None:
-            timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
-            timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
+        (host_last, host_pred), _ = _download_all(launch, timing, launch.last, launch.pred)
     packed = launch.packed
     results = []
     for index, case in enumerate(packed.cases):
@@ -333,17 +324,10 @@ def solve_gpu(
         stage("launch")
         done.synchronize()
         stage("wait")
-        host_result = _download(result)
-        host_ops = _download(ops)
-        host_chain = _download(chain)
-        end = cp.cuda.Event()
-        end.record()
-        end.synchronize()
+        (host_result, host_ops, host_chain), end = _download_all(launch, timing, result, ops, chain)
         stage("download")
         if timing is not None:
-            timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
             timing.traceback += cp.cuda.get_elapsed_time(start, done) / 1000.0
-            timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
             timing.add("upload", cp.cuda.get_elapsed_time(launch.begin, launch.uploaded) / 1000.0, device=True)
             timing.add("download", cp.cuda.get_elapsed_time(done, end) / 1000.0, device=True)
     tracebacks = collect_tracebacks(packed, host_result, host_ops, host_chain)
@@ -396,6 +380,21 @@ def _pinned(nbytes: int):
         return cp.cuda.alloc_pinned_memory(nbytes)
     except cp.cuda.runtime.CUDARuntimeError:
         return None
+
+
+def _download_all(launch: _Launch, timing: GpuTiming | None, *arrays) -> tuple[list[np.ndarray], object]:
+    """``arrays`` downloaded (:func:`_download`) and the event recorded once they are; adds the
+    forward kernel's time and the total (from the upload) to ``timing``. Call under ``launch.dev``."""
+    import cupy as cp
+
+    hosts = [_download(array) for array in arrays]
+    end = cp.cuda.Event()
+    end.record()
+    end.synchronize()
+    if timing is not None:
+        timing.kernel += cp.cuda.get_elapsed_time(launch.forward_start, launch.forward_end) / 1000.0
+        timing.total += cp.cuda.get_elapsed_time(launch.begin, end) / 1000.0
+    return hosts, end
 
 
 def _download(array) -> np.ndarray:
