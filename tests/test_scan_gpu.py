@@ -159,7 +159,7 @@ def test_suppress_sorted_matches_cpu(data):
     pair, rows, cols, scores = (np.array(x, dtype=d) for x, d in
                                 ((pair, np.int64), (rows, np.int32), (cols, np.int32), (scores, np.int32)))
     o = np.lexsort((rows, cols, -scores.astype(np.int64), pair))
-    mask = suppress_sorted(pair[o], rows[o], cols[o], qlen.astype(np.int64), rlen.astype(np.int64))
+    mask = suppress_sorted(pair[o], rows[o], cols[o], int(qlen.max()), int(rlen.max()))
     got = [(int(p), int(s), int(i), int(j)) for p, s, i, j in zip(pair[o][mask], scores[o][mask], rows[o][mask],
                                                                    cols[o][mask])]
     assert got == want
@@ -419,3 +419,87 @@ def test_gather_sequences_concatenates_the_chosen_sequences(lengths, data):
     assert got_lengths.tolist() == [lengths[k] for k in which]
     expected = np.concatenate([codes[k] for k in which])
     assert np.array_equal(got, expected)
+
+
+# ------------------------------------------------------------------------------------------
+# Chunks of consecutive pairs (gpu_grid): no pair lists on the host
+# ------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(n_q=st.integers(1, 6), n_r=st.integers(1, 7), data=st.data())
+def test_grid_chunk_recognises_runs_of_consecutive_pairs(n_q, n_r, data):
+    from gamut.scanning.engines.gpu_grid import GridChunk
+
+    total = n_q * n_r
+    k0 = data.draw(st.integers(0, total - 1))
+    k1 = data.draw(st.integers(k0 + 1, total))
+    index = np.arange(k0, k1)
+    pairs = np.stack((index // n_r, index % n_r), axis=1)
+    grid = GridChunk.of_pairs(pairs, n_r)
+    assert grid == GridChunk(k0, k1, n_r)
+    queries, lo, hi = grid.rows()
+    ra, rb = grid.ref_range
+    listed = [(q, ra + r) for q, a, b in zip(queries, lo, hi) for r in range(a, b)]
+    assert listed == [tuple(p) for p in pairs.tolist()]
+    first = grid.first_pair(queries)
+    assert [int(first[s] + r) for s in range(len(queries)) for r in range(lo[s], hi[s])] == list(range(k1 - k0))
+    assert all(0 <= p[1] - ra < rb - ra for p in pairs.tolist())
+    if pairs.shape[0] > 1:  # any other list is not a run
+        assert GridChunk.of_pairs(pairs[::-1].copy(), n_r) is None
+    if pairs.shape[0] > 2:
+        assert GridChunk.of_pairs(np.delete(pairs, data.draw(st.integers(1, pairs.shape[0] - 2)), axis=0), n_r) is None
+    assert GridChunk.of_pairs(pairs[:0], n_r) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(lengths=st.lists(st.integers(0, 200), min_size=1, max_size=20),
+       seglen=st.sampled_from([8, 16, 32, 64]), cpint=st.sampled_from([4, 8]))
+def test_ref_tasks_cover_every_segment_once(lengths, seglen, cpint):
+    from gamut.scanning.engines.gpu_grid import ref_tasks
+
+    tasks = ref_tasks(np.array(lengths), seglen, cpint)
+    want = {(r, k) for r, n in enumerate(lengths) for k in range(-(-n // seglen))}
+    got = list(zip(tasks.rt_ref.tolist(), tasks.rt_seg.tolist()))
+    assert sorted(got) == sorted(want) and len(got) == len(want)
+    for rt, (r, k) in enumerate(got):
+        assert tasks.rt_of[tasks.ref_task0[r] + k] == rt
+    full = [g for g in got if (g[1] + 1) * seglen <= lengths[g[0]]]
+    assert got[:len(full)] == full  # full segments first, then partial ones, longest first
+    rems = [lengths[r] - k * seglen for r, k in got[len(full):]]
+    assert rems == sorted(rems, reverse=True)
+    assert tasks.later.tolist() == [rt for rt, (_, k) in enumerate(got) if k > 0]
+    assert tasks.ref_cp0.tolist() == np.concatenate([[0], np.cumsum(np.array(lengths) // cpint)]).tolist()
+    assert tasks.cp_per_query == sum(n // cpint for n in lengths)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_host_kernels_chunks_of_consecutive_pairs(host_lib, data):
+    """Runs of consecutive pairs (partial first and last rows, empty and 1-nt references, queries of
+    every bucket and beyond it) take the grid path; the same pairs listed out of order take the
+    listed path; both give the CPU engine's alignments."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    nq, nr = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 5))
+    qs, refs, pairs = random_case(rng, nq=nq, nr=nr, qlen=(0, 72), rlen=(0, 900),
+                                  odd=data.draw(st.sampled_from([0.0, 0.05])))
+    if data.draw(st.booleans()):
+        refs[int(rng.integers(nr))] = EncodedSeq(np.array([int(rng.integers(5))], np.int8))
+    params = random_params(rng)
+    tuning = data.draw(st.sampled_from([TINY, GpuTuning(), GpuTuning(max_tasks=7, max_state_bytes=20_000),
+                                        GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64, max_tasks=5)]))
+    k0 = data.draw(st.integers(0, pairs.shape[0] - 1))
+    k1 = data.draw(st.integers(k0 + 1, pairs.shape[0]))
+    run = pairs[k0:k1]
+    want = align_pairs(CpuEngine(1), qs, refs, run, params)
+    engine = host_engine(host_lib, tuning)
+    assert_same(align_pairs(engine, qs, refs, run, params), want, run)
+    assert engine.stats.get("grid_chunks") == 1 and "listed_chunks" not in engine.stats
+    if run.shape[0] > 1:
+        order = np.roll(rng.permutation(run.shape[0]), 1) if run.shape[0] > 2 else np.array([1, 0])
+        if np.array_equal(order, np.arange(run.shape[0])):
+            order = order[::-1].copy()
+        engine = host_engine(host_lib, tuning)
+        got = align_pairs(engine, qs, refs, run[order], params)
+        assert_same(got, [want[k] for k in order], run[order])
+        assert engine.stats.get("listed_chunks") == 1

@@ -33,6 +33,16 @@ using std::min;
         for (int t = 0; t < n_tasks; ++t)                                                                \
             scan_pass1_task<LM>(t, task_pair, task_seg, a, cp, entry, cand_count, cand_cap, cands);      \
     }                                                                                                    \
+    extern "C" void host_scan_pass1_grid_##LM(long long n_tasks, int n_rt, const int* rt_ref,              \
+                                              const int* rt_seg, const int* g_slot, const int* g_lo,         \
+                                              const int* g_hi, const long long* ref_cp0, long long cp_per_q, \
+                                              SCAN_ARGS_PARAMS, int* cp, int* entry, ScanCount* cand_count,  \
+                                              int cand_cap, ScanCand* cands) {                               \
+        SCAN_ARGS_MAKE(a);                                                                               \
+        for (long long t = 0; t < n_tasks; ++t)                                                          \
+            scan_pass1_grid_task<LM>(t, n_rt, rt_ref, rt_seg, g_slot, g_lo, g_hi, ref_cp0, cp_per_q, a, cp, \
+                                     entry, cand_count, cand_cap, cands);                                \
+    }                                                                                                    \
     extern "C" void host_scan_repair_##LM(int n, const int* rp_pair, const int* rp_seg,                  \
                                           const long long* pair_task0, const int* pair_tasks,            \
                                           SCAN_ARGS_PARAMS, int* cp, const int* entry,                   \
@@ -65,4 +75,13 @@ SCAN_HOST_KERNELS(64)
 extern "C" void host_scan_suppress_0(int n, const long long* start, const int* ci, const int* cj, int window,
                                      int limit, unsigned char* keep, int* diag) {
     for (int p = 0; p < n; ++p) scan_suppress_pair(p, start, ci, cj, window, limit, keep, diag);
+}
+
+extern "C" void host_scan_verify_grid_0(long long n, int n_later, const int* later_rt, int n_rt, const int* rt_ref,
+                                        const int* rt_seg, const int* g_lo, const int* g_hi, const long long* ref_cp0,
+                                        long long cp_per_q, int seglen, int cpint, int width, const int* cp,
+                                        const int* entry, unsigned char* bad) {
+    for (long long x = 0; x < n; ++x)
+        scan_verify_grid_one(x, n_later, later_rt, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, seglen, cpint,
+                             width, cp, entry, bad);
 }

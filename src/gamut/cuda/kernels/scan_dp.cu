@@ -217,13 +217,12 @@ struct ScanTaskArgs {
     int go, ge, sgo, sge, T;
 };
 
+// Segment k of reference rr for query slot q: score-only sweep from `warm` columns before it;
+// checkpoints at cp + cp_index * 2 * LM on, the speculative entry state (k > 0) at entry_out.
 template <int LM>
-SCAN_DEV void scan_pass1_task(int t, const int* task_pair, const int* task_seg, const ScanTaskArgs& a,
-                              int* cp, int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
-    const int p = task_pair[t];
-    const int k = task_seg[t];
-    const int q = a.pair_q[p];
-    const int rr = a.pair_r[p];
+SCAN_DEV void scan_pass1_segment(int q, int rr, int k, long long cp_index, int* entry_out, int task,
+                                 const ScanTaskArgs& a, int* cp, ScanCount* cand_count, int cand_cap,
+                                 ScanCand* cands) {
     const int R = a.ref_len[rr];
     const signed char* ref = a.refs + a.ref_off[rr];
     const int P = a.q_pad[q];
@@ -232,9 +231,54 @@ SCAN_DEV void scan_pass1_task(int t, const int* task_pair, const int* task_seg, 
     const int w = max(0, s - 1 - a.warm);
     int D[LM], Bn[LM];
     scan_zero_state<LM>(D, Bn, P, a.go, a.ge, a.sgo, a.sge);
-    scan_sweep<LM>(D, Bn, ref, w + 1, e, s, k > 0 ? s - 1 : -1, entry + (long long)t * 2 * LM, s, a.cpint,
-                   cp + a.pair_cp[p] * 2 * LM, a.prof + (long long)q * 5 * LM, P, a.go, a.ge, a.sgo, a.sge,
-                   a.T, t, cand_count, cand_cap, cands);
+    scan_sweep<LM>(D, Bn, ref, w + 1, e, s, k > 0 ? s - 1 : -1, entry_out, s, a.cpint, cp + cp_index * 2 * LM,
+                   a.prof + (long long)q * 5 * LM, P, a.go, a.ge, a.sgo, a.sge, a.T, task, cand_count, cand_cap,
+                   cands);
+}
+
+template <int LM>
+SCAN_DEV void scan_pass1_task(int t, const int* task_pair, const int* task_seg, const ScanTaskArgs& a,
+                              int* cp, int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
+    const int p = task_pair[t];
+    scan_pass1_segment<LM>(a.pair_q[p], a.pair_r[p], task_seg[t], a.pair_cp[p], entry + (long long)t * 2 * LM, t, a,
+                           cp, cand_count, cand_cap, cands);
+}
+
+// Pass 1 over a grid: the queries qi = 0..nq-1 of a batch x the reference tasks rt = 0..n_rt-1 of a
+// chunk (reference rt_ref[rt], segment rt_seg[rt]); task t = qi * n_rt + rt. Query qi (profile slot
+// g_slot[qi]) aligns references g_lo[qi] <= r < g_hi[qi] only (a chunk's first and last query rows
+// may be partial). The checkpoints of (qi, r) start at qi * cp_per_q + ref_cp0[r], the entry state
+// of task t at entry + t * 2 * LM. Every task is derived here: the host lists no pairs.
+template <int LM>
+SCAN_DEV void scan_pass1_grid_task(long long t, int n_rt, const int* rt_ref, const int* rt_seg, const int* g_slot,
+                                   const int* g_lo, const int* g_hi, const long long* ref_cp0, long long cp_per_q,
+                                   const ScanTaskArgs& a, int* cp, int* entry, ScanCount* cand_count, int cand_cap,
+                                   ScanCand* cands) {
+    const long long qi = t / n_rt;
+    const int rt = (int)(t - qi * n_rt);
+    const int rr = rt_ref[rt];
+    if (rr < g_lo[qi] || rr >= g_hi[qi]) return;
+    scan_pass1_segment<LM>(g_slot[qi], rr, rt_seg[rt], qi * cp_per_q + ref_cp0[rr], entry + t * 2 * LM, (int)t, a,
+                           cp, cand_count, cand_cap, cands);
+}
+
+// The grid's exactness check: flag x = qi * n_later + l (l-th reference task of a segment > 0) when
+// the speculative entry state of its task differs from the exact checkpoint before its segment.
+// `width` = 2 * LM ints per state.
+SCAN_DEV void scan_verify_grid_one(long long x, int n_later, const int* later_rt, int n_rt, const int* rt_ref,
+                                   const int* rt_seg, const int* g_lo, const int* g_hi, const long long* ref_cp0,
+                                   long long cp_per_q, int seglen, int cpint, int width, const int* cp,
+                                   const int* entry, unsigned char* bad) {
+    const long long qi = x / n_later;
+    const int rt = later_rt[x - qi * n_later];
+    const int rr = rt_ref[rt];
+    unsigned char differ = 0;
+    if (rr >= g_lo[qi] && rr < g_hi[qi]) {
+        const int* e = entry + (qi * n_rt + rt) * width;
+        const int* c = cp + (qi * cp_per_q + ref_cp0[rr] + (long long)rt_seg[rt] * seglen / cpint - 1) * width;
+        for (int k = 0; k < width; ++k) differ |= (unsigned char)(e[k] != c[k]);
+    }
+    bad[x] = differ;
 }
 
 // Repair: the segments of pair rp_pair[x] from rp_seg[x] on, starting from the exact checkpoint
@@ -466,6 +510,28 @@ SCAN_GLOBAL void __launch_bounds__(128, LM <= 24 ? 4 : (LM <= 32 ? 3 : 2)) scan_
     if (t >= n_tasks) return;
     SCAN_ARGS_MAKE(a);
     scan_pass1_task<LM>(t, task_pair, task_seg, a, cp, entry, cand_count, cand_cap, cands);
+}
+
+template <int LM>
+SCAN_GLOBAL void __launch_bounds__(128, LM <= 24 ? 4 : (LM <= 32 ? 3 : 2))
+scan_pass1_grid(long long n_tasks, int n_rt, const int* rt_ref, const int* rt_seg, const int* g_slot, const int* g_lo,
+                const int* g_hi, const long long* ref_cp0, long long cp_per_q, SCAN_ARGS_PARAMS, int* cp, int* entry,
+                ScanCount* cand_count, int cand_cap, ScanCand* cands) {
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_tasks) return;
+    SCAN_ARGS_MAKE(a);
+    scan_pass1_grid_task<LM>(t, n_rt, rt_ref, rt_seg, g_slot, g_lo, g_hi, ref_cp0, cp_per_q, a, cp, entry, cand_count,
+                             cand_cap, cands);
+}
+
+extern "C" SCAN_GLOBAL void scan_verify_grid(long long n, int n_later, const int* later_rt, int n_rt, const int* rt_ref,
+                                             const int* rt_seg, const int* g_lo, const int* g_hi,
+                                             const long long* ref_cp0, long long cp_per_q, int seglen, int cpint,
+                                             int width, const int* cp, const int* entry, unsigned char* bad) {
+    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    scan_verify_grid_one(x, n_later, later_rt, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, seglen, cpint,
+                         width, cp, entry, bad);
 }
 
 template <int LM>

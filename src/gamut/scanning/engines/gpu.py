@@ -21,6 +21,7 @@ when a :class:`GpuEngine` is created.
 """
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -32,7 +33,8 @@ import numpy as np
 from gamut.errors import DeviceError, InputError
 from gamut.scanning.alignments import ChunkAlignments
 from gamut.scanning.engines.common import QueryCache
-from gamut.scanning.engines.gpu_device import Collector, CupyBackend, DeviceRun
+from gamut.scanning.engines.gpu_device import Collector, CupyBackend, DeviceRun, bucket_profiles, upload_references
+from gamut.scanning.engines.gpu_grid import DeviceRefs, GridChunk, GridRun
 from gamut.scanning.engines.gpu_plan import (
     CHUNK_CELLS_PER_DEVICE,
     CHUNK_PAIRS_PER_DEVICE,
@@ -77,6 +79,9 @@ class GpuEngine:
         self._stats_lock = threading.Lock()
         #: Per query set and parameters: query tables by query and row schemes by length.
         self._query_tables: QueryCache[tuple[dict, dict]] = QueryCache(lambda queries, params: ({}, {}))
+        #: Per device: (reference set, index range, DeviceRefs) of the references last uploaded.
+        self._refs_held: list = [None] * len(self.backends)
+        self._refs_lock = threading.Lock()
 
     @property
     def peak_device_bytes(self) -> int:
@@ -89,44 +94,148 @@ class GpuEngine:
         n = pairs.shape[0]
         if n == 0:
             return ChunkAlignments.empty(0)
-        out = Collector(n)
-        q_lengths = queries.lengths()
-        r_lengths = references.lengths()
-        qlen = q_lengths[pairs[:, 0]]
-        rlen = r_lengths[pairs[:, 1]]
-        longest = int(rlen.max())
-        if longest > MAX_GPU_REFERENCE:
-            raise InputError(f"a reference of {longest:,} nt is longer than the GPU engine's limit of "
-                             f"{MAX_GPU_REFERENCE:,} nt (split it into pieces)")
-        check_int32_scores(int(qlen.max()), longest, params)
-        trivial = (qlen == 0) | (rlen == 0)
-        out.assigned[trivial] = True
-        buckets = bucket_for(q_lengths)[pairs[:, 0]]
-        gpu_idx = np.nonzero(~trivial & (buckets > 0))[0]
+        grid = GridChunk.of_pairs(pairs, len(references))
+        if grid is not None:
+            out, rest = self._align_grid(queries, references, grid, params)
+        else:
+            out, rest = self._align_listed(queries, references, pairs, params)
+        with self._stats_lock:
+            key = "grid_chunks" if grid is not None else "listed_chunks"
+            self.stats[key] = self.stats.get(key, 0) + 1
+        parts, pair_index = out.parts()
+        rest = np.concatenate([rest, out.failed()])
+        if rest.size:  # long queries, and pairs whose traceback left its window
+            rest.sort()
+            parts.append(self.cpu.align(queries, references, pairs[rest], params))
+            pair_index.append(rest)
+        return ChunkAlignments.concat(parts, pair_index, n)
+
+    def _tables(self, queries: SequenceSet, wanted: np.ndarray, params: ScanParams) -> dict:
+        """Query tables of query indices ``wanted`` (built as queries first come)."""
         began = time.perf_counter()
-        tables, schemes = self._query_tables.get(queries, params)  # filled as queries come
-        for q in small_unique(pairs[gpu_idx, 0], q_lengths.shape[0]).tolist():
+        tables, schemes = self._query_tables.get(queries, params)
+        lengths = queries.lengths()
+        for q in wanted.tolist():
             if q in tables:
                 continue
-            length = int(q_lengths[q])
+            length = int(lengths[q])
             if length not in schemes:
                 schemes[length] = row_scheme(length, params)
             tables[q] = query_tables(queries.class_codes(q), params, schemes[length])
         with self._stats_lock:
             self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
-        refs = references
+        return tables
+
+    @staticmethod
+    def _check_sizes(longest_query: int, longest_ref: int, params: ScanParams) -> None:
+        if longest_ref > MAX_GPU_REFERENCE:
+            raise InputError(f"a reference of {longest_ref:,} nt is longer than the GPU engine's limit of "
+                             f"{MAX_GPU_REFERENCE:,} nt (split it into pieces)")
+        check_int32_scores(longest_query, longest_ref, params)
+
+    def _align_grid(self, queries: SequenceSet, references: SequenceSet, grid: GridChunk,
+                    params: ScanParams) -> tuple[Collector, np.ndarray]:
+        """A chunk of consecutive pairs (:mod:`.gpu_grid`): returns the results and the pairs for the CPU."""
+        ra, rb = grid.ref_range
+        qs, lo, hi = grid.rows()
+        q_len = queries.lengths()[qs]
+        r_len = references.lengths()[ra:rb]
+        self._check_sizes(int(q_len.max()), int(r_len.max()), params)
+        buckets = bucket_for(q_len)
+        live = (q_len > 0) & (hi > lo) & (int(r_len.max()) > 0)
+        first_pair = grid.first_pair(qs)
+        on_cpu = np.flatnonzero(live & (buckets == 0))
+        counts = (hi[on_cpu] - lo[on_cpu]).astype(np.int64)
+        rest = (np.repeat(first_pair[on_cpu] + lo[on_cpu] - np.cumsum(counts) + counts, counts)
+                + np.arange(int(counts.sum())))
+        on_gpu = live & (buckets > 0)
+        tables = self._tables(queries, qs[on_gpu], params)
+        out = Collector()
+        nd = len(self.backends)
+        jobs: list[list] = [[] for _ in range(nd)]
+        for rows in small_unique(buckets[on_gpu], max(ROW_BUCKETS) + 1).tolist():
+            sel = np.flatnonzero(on_gpu & (buckets == rows))
+            for d, part in enumerate(np.array_split(sel, nd)):
+                if part.size:
+                    jobs[d].append(functools.partial(self._grid_job, d, rows, part, qs, lo, hi, first_pair, tables,
+                                                     references, (ra, rb), params, out))
+        self._run_jobs(jobs)
+        return out, rest
+
+    def _grid_job(self, d: int, rows: int, part: np.ndarray, qs, lo, hi, first_pair, tables, references, ref_range,
+                  params, out: Collector) -> dict:
+        t = self.tuning
+        backend = self.backends[d]
+        refs = self._device_refs(d, references, ref_range)
+        prof, pad = bucket_profiles(tables, qs[part], rows)
+        seg = -(-int(refs.lengths.sum()) * part.shape[0] // t.target_tasks)  # about target_tasks threads
+        seg = min(max(seg, t.min_seg), t.max_seg)
+        seg = -(-seg // t.cpint) * t.cpint
+        run = GridRun(backend, t, params)
+        run.run_grid(rows, prof, pad, lo[part], hi[part], refs, seg, first_pair[part], out)
+        return run.stats
+
+    def _device_refs(self, d: int, references: SequenceSet, ref_range: tuple[int, int]) -> DeviceRefs:
+        """References ``ref_range`` on device ``d``, uploaded once while chunks use the same ones."""
+        with self._refs_lock:
+            held = self._refs_held[d]
+            if held is None or held[0] is not references or held[1] != ref_range:
+                backend = self.backends[d]
+                with backend.device():
+                    letters, offsets, lengths_dev, lengths = upload_references(
+                        backend, references, np.arange(*ref_range, dtype=np.int64))
+                held = self._refs_held[d] = (references, ref_range, DeviceRefs(letters, offsets, lengths_dev, lengths))
+            return held[2]
+
+    def _align_listed(self, queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
+                      params: ScanParams) -> tuple[Collector, np.ndarray]:
+        """Any list of pairs (e.g. -restrict): returns the results and the pairs for the CPU."""
+        q_lengths = queries.lengths()
+        r_lengths = references.lengths()
+        qlen = q_lengths[pairs[:, 0]]
+        rlen = r_lengths[pairs[:, 1]]
+        self._check_sizes(int(qlen.max()), int(rlen.max()), params)
+        trivial = (qlen == 0) | (rlen == 0)
+        buckets = bucket_for(q_lengths)[pairs[:, 0]]
+        gpu_idx = np.flatnonzero(~trivial & (buckets > 0))
+        rest = np.flatnonzero(~trivial & (buckets == 0))
+        tables = self._tables(queries, small_unique(pairs[gpu_idx, 0], q_lengths.shape[0]), params)
+        out = Collector()
         nd = len(self.backends)
         shares = split_over_devices(gpu_idx, qlen[gpu_idx] * rlen[gpu_idx], nd) if nd > 1 else [gpu_idx]
+        jobs: list[list] = []
+        for d, idx in enumerate(shares):
+            bucket_of = buckets[idx]
+            jobs.append([functools.partial(self._listed_job, d, rows, idx[bucket_of == rows], pairs, tables,
+                                           references, r_lengths, params, out)
+                         for rows in small_unique(bucket_of, max(ROW_BUCKETS) + 1).tolist()])
+        self._run_jobs(jobs)
+        return out, rest
 
+    def _listed_job(self, d: int, rows: int, sel: np.ndarray, pairs, tables, references, r_lengths, params,
+                    out: Collector) -> dict:
+        t = self.tuning
+        r = pairs[sel, 1]
+        seg = -(-int(r_lengths[r].sum()) // t.target_tasks)  # about target_tasks threads
+        seg = min(max(seg, t.min_seg), t.max_seg)
+        seg = -(-seg // t.cpint) * t.cpint
+        run = DeviceRun(self.backends[d], t, params)
+        run.run(rows, tables, pairs[sel, 0], references, r, seg, sel, out)
+        return run.stats
+
+    def _run_jobs(self, jobs: list[list]) -> None:
+        """Run ``jobs[d]`` (callables returning stats) on device d, all devices at once; on each,
+        up to ``bucket_threads`` jobs at a time, each on a stream no other running job uses, so
+        that one job's host work overlaps another's kernels."""
         errors: list[BaseException] = []
 
-        def work(d: int) -> None:
+        def on_device(d: int) -> None:
             try:
-                self._align_on(self.backends[d], shares[d], pairs, buckets, tables, refs, r_lengths, params, out)
+                self._run_on(d, jobs[d])
             except BaseException as exc:  # re-raised in the caller's thread
                 errors.append(exc)
 
-        threads = [threading.Thread(target=work, args=(d,)) for d in range(nd) if shares[d].shape[0]]
+        threads = [threading.Thread(target=on_device, args=(d,)) for d in range(len(jobs)) if jobs[d]]
         if len(threads) == 1:
             threads[0].run()
         else:
@@ -136,46 +245,29 @@ class GpuEngine:
                 th.join()
         if errors:
             raise errors[0]
-        parts, pair_index = out.parts()
-        rest = np.flatnonzero(~out.assigned)
-        if rest.size:  # long queries, and pairs whose traceback left its window
-            parts.append(self.cpu.align(queries, references, pairs[rest], params))
-            pair_index.append(rest)
-        return ChunkAlignments.concat(parts, pair_index, n)
 
-    def _align_on(self, backend, idx: np.ndarray, pairs, buckets, tables, refs, r_lengths, params, out) -> None:
-        """Align the pairs ``idx`` on one backend, its row buckets on ``bucket_threads`` threads
-        with a stream each, so that one bucket's host work overlaps another's kernels."""
-        t = self.tuning
-        bucket_of = buckets[idx]
-        rows_list = small_unique(bucket_of, max(ROW_BUCKETS) + 1).tolist()
-        workers = max(1, min(len(rows_list), t.bucket_threads))
+    def _run_on(self, d: int, jobs: list) -> None:
+        backend = self.backends[d]
+        workers = max(1, min(len(jobs), self.tuning.bucket_threads))
         free_streams: queue.SimpleQueue = queue.SimpleQueue()
         for slot in range(workers):
             free_streams.put(slot)
 
-        def bucket(rows: int) -> None:
-            sel = idx[bucket_of == rows]
-            r = pairs[sel, 1]
-            seg = -(-int(r_lengths[r].sum()) // t.target_tasks)  # about target_tasks threads
-            seg = min(max(seg, t.min_seg), t.max_seg)
-            seg = -(-seg // t.cpint) * t.cpint
-            run = DeviceRun(backend, t, params)
-            slot = free_streams.get()  # a stream no other running bucket uses
+        def one(job) -> None:
+            slot = free_streams.get()
             try:
                 with backend.device(), backend.stream(slot):
-                    run.run(rows, tables, pairs[sel, 0], refs, r, seg, sel, out)
+                    stats = job()
             finally:
                 free_streams.put(slot)
             with self._stats_lock:
-                for key, value in run.stats.items():
+                for key, value in stats.items():
                     self.stats[key] = self.stats.get(key, 0) + value
 
         if workers == 1:
-            for rows in rows_list:
-                bucket(rows)
+            for job in jobs:
+                one(job)
             return
         with ThreadPoolExecutor(workers) as pool:
-            for done in [pool.submit(bucket, rows) for rows in rows_list]:
+            for done in [pool.submit(one, job) for job in jobs]:
                 done.result()
-

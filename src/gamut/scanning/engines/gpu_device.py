@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -34,29 +34,27 @@ CAND_FIELDS = 4  # (task, i, j, score)
 MAX_CANDIDATES = 2**31 - 1
 #: Profile score of the unused top rows of a bucket (keeps their A at 0; see scan_dp.cu).
 PAD_SCORE = -(1 << 28)
+#: Kernels instantiated per row bucket (``name<rows>``).
+TEMPLATE_KERNELS = ("scan_pass1", "scan_pass1_grid", "scan_repair", "scan_trace")
 
 
 @njit(cache=True, nogil=True)
-def suppress_sorted(pair, rows, cols, qlen, rlen):
+def suppress_sorted(pair, rows, cols, query_rows, max_ref):
     """Diagonal suppression (miranda-model §6) over candidates sorted by (pair, score desc, j, i).
 
     Returns a boolean mask of survivors; same rule as :func:`gamut.scanning.engines.common.order_and_suppress`.
+    ``query_rows`` and ``max_ref`` bound every candidate's i and j (they only size the diagonal table).
     """
     n = pair.shape[0]
     keep = np.zeros(n, np.bool_)
-    size = 1
-    for k in range(n):
-        need = rlen[pair[k]] + qlen[pair[k]] + 2 * DIAGONAL_WINDOW + 2
-        if need > size:
-            size = need
-    blocked = np.zeros(size, np.uint8)
+    blocked = np.zeros(max_ref + query_rows + 2 * DIAGONAL_WINDOW + 2, np.uint8)
+    offset = query_rows + DIAGONAL_WINDOW
     start = 0
     while start < n:
         p = pair[start]
         end = start
         while end < n and pair[end] == p:
             end += 1
-        offset = qlen[p] + DIAGONAL_WINDOW
         for k in range(start, end):
             d = cols[k] - rows[k] + offset
             if blocked[d]:
@@ -95,15 +93,15 @@ class Collector:
     """The results of one :meth:`~gamut.scanning.engines.gpu.GpuEngine.align` call as device
     batches finish them.
 
-    Device threads fill disjoint pairs; ``assigned`` marks the pairs that have a result (the
-    others are redone on the CPU). :meth:`parts` gives every batch as the
-    :class:`ChunkAlignments` of its pairs, for :meth:`ChunkAlignments.concat`.
+    Device threads fill disjoint pairs; :meth:`parts` gives every batch as the
+    :class:`ChunkAlignments` of its pairs, for :meth:`ChunkAlignments.concat`. Pairs whose
+    traceback left its window are ``failed``: the caller redoes them on the CPU.
     """
 
-    def __init__(self, n: int) -> None:
+    def __init__(self) -> None:
         self._batches: list[tuple] = []
+        self._failed: list[np.ndarray] = []
         self._lock = threading.Lock()
-        self.assigned = np.zeros(n, bool)
 
     def add_batch(self, arrays: tuple, pairs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
         """Pairs ``pairs`` take rows ``lo:hi`` of ``arrays`` (score, i_end, j_end, i_start, j_start, op offsets, ops)."""
@@ -111,6 +109,14 @@ class Collector:
         part = ChunkAlignments(lo, hi, score, i_end, j_end, i_start, j_start, offsets[:-1], offsets[1:], ops)
         with self._lock:
             self._batches.append((part, pairs))
+
+    def add_failed(self, pairs: np.ndarray) -> None:
+        with self._lock:
+            self._failed.append(np.asarray(pairs, np.int64))
+
+    def failed(self) -> np.ndarray:
+        """The pairs (indices in the call) to redo on the CPU."""
+        return np.concatenate(self._failed) if self._failed else np.zeros(0, np.int64)
 
     def parts(self) -> tuple[list[ChunkAlignments], list[np.ndarray]]:
         """The batches' results and, for each, the indices of its pairs in the call."""
@@ -158,7 +164,7 @@ class CupyBackend:
         """Launch kernel ``name<rows>`` (or the extern "C" kernel ``name`` when ``plain``) on n threads."""
         from gamut.cuda import load_module
 
-        kernels = tuple(f"{k}<{rows}>" for k in ("scan_pass1", "scan_repair", "scan_trace"))
+        kernels = tuple(f"{k}<{rows}>" for k in TEMPLATE_KERNELS)
         module = load_module(KERNEL_FILE, name_expressions=kernels, device_id=self.device_id)
         fn = module.get_function(name if plain else f"{name}<{rows}>")
         if n > 0:
@@ -168,7 +174,7 @@ class CupyBackend:
 
 
 @dataclass
-class _Common:
+class KernelArgs:
     """Arrays and scalars every kernel takes (SCAN_ARGS_PARAMS in scan_dp.cu)."""
 
     refs: Any
@@ -194,7 +200,10 @@ class _Common:
 
 
 class DeviceRun:
-    """Aligns a set of pairs that share one row bucket on one backend."""
+    """The stages every batch goes through on one backend (pass 1 and its checks are the callers'):
+    the repair of segment starts, the sort and diagonal suppression of candidates, the tracebacks
+    and the results; and :meth:`run`, the batches of an explicit list of pairs of one row bucket
+    (:mod:`.gpu_grid` runs chunks of consecutive pairs without listing them)."""
 
     def __init__(self, backend, tuning: GpuTuning, params: ScanParams) -> None:
         self.be = backend
@@ -210,9 +219,14 @@ class DeviceRun:
                       "setup_s": 0.0, "tasks_s": 0.0, "pass1_s": 0.0, "verify_repair_s": 0.0, "suppress_s": 0.0,
                       "trace_s": 0.0, "assemble_s": 0.0}
 
-    # -- helpers ---------------------------------------------------------------------------
+    # -- shared stages ---------------------------------------------------------------------
     def _zeros(self, shape, dtype):
         return self.xp.zeros(shape, dtype=dtype)
+
+    def _lap(self, key: str, since: float) -> float:
+        now = time.perf_counter()
+        self.stats[key] += now - since
+        return now
 
     def _collect(self, kernel: str, rows: int, n: int, args_before: list, args_after: list, cap: int):
         """Launch a candidate-emitting kernel, growing the buffer and re-running on overflow.
@@ -235,18 +249,33 @@ class DeviceRun:
                 )
             cap = min(int(got * 1.25) + 1024, MAX_CANDIDATES)
 
-    def _sorted_candidates(self, cands, d_task_pair, n_pairs: int, rows: int, max_ref: int):
-        """Candidates ordered by (pair, score desc, j asc, i asc): backend arrays (pair, i, j, score).
+    def _repair(self, rows: int, kargs: KernelArgs, cands, n_tasks: int, rp_seg: np.ndarray, pair_task0: np.ndarray,
+                pair_tasks: np.ndarray, d_cp, d_entry):
+        """Recompute, from exact checkpoints, the segments of the pairs of ``kargs`` (one per
+        repaired pair) from ``rp_seg`` on wherever a speculative start differs; the candidates of
+        recomputed tasks replace theirs in ``cands``."""
+        be, xp = self.be, self.xp
+        m = rp_seg.shape[0]
+        recomputed = self._zeros(max(n_tasks, 1), np.uint8)
+        rcands = self._collect(
+            "scan_repair", rows, m,
+            [np.int32(m), be.asarray(np.arange(m, dtype=np.int32)), be.asarray(rp_seg.astype(np.int32)),
+             be.asarray(pair_task0[:-1].astype(np.int64)), be.asarray(pair_tasks.astype(np.int32)), *kargs.args(),
+             d_cp, d_entry, recomputed],
+            [], max(1024, m * 16),
+        )
+        redone = recomputed[:n_tasks].astype(bool)
+        self.stats["repaired_tasks"] += int(redone.sum())
+        return xp.concatenate([cands[~redone[cands[:, 0]]], rcands])
+
+    def _sorted_candidates(self, pair, cands, n_pairs: int, rows: int, max_ref: int):
+        """Candidates of batch pairs ``pair`` (one per candidate) ordered by (pair, score desc, j asc,
+        i asc): backend arrays (pair, i, j, score).
 
         Sorted on the device with one packed 64-bit key when it fits (it does for any realistic
         input), else with a host lexsort.
         """
         xp, be = self.xp, self.be
-        n = int(cands.shape[0])
-        if n == 0:
-            z = xp.zeros(0, np.int32)
-            return xp.zeros(0, np.int64), z, z, z
-        pair = d_task_pair[cands[:, 0]].astype(np.int64)
         i, j, score = cands[:, 1], cands[:, 2], cands[:, 3]
         smax = int(score.max())
         smin = int(score.min())
@@ -262,59 +291,135 @@ class DeviceRun:
         order = np.lexsort((i, j, -score.astype(np.int64), pair))
         return tuple(be.asarray(np.ascontiguousarray(a[order])) for a in (pair, i, j, score))
 
-    def _suppress(self, pair, i, j, n_pairs: int, rows: int, qlen: np.ndarray, rlen: np.ndarray):
-        """Survivor mask (backend array) of sorted candidates: on the device (one thread per pair),
-        with pairs of more than ``suppress_limit`` candidates (or all, if the device path is off)
-        done on the host by :func:`suppress_sorted`."""
+    def _suppress(self, pair, i, j, rows: int, max_ref: int):
+        """Survivor mask (backend array) of sorted candidates: on the device (one thread per pair
+        with candidates), with pairs of more than ``suppress_limit`` candidates (or all, if the
+        device path is off) done on the host by :func:`suppress_sorted`."""
         xp, be, t = self.xp, self.be, self.t
         n = int(pair.shape[0])
-        if n == 0:
-            return xp.zeros(0, bool)
         if not t.device_suppress:
-            return be.asarray(suppress_sorted(be.to_host(pair), be.to_host(i), be.to_host(j), qlen, rlen))
-        start = xp.searchsorted(pair, xp.arange(n_pairs + 1, dtype=np.int64)).astype(np.int64)
+            return be.asarray(suppress_sorted(be.to_host(pair), be.to_host(i), be.to_host(j), rows, max_ref))
+        edge = xp.empty(n + 1, bool)
+        edge[0] = edge[n] = True
+        xp.not_equal(pair[1:], pair[:-1], out=edge[1:n])
+        start = xp.flatnonzero(edge).astype(np.int64)  # runs of one pair
+        runs = int(start.shape[0]) - 1
         keep = xp.zeros(n, np.uint8)
         diag = xp.empty(n, np.int32)
-        be.launch("scan_suppress", rows, n_pairs,
-                  [np.int32(n_pairs), start, xp.ascontiguousarray(i), xp.ascontiguousarray(j),
+        be.launch("scan_suppress", rows, runs,
+                  [np.int32(runs), start, xp.ascontiguousarray(i), xp.ascontiguousarray(j),
                    np.int32(DIAGONAL_WINDOW), np.int32(t.suppress_limit), keep, diag], t.block, plain=True)
         keep = keep.astype(bool)
-        big = be.to_host(xp.flatnonzero(xp.diff(start) > t.suppress_limit))  # found where `start` is
-        for p in big.tolist():  # rare: pairs with very many candidates
-            a, b = (int(x) for x in be.to_host(start[p:p + 2]))
-            mask = suppress_sorted(be.to_host(pair[a:b]), be.to_host(i[a:b]), be.to_host(j[a:b]), qlen, rlen)
+        big = be.to_host(xp.flatnonzero(xp.diff(start) > t.suppress_limit))
+        for r in big.tolist():  # rare: pairs with very many candidates
+            a, b = (int(x) for x in be.to_host(start[r:r + 2]))
+            mask = suppress_sorted(be.to_host(pair[a:b]), be.to_host(i[a:b]), be.to_host(j[a:b]), rows, max_ref)
             keep[a:b] = be.asarray(mask)
         return keep
 
+    def _survivors(self, pair, cands, n_pairs: int, rows: int, max_ref: int):
+        """Sorted and suppressed candidates: device int32 (pair, i, j) and host scores."""
+        xp, be = self.xp, self.be
+        self.stats["candidates"] += int(cands.shape[0])
+        if cands.shape[0] == 0:
+            z = xp.zeros(0, np.int32)
+            return z, z, z, np.zeros(0, np.int32)
+        c_pair, c_i, c_j, c_s = self._sorted_candidates(pair, cands, n_pairs, rows, max_ref)
+        keep = self._suppress(c_pair, c_i, c_j, rows, max_ref)
+        d_pair, d_i, d_j = (xp.ascontiguousarray(a[keep].astype(np.int32)) for a in (c_pair, c_i, c_j))
+        score = be.to_host(c_s[keep].astype(np.int32))
+        self.stats["survivors"] += int(score.shape[0])
+        return d_pair, d_i, d_j, score
+
+    def _trace(self, rows, kargs: KernelArgs, d_cp, sv_pair, sv_i, sv_j):
+        """Pass 2 for survivors (``sv_pair`` indexes the pair arrays of ``kargs``): host arrays
+        i0, j0, op counts (-1: left its window), the ops end to end and their offsets."""
+        xp, be, t = self.xp, self.be, self.t
+        n = sv_pair.shape[0]
+        K = rows + t.trace_margin
+        window = K + t.cpint
+        stride = window * rows
+        opcap = rows + window
+        i0 = np.empty(n, np.int32)
+        j0 = np.empty(n, np.int32)
+        nops = np.empty(n, np.int32)
+        pieces = [np.zeros(0, np.uint8)]
+        per_launch = max(1, t.scratch_bytes // stride)
+        for a in range(0, n, per_launch):
+            b = min(n, a + per_launch)
+            m = b - a
+            d_i0 = xp.empty(m, dtype=np.int32)
+            d_j0 = xp.empty(m, dtype=np.int32)
+            d_n = xp.empty(m, dtype=np.int32)
+            d_ops = xp.empty(m * opcap, dtype=np.uint8)
+            scratch = xp.empty(m * stride // 4, dtype=np.uint32)
+            be.launch(
+                "scan_trace", rows, m,
+                [np.int32(m), be.asarray(sv_pair[a:b].copy()), be.asarray(sv_i[a:b].copy()), be.asarray(sv_j[a:b].copy()),
+                 *kargs.args(), d_cp, np.int32(K), scratch, np.int64(m), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
+                t.block,
+            )
+            i0[a:b] = be.to_host(d_i0)
+            j0[a:b] = be.to_host(d_j0)
+            nops[a:b] = be.to_host(d_n)
+            widest = int(nops[a:b].max())
+            if widest > 0:
+                ops = be.to_host(xp.ascontiguousarray(d_ops.reshape(m, opcap)[:, :widest]))
+                pieces.append(gather_ops(ops, np.maximum(nops[a:b], 0).astype(np.int64))[0])
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.maximum(nops, 0), out=offsets[1:])
+        return i0, j0, nops, np.concatenate(pieces), offsets
+
+    @staticmethod
+    def _assemble(sv_call_pair: np.ndarray, sv_s, sv_i, sv_j, traced, results: Collector) -> int:
+        """Record survivors of the call's pairs ``sv_call_pair`` (grouped by pair); a pair whose
+        traceback left its window is recorded as failed (redone on the CPU). Returns how many failed."""
+        i0, j0, nops, flat, offs = traced
+        n = sv_call_pair.shape[0]
+        if n == 0:
+            return 0
+        starts = np.flatnonzero(np.r_[True, sv_call_pair[1:] != sv_call_pair[:-1]])
+        ends = np.append(starts[1:], n)
+        bad = np.zeros(n, bool)
+        bad[nops < 0] = True
+        run_bad = np.logical_or.reduceat(bad, starts)
+        results.add_batch((sv_s, sv_i, sv_j, i0, j0, offs, flat), sv_call_pair[starts[~run_bad]],
+                          starts[~run_bad], ends[~run_bad])
+        if run_bad.any():
+            results.add_failed(sv_call_pair[starts[run_bad]])
+        return int(run_bad.sum())
+
+    def _finish(self, rows: int, trace_args, d_cp, pair, cands, n_pairs: int, max_ref: int, clock: float,
+                call_pair, results: Collector) -> None:
+        """Sort, suppress, trace and record the candidates of a batch: ``pair`` (device int64) is
+        each candidate's pair in the batch (0..n_pairs-1); ``trace_args(survivor pairs)`` gives the
+        :class:`KernelArgs` and the index into its pair arrays of each survivor; ``call_pair(local)``
+        maps batch pairs (host) to the call's pairs."""
+        d_pair, d_i, d_j, sv_s = self._survivors(pair, cands, n_pairs, rows, max_ref)
+        clock = self._lap("suppress_s", clock)
+        sv_pair = self.be.to_host(d_pair)
+        kargs, sv_index = trace_args(d_pair)
+        traced = self._trace(rows, kargs, d_cp, sv_index, d_i, d_j)
+        clock = self._lap("trace_s", clock)
+        self.stats["trace_fallback_pairs"] += self._assemble(call_pair(sv_pair), sv_s, self.be.to_host(d_i),
+                                                             self.be.to_host(d_j), traced, results)
+        self._lap("assemble_s", clock)
+
+    # -- explicit pairs ----------------------------------------------------------------------
     def run(self, rows: int, qtabs: dict, q_of_pair: np.ndarray, references: SequenceSet, r_of_pair: np.ndarray,
             seglen: int, pair_ids: np.ndarray, results: Collector) -> None:
         """Align pairs (q_of_pair[k], r_of_pair[k]) into ``results[pair_ids[k]]``.
 
-        Pairs left unassigned (a traceback left its window) are redone on the CPU by the caller.
+        Pairs whose traceback left its window are recorded as failed (redone on the CPU by the caller).
         """
         be, t = self.be, self.t
         began = time.perf_counter()
         n_pairs = q_of_pair.shape[0]
-        # Query slots: profiles bottom-aligned in `rows` rows.
         uq, q_slot = dense_slots(q_of_pair)
-        prof = np.full((uq.shape[0], 5, rows), PAD_SCORE, np.int32)
-        pad = np.zeros(uq.shape[0], np.int32)
-        qlen_slot = np.zeros(uq.shape[0], np.int64)
-        for s, q in enumerate(uq):
-            tab = qtabs[int(q)]
-            L = tab.qrev.shape[0]
-            pad[s] = rows - L
-            qlen_slot[s] = L
-            prof[s, :, rows - L :] = tab.profile[:, 1:]
-        # Reference slots.
+        prof, pad = bucket_profiles(qtabs, uq, rows)
+        qlen_slot = rows - pad.astype(np.int64)
         ur, r_slot = dense_slots(r_of_pair)
-        flat, rlen_slot = gather_sequences(references, ur)
-        ref_off = np.zeros(ur.shape[0], np.int64)
-        if ur.shape[0] > 1:
-            ref_off[1:] = np.cumsum(rlen_slot)[:-1]
-        d_refs = be.asarray(np.ascontiguousarray(flat, dtype=np.int8) if flat.size else np.zeros(1, np.int8))
-        d_ref_off = be.asarray(ref_off)
-        d_ref_len = be.asarray(rlen_slot.astype(np.int32))  # <= MAX_GPU_REFERENCE (checked in align)
+        d_refs, d_ref_off, d_ref_len, rlen_slot = upload_references(be, references, ur)
         d_prof = be.asarray(prof)
         d_pad = be.asarray(pad)
         R = rlen_slot[r_slot]
@@ -352,7 +457,6 @@ class DeviceRun:
         began = time.perf_counter()
         nb = batch.shape[0]
         b_R = R[batch]
-        b_L = L[batch]
         # Tasks: (local pair, segment). Full segments first, grouped by query for cache locality,
         # then the pairs' partial last segments, longest first (one compiled pass, O(pairs)).
         task_pair, task_seg, pair_tasks, pair_task0, pair_cp = task_tables(
@@ -360,8 +464,7 @@ class DeviceRun:
             seglen, t.cpint)
         n_tasks = int(pair_task0[-1])
         total_cp = int(pair_cp[-1])
-
-        common = _Common(
+        kargs = KernelArgs(
             d_refs, d_ref_off, d_ref_len, be.asarray(q_slot[batch].astype(np.int32)),
             be.asarray(r_slot[batch].astype(np.int32)), be.asarray(pair_cp[:-1].copy()), d_prof, d_pad,
             seglen, t.cpint, t.warm, self.gaps, self.threshold,
@@ -370,19 +473,17 @@ class DeviceRun:
         d_task_seg = be.asarray(task_seg)
         d_cp = xp.empty(max(total_cp, 1) * 2 * rows, dtype=np.int32)
         d_entry = xp.empty(max(n_tasks, 1) * 2 * rows, dtype=np.int32)
-        cap = max(4096, n_tasks)
         self.stats["tasks"] += n_tasks
         clock = self._lap("tasks_s", began)
         cands = self._collect(
-            "scan_pass1", rows, n_tasks, [np.int32(n_tasks), d_task_pair, d_task_seg, *common.args(), d_cp, d_entry],
-            [], cap,
+            "scan_pass1", rows, n_tasks, [np.int32(n_tasks), d_task_pair, d_task_seg, *kargs.args(), d_cp, d_entry],
+            [], max(4096, n_tasks),
         )
         clock = self._lap("pass1_s", clock)
         # Check every speculative segment start against the exact checkpoint before it.
-        # (On the device: the task arrays are there already.)
         later = xp.flatnonzero(d_task_seg > 0)
         if later.size:
-            cp_idx = common.pair_cp[d_task_pair[later]] + (d_task_seg[later].astype(np.int64) * seglen) // t.cpint - 1
+            cp_idx = kargs.pair_cp[d_task_pair[later]] + (d_task_seg[later].astype(np.int64) * seglen) // t.cpint - 1
             ent = d_entry.reshape(-1, 2 * rows)[later]
             ref_state = d_cp.reshape(-1, 2 * rows)[cp_idx]
             bad = be.to_host(later[~xp.all(ent == ref_state, axis=1)])
@@ -391,93 +492,40 @@ class DeviceRun:
         if bad.size:
             first = np.full(nb, np.iinfo(np.int32).max, np.int32)
             np.minimum.at(first, task_pair[bad], task_seg[bad])
-            rp_pair = np.nonzero(first < np.iinfo(np.int32).max)[0].astype(np.int32)
-            rp_seg = np.ascontiguousarray(first[rp_pair])
-            recomputed = self._zeros(max(n_tasks, 1), np.uint8)
-            rcands = self._collect(
-                "scan_repair", rows, rp_pair.shape[0],
-                [np.int32(rp_pair.shape[0]), be.asarray(rp_pair), be.asarray(rp_seg), be.asarray(pair_task0[:-1].copy()),
-                 be.asarray(pair_tasks), *common.args(), d_cp, d_entry, recomputed],
-                [], max(1024, rp_pair.shape[0] * 16),
-            )
-            redone = recomputed[:n_tasks].astype(bool)
-            self.stats["repaired_tasks"] += int(redone.sum())
-            cands = xp.concatenate([cands[~redone[cands[:, 0]]], rcands])
+            rp_pair = np.nonzero(first < np.iinfo(np.int32).max)[0]
+            d_rp = be.asarray(rp_pair)
+            rp_kargs = replace(kargs, pair_q=kargs.pair_q[d_rp], pair_r=kargs.pair_r[d_rp], pair_cp=kargs.pair_cp[d_rp])
+            n_seg = pair_task0[rp_pair + 1] - pair_task0[rp_pair]
+            rp_task0 = np.zeros(rp_pair.shape[0] + 1, np.int64)
+            np.cumsum(n_seg, out=rp_task0[1:])
+            rp_tasks = pair_tasks[np.repeat(pair_task0[rp_pair] - rp_task0[:-1], n_seg) + np.arange(rp_task0[-1])]
+            cands = self._repair(rows, rp_kargs, cands, n_tasks, first[rp_pair], rp_task0, rp_tasks, d_cp, d_entry)
         clock = self._lap("verify_repair_s", clock)
-        # Sort (pair, score desc, j asc, i asc) and suppress diagonals.
-        c_pair, c_i, c_j, c_s = self._sorted_candidates(cands, d_task_pair, nb, rows, int(b_R.max()) if nb else 0)
-        keep = self._suppress(c_pair, c_i, c_j, nb, rows, b_L.astype(np.int64), b_R.astype(np.int64))
-        d_sv = [xp.ascontiguousarray(a[keep].astype(np.int32)) for a in (c_pair, c_i, c_j)]
-        sv_pair, sv_i, sv_j = (be.to_host(a) for a in d_sv)
-        sv_s = be.to_host(c_s[keep].astype(np.int32))
-        self.stats["candidates"] += int(cands.shape[0])
-        self.stats["survivors"] += int(sv_pair.shape[0])
-        clock = self._lap("suppress_s", clock)
-        i0, j0, nops, flat, offs = self._trace(rows, common, d_cp, *d_sv)
-        self.stats["trace_fallback_pairs"] += int(np.unique(sv_pair[nops < 0]).shape[0])
-        clock = self._lap("trace_s", clock)
-        self._assemble(pair_ids[batch], sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results)
-        self._lap("assemble_s", clock)
+        pair = d_task_pair[cands[:, 0]].astype(np.int64)
+        batch_ids = pair_ids[batch]
+        self._finish(rows, lambda d_pair: (kargs, d_pair), d_cp, pair, cands, nb, int(b_R.max()) if nb else 0, clock,
+                     lambda local: batch_ids[local], results)
 
-    def _lap(self, key: str, since: float) -> float:
-        now = time.perf_counter()
-        self.stats[key] += now - since
-        return now
 
-    def _trace(self, rows, common, d_cp, sv_pair, sv_i, sv_j):
-        xp, be, t = self.xp, self.be, self.t
-        n = sv_pair.shape[0]
-        K = rows + t.trace_margin
-        window = K + t.cpint
-        stride = window * rows
-        opcap = rows + window
-        i0 = np.empty(n, np.int32)
-        j0 = np.empty(n, np.int32)
-        nops = np.empty(n, np.int32)
-        pieces = [np.zeros(0, np.uint8)]
-        per_launch = max(1, t.scratch_bytes // stride)
-        for a in range(0, n, per_launch):
-            b = min(n, a + per_launch)
-            m = b - a
-            d_i0 = xp.empty(m, dtype=np.int32)
-            d_j0 = xp.empty(m, dtype=np.int32)
-            d_n = xp.empty(m, dtype=np.int32)
-            d_ops = xp.empty(m * opcap, dtype=np.uint8)
-            scratch = xp.empty(m * stride // 4, dtype=np.uint32)
-            be.launch(
-                "scan_trace", rows, m,
-                [np.int32(m), be.asarray(sv_pair[a:b].copy()), be.asarray(sv_i[a:b].copy()), be.asarray(sv_j[a:b].copy()),
-                 *common.args(), d_cp, np.int32(K), scratch, np.int64(m), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
-                t.block,
-            )
-            i0[a:b] = be.to_host(d_i0)
-            j0[a:b] = be.to_host(d_j0)
-            nops[a:b] = be.to_host(d_n)
-            widest = int(nops[a:b].max())
-            if widest > 0:
-                ops = be.to_host(xp.ascontiguousarray(d_ops.reshape(m, opcap)[:, :widest]))
-                pieces.append(gather_ops(ops, np.maximum(nops[a:b], 0).astype(np.int64))[0])
-        offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(np.maximum(nops, 0), out=offsets[1:])
-        return i0, j0, nops, np.concatenate(pieces), offsets
+def bucket_profiles(qtabs: dict, queries: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Profiles of ``queries`` bottom-aligned in ``rows`` rows ((n, 5, rows) int32, unused rows
+    :data:`PAD_SCORE`) and each query's padding ``rows - length`` (int32)."""
+    prof = np.full((queries.shape[0], 5, rows), PAD_SCORE, np.int32)
+    pad = np.zeros(queries.shape[0], np.int32)
+    for s, q in enumerate(queries.tolist()):
+        profile = qtabs[q].profile
+        L = profile.shape[1] - 1
+        pad[s] = rows - L
+        prof[s, :, rows - L:] = profile[:, 1:]
+    return prof, pad
 
-    @staticmethod
-    def _assemble(pairs, sv_pair, sv_s, sv_i, sv_j, i0, j0, nops, flat, offs, results: Collector) -> None:
-        """Record a batch's results: survivors of pairs ``pairs[sv_pair]``; the others have none.
 
-        A pair whose traceback left its window stays unassigned: it is redone on the CPU.
-        """
-        results.assigned[pairs] = True
-        n = sv_pair.shape[0]
-        if n == 0:
-            return
-        # Survivors are grouped by pair (sorted by pair first): runs of equal sv_pair.
-        starts = np.flatnonzero(np.r_[True, sv_pair[1:] != sv_pair[:-1]])
-        ends = np.append(starts[1:], n)
-        failed = np.zeros(pairs.shape[0], bool)
-        failed[sv_pair[nops < 0]] = True
-        local = sv_pair[starts]
-        ok = ~failed[local]
-        results.add_batch((sv_s, sv_i, sv_j, i0, j0, offs, flat), pairs[local[ok]], starts[ok], ends[ok])
-        results.assigned[pairs[local[~ok]]] = False
-
+def upload_references(backend, references: SequenceSet, which: np.ndarray):
+    """References ``which`` end to end on the backend: (letters, offsets, lengths) device arrays and the host lengths."""
+    flat, lengths = gather_sequences(references, which)
+    offsets = np.zeros(which.shape[0], np.int64)
+    if which.shape[0] > 1:
+        offsets[1:] = np.cumsum(lengths)[:-1]
+    d_refs = backend.asarray(np.ascontiguousarray(flat, dtype=np.int8) if flat.size else np.zeros(1, np.int8))
+    # lengths <= MAX_GPU_REFERENCE (checked by the engine): int32
+    return d_refs, backend.asarray(offsets), backend.asarray(lengths.astype(np.int32)), lengths
