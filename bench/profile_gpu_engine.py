@@ -1,10 +1,10 @@
 """Where the GPU engine's time goes: ``engine.align`` over the runner's chunks of a case of
 :mod:`bench.scan_e2e` (clip, sars, utr), after a warm-up, with the engine's per-stage seconds and
-counters and the top functions of a cProfile run; with ``--cli``, also the whole ``gamut miranda``
-process of each case (its workload's flags) under cProfile, after an untimed warm-up process.
-Prints a report; ``--json`` writes it too.
+counters and the top functions of a cProfile run; with ``--stages``, also the seconds of each stage of
+an in-process ``gamut miranda`` run of the case (its workload's flags). ``--chunk-pairs`` sets the
+engine's pairs per chunk (to compare chunk sizes). Prints a report; ``--json`` writes it too.
 
-    python bench/profile_gpu_engine.py --cases clip,utr --clip 20000 --data ../shared/data --cli
+    python bench/profile_gpu_engine.py --cases clip,utr --clip 20000 --data ../shared/data --stages
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import cProfile
 import io
 import json
 import pstats
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,19 +52,47 @@ def profile_case(query: Path, ref: Path, device: str, top: int) -> dict:
             "chunks": len(chunks), "stats": stats, "profile": text.getvalue()}
 
 
-def profile_cli(query: Path, ref: Path, flags: list[str], device: str, top: int, tmp: Path) -> str:
-    """cProfile of one whole ``gamut miranda`` process (after an untimed one), top functions by cumulative time."""
-    out, stats = tmp / "cli_out.txt", tmp / "cli.prof"
-    cmd = ["-m", "gamut", "miranda", str(query), str(ref), *flags, "--device", device, "-out", str(out)]
-    subprocess.run([sys.executable, *cmd], check=True)
-    out.unlink()
-    began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), *cmd], check=True)
-    wall = time.perf_counter() - began
-    out.unlink()
-    text = io.StringIO()
-    pstats.Stats(str(stats), stream=text).sort_stats("cumulative").print_stats(top)
-    return f"whole process under cProfile: {wall:.2f} s\n" + text.getvalue()
+def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path) -> dict:
+    """Seconds of each post-processing stage of one in-process ``gamut miranda`` run (the main
+    thread: hits, energies, site filter, sinks; ``align`` is the engine on its worker thread),
+    after an untimed warm-up run, by wrapping the stages' functions."""
+    import threading
+
+    import gamut.scanning.pipeline.scan_loop as loop
+    from gamut.scanning import miranda_cli
+    from gamut.scanning.hits import HitTable
+    from gamut.scanning.sinks.base import TextSink
+
+    times: dict[str, float] = {}
+    lock = threading.Lock()
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            began = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                with lock:
+                    times[name] = times.get(name, 0.0) + time.perf_counter() - began
+        return wrapper
+
+    argv = [str(query), str(ref), *flags, "--device", device, "-out", str(tmp / "stages.txt")]
+    miranda_cli.main(argv)
+    (tmp / "stages.txt").unlink()
+    patches = [(loop, "chunk_hits"), (loop, "hit_energies"), (HitTable, "set_energies"), (TextSink, "write")]
+    saved = [(obj, name, getattr(obj, name)) for obj, name in patches]
+    from gamut.scanning.engines import gpu as gpu_engine
+    saved.append((gpu_engine.GpuEngine, "align", gpu_engine.GpuEngine.align))
+    try:
+        for obj, name, fn in saved:
+            setattr(obj, name, timed(name, fn))
+        began = time.perf_counter()
+        miranda_cli.main(argv)
+        times["whole run (in process)"] = time.perf_counter() - began
+    finally:
+        for obj, name, fn in saved:
+            setattr(obj, name, fn)
+    return times
 
 
 def main() -> int:
@@ -78,22 +105,30 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--cli", action="store_true", help="also profile the whole CLI process of each case")
+    ap.add_argument("--chunk-pairs", type=int, default=0, help="the GPU engine's pairs per chunk (default: its own)")
+    ap.add_argument("--stages", action="store_true", help="also time the post-processing stages of a run")
+    ap.add_argument("--switch-interval", type=float, default=0.0, help="sys.setswitchinterval for the runs (seconds)")
     args = ap.parse_args()
     args.big, args.t2_length = False, 20_000
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+    if args.chunk_pairs:
+        import gamut.scanning.engines.gpu as gpu_engine
+
+        gpu_engine.CHUNK_PAIRS_PER_DEVICE = args.chunk_pairs
     report = {}
     with tempfile.TemporaryDirectory() as tmp:
         for case, (query, ref, flags) in scan_e2e.workloads(args, Path(tmp)).items():
             result = profile_case(query, ref, args.device, args.top)
-            if args.cli:
-                result["cli_profile"] = profile_cli(query, ref, flags, args.device, args.top, Path(tmp))
+            if args.stages:
+                result["stages"] = stage_times(query, ref, flags, args.device, Path(tmp))
+                print("stages:", json.dumps({k: round(v, 3) for k, v in result["stages"].items()}))
             report[case] = result
             cells = result["cells"]
             print(f"== {case}: {result['pairs']:,} pairs, {result['chunks']} chunks, engine {result['engine_s']:.3f} s "
                   f"({cells / result['engine_s'] / 1e9:.1f} G cells/s)")
             print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result["stats"].items()}))
             print(result["profile"])
-            print(result.get("cli_profile", ""))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0

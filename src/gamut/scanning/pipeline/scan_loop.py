@@ -5,9 +5,9 @@ reference for the first query, then the second, ...), bounded in cells and pairs
 an int64 array, never one Python object per pair; the engine returns the chunk's alignments as
 columns (:class:`~gamut.scanning.alignments.ChunkAlignments`), :func:`~gamut.scanning.hits.chunk_hits`
 builds every hit of the chunk in compiled code, the energies of all its hits are folded in one
-parallel call, and a sink formats the whole chunk from the columns. The engine aligns the next
-chunk on a worker thread while the current one is post-processed and written, so memory stays
-bounded by two chunks whatever the number of pairs.
+parallel call, and a sink formats the whole chunk from the columns. Alignment, hits and writing
+run at once on three threads, a chunk apart (the compiled kernels release the GIL), so memory
+stays bounded by a few chunks whatever the number of pairs.
 """
 from __future__ import annotations
 
@@ -79,59 +79,79 @@ def scan_chunks(
 ) -> Iterator[tuple[ChunkResult, Parallel]]:
     """Yield ``(result, spare_cores)`` per chunk of pairs, in miRanda's output order.
 
-    ``spare_cores`` tells whoever formats the chunk whether its kernels may take every core now
-    (a callable, asked before each kernel: see :func:`gamut.io.threads.run_kernel`): only while
-    no alignment runs beside them. ``progress`` is called with the number of cells finished after
-    each chunk. Chunks hold about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs (default:
-    the engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). The engine aligns chunk
-    k+1 on a worker thread while chunk k is post-processed. ``pairs`` (consecutive pairs of the
-    output order, e.g. one partition) scans those pairs only; their first pair's running counter
-    is ``counter0 + 1``. ``threads`` bounds post-processing (hits, energies and, between chunks,
-    the caller's sink: Numba's thread count in the calling thread until the iteration ends);
-    ``None`` takes every core.
+    Three stages run at once, each on its own thread, one chunk apart: the engine aligns chunk
+    k+2, the hits, energies and site filter of chunk k+1 are computed, and the caller formats
+    and writes chunk k (the engine runs up to two chunks ahead, the hits one). ``spare_cores``
+    tells whoever formats the chunk whether its kernels may take every core now (a callable,
+    asked before each kernel: see :func:`gamut.io.threads.run_kernel`): only while no alignment
+    runs beside them. ``progress`` is called with the number of cells finished after each chunk.
+    Chunks hold about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs (default: the
+    engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). ``pairs`` (consecutive
+    pairs of the output order, e.g. one partition) scans those pairs only; their first pair's
+    running counter is ``counter0 + 1``. ``threads`` bounds post-processing (hits, energies and,
+    between chunks, the caller's sink: Numba's thread count in the calling thread until the
+    iteration ends); ``None`` takes every core.
     """
     params = scan_input.params
     chunk_cells = engine.preferred_chunk_cells if chunk_cells is None else chunk_cells
     chunk_pairs = engine.preferred_chunk_pairs if chunk_pairs is None else chunk_pairs
     queries, references = scan_input.query_set, scan_input.reference_set
     ql, rl = queries.lengths(), references.lengths()
+    aligning: deque = deque()  # futures of (pairs, alignments) or None, in order
 
-    def align(pairs: np.ndarray):
-        return pairs, engine.align(queries, references, pairs, params)
+    def spare_cores() -> bool:
+        # Post-processing may take every core only while no alignment runs beside it: once the
+        # chunks ahead are aligned (or there are none). Until then the engine (all cores on the CPU;
+        # host passes on one core for a GPU) keeps the cores; each kernel asks again.
+        return all(f.done() for f in list(aligning))
 
-    counter = counter0
-    # Post-processing (here and in the caller between chunks: the sink) uses at most `threads`.
-    with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as pool, numba_threads(threads):
-        pending: deque = deque()
-        if pairs is None:
-            chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
-        else:
-            chunks = scan_input.cut(np.asarray(pairs, np.int64).reshape(-1, 2), int(chunk_cells), int(chunk_pairs))
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < 2:  # keep the engine one chunk ahead
-                pairs = next(chunks, None)
-                if pairs is None:
-                    exhausted = True
-                else:
-                    pending.append(pool.submit(align, pairs))
-            if not pending:
-                break
-            pairs, alignments = pending.popleft().result()
-            # Post-processing may take every core only while no alignment runs beside it: once the
-            # next chunk is aligned (or there is none). Until then the engine (all cores on the CPU;
-            # host passes on one core for a GPU) keeps the cores; each kernel asks again, so a chunk
-            # whose next one finishes aligning meanwhile goes on on every core.
-            spare_cores: Parallel = pending[0].done if pending else True
-            hits = chunk_hits(queries, references, pairs, alignments, parallel=spare_cores)
+    if pairs is None:
+        chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
+    else:
+        chunks = scan_input.cut(np.asarray(pairs, np.int64).reshape(-1, 2), int(chunk_cells), int(chunk_pairs))
+    counter = counter0  # the running counter before the next chunk (kept by the hits thread)
+
+    def align_next():
+        """The next chunk's pairs and alignments (the chunk is cut on this thread too); None when there are no more."""
+        chunk = next(chunks, None)
+        return None if chunk is None else (chunk, engine.align(queries, references, chunk, params))
+
+    def post_process(aligned) -> tuple[ChunkResult, int] | None:
+        """A chunk's result and its cells (for progress), once it is aligned; None after the last one."""
+        nonlocal counter
+        got = aligned.result()
+        if got is None:
+            return None
+        chunk, alignments = got
+        with numba_threads(threads):
+            hits = chunk_hits(queries, references, chunk, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, engine.energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)
-            result = ChunkResult(pairs, hits, counter)
+            result = ChunkResult(chunk, hits, counter)
             if params.site_types is not None:  # --site-types: only hits of those types are reported
                 from gamut.scanning.sites import site_filter
 
                 site_filter(result, scan_input, params.site_types, spare_cores)
-            counter += len(result)
-            if progress is not None:
-                progress(int((ql[pairs[:, 0]] * rl[pairs[:, 1]]).sum()))
-            yield result, spare_cores
+        counter += len(result)
+        cells = int((ql[chunk[:, 0]] * rl[chunk[:, 1]]).sum()) if progress is not None else 0
+        return result, cells
+
+    processing: deque = deque()  # futures of (ChunkResult, cells), in order
+    with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as aligner, \
+            ThreadPoolExecutor(1, thread_name_prefix="gamut-hits") as hitter, numba_threads(threads):
+        try:
+            while True:
+                while len(aligning) < 2:  # keep the engine up to two chunks ahead
+                    aligning.append(aligner.submit(align_next))
+                    processing.append(hitter.submit(post_process, aligning[-1]))
+                got = processing.popleft().result()
+                aligning.popleft()
+                if got is None:  # past the last chunk
+                    break
+                result, cells = got
+                if progress is not None:
+                    progress(cells)
+                yield result, spare_cores
+        finally:  # done, or stopped early (an error, or the caller closed us): no work for chunks nobody takes
+            for future in (*aligning, *processing):
+                future.cancel()

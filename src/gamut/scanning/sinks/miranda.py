@@ -131,24 +131,25 @@ class MirandaSink(TextSink):
 
     def _footers(self, b: TextBuilder, c: ReportedHits, result: ChunkResult) -> None:
         """'Score for this Scan', the '>>' summaries with their positions, 'Complete' (miranda-model §10.5)."""
-        n = len(result)
-        counts = np.bincount(c.pair, minlength=n)
-        stops = np.cumsum(counts)
-        starts = stops - counts
+        # Reported hits come in pair order: runs of one pair (work in hits, not pairs, but for the
+        # verbose mode's line per pair without hits).
+        pair = c.pair
+        first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, np.int64)
+        stops = np.append(first[1:], pair.size)
         energy = c.field("energy")
-        neg = _pair_sums(energy, starts, stops)
-        summary = np.flatnonzero((counts > 0) & (neg > 0))
-        has = np.zeros(n, bool)
-        has[summary] = True
+        neg = _pair_sums(energy, first, stops)
+        ok = neg > 0
+        summary = pair[first[ok]]
         lead = "" if self.quiet else "Score for this Scan:\n"
         if not self.quiet:
+            has = np.zeros(len(result), bool)
+            has[summary] = True
             b.records(np.flatnonzero(~has), 3, 0, [lead + "No Hits Found above Threshold\nComplete\n\n"])
         if summary.size == 0:
             return
         cols = self.columns
         score = c.field("score")
-        with_hits = np.flatnonzero(counts > 0)
-        first, at = starts[with_hits], np.searchsorted(with_hits, summary)
+        at = np.flatnonzero(ok)
         tot_score = np.add.reduceat(score, first)[at]
         max_score = np.maximum.reduceat(score, first)[at]
         if c.noenergy:
@@ -156,7 +157,7 @@ class MirandaSink(TextSink):
             max_e: object = "0.0"
         else:
             min_e = np.minimum.reduceat(energy.astype(np.float64), first)[at]
-            tot_e = b.fixed(-neg[summary], 2)  # miRanda prints '-' and the sum of -energy
+            tot_e = b.fixed(-neg[ok], 2)  # miRanda prints '-' and the sum of -energy
             max_e = b.fixed(np.minimum(min_e, 0.0), 2)
         pq, pr = result.pairs[summary, 0], result.pairs[summary, 1]
         q_off, r_off = self.input.query_set.offsets, self.input.reference_set.offsets
@@ -168,6 +169,6 @@ class MirandaSink(TextSink):
             b.integers(r_off[pr + 1] - r_off[pr]), "\t",
         ])
         # Positions: the reported hits of the summarised pairs, then the closing lines.
-        mine = np.flatnonzero(has[c.pair])
+        mine = np.flatnonzero(np.repeat(ok, stops - first))
         b.records(c.pair[mine], 4, c.rows[mine], [" ", b.integers(c.field("ref_start")[mine])])
         b.records(summary, 5, 0, ["\nComplete\n\n"])
