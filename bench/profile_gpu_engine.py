@@ -107,9 +107,15 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--chunk-pairs", type=int, default=0, help="the GPU engine's pairs per chunk (default: its own)")
     ap.add_argument("--stages", action="store_true", help="also time the post-processing stages of a run")
+    ap.add_argument("--occupies-cores", choices=("0", "1"), default="",
+                    help="treat the GPU engine as occupying every core (1) or not (0): post-processing beside it")
     ap.add_argument("--switch-interval", type=float, default=0.0, help="sys.setswitchinterval for the runs (seconds)")
     args = ap.parse_args()
     args.big, args.t2_length = False, 20_000
+    if args.occupies_cores:
+        from gamut.scanning.engines.gpu import GpuEngine
+
+        GpuEngine.occupies_cores = args.occupies_cores == "1"
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     if args.chunk_pairs:

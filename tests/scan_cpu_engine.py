@@ -340,6 +340,7 @@ class CpuEngine:
 
     name = "cpu"
     energy_device = "cpu"
+    occupies_cores = True
     preferred_chunk_cells = 64_000_000
     preferred_chunk_pairs = 50_000
     #: Blocks per thread and chunk: enough for an even load when pair sizes differ.

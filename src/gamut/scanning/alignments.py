@@ -148,6 +148,9 @@ class AlignmentEngine(Protocol):
     #: Where the hits' energies are best folded beside this engine: ``cpu``, or ``auto`` (the GPU
     #: when one is usable) for an engine that runs on a GPU.
     energy_device: str
+    #: Whether ``align`` keeps every CPU core busy (a CPU engine): post-processing beside it then
+    #: runs on one thread; beside an engine that does not (a GPU's), it takes every core.
+    occupies_cores: bool
     #: The chunk size (cells and pairs) that keeps this engine busy and memory bounded.
     preferred_chunk_cells: int
     preferred_chunk_pairs: int

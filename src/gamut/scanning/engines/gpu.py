@@ -60,6 +60,7 @@ class GpuEngine:
 
     name = "cuda"
     energy_device = "auto"
+    occupies_cores = False
 
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:
@@ -168,9 +169,7 @@ class GpuEngine:
         backend = self.backends[d]
         refs = self._device_refs(d, references, ref_range)
         prof, pad = bucket_profiles(tables, qs[part], rows)
-        seg = -(-int(refs.lengths.sum()) * part.shape[0] // t.target_tasks)  # about target_tasks threads
-        seg = min(max(seg, t.min_seg), t.max_seg)
-        seg = -(-seg // t.cpint) * t.cpint
+        seg = t.segment_length(int(refs.lengths.sum()) * part.shape[0])
         run = GridRun(backend, t, params)
         run.run_grid(rows, prof, pad, lo[part], hi[part], refs, seg, first_pair[part], out)
         return run.stats
@@ -216,9 +215,7 @@ class GpuEngine:
                     out: Collector) -> dict:
         t = self.tuning
         r = pairs[sel, 1]
-        seg = -(-int(r_lengths[r].sum()) // t.target_tasks)  # about target_tasks threads
-        seg = min(max(seg, t.min_seg), t.max_seg)
-        seg = -(-seg // t.cpint) * t.cpint
+        seg = t.segment_length(int(r_lengths[r].sum()))
         run = DeviceRun(self.backends[d], t, params)
         run.run(rows, tables, pairs[sel, 0], references, r, seg, sel, out)
         return run.stats

@@ -51,6 +51,12 @@ class GpuTuning:
     suppress_limit: int = 4096
     bucket_threads: int = 2
 
+    def segment_length(self, columns: int) -> int:
+        """Reference columns per task for ``columns`` columns in all: about ``target_tasks`` tasks,
+        within ``min_seg``..``max_seg``, a multiple of ``cpint``."""
+        seg = min(max(-(-columns // self.target_tasks), self.min_seg), self.max_seg)
+        return -(-seg // self.cpint) * self.cpint
+
 
 def bucket_for(lengths):
     """The smallest row bucket holding each of ``lengths`` rows (0 where the query is too long)."""

@@ -119,6 +119,7 @@ class SimdEngine:
 
     name = "simd"
     energy_device = "cpu"
+    occupies_cores = True
     #: Larger chunks give the blocking more queries per reference to fill its lanes.
     preferred_chunk_cells = 1 << 30
     preferred_chunk_pairs = 200_000

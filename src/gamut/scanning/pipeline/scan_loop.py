@@ -100,10 +100,10 @@ def scan_chunks(
     aligning: deque = deque()  # futures of (pairs, alignments) or None, in order
 
     def spare_cores() -> bool:
-        # Post-processing may take every core only while no alignment runs beside it: once the
-        # chunks ahead are aligned (or there are none). Until then the engine (all cores on the CPU;
-        # host passes on one core for a GPU) keeps the cores; each kernel asks again.
-        return all(f.done() for f in list(aligning))
+        # Beside an engine that keeps every core busy (the CPU's), post-processing takes every
+        # core only while no alignment runs: once the chunks ahead are aligned (or there are none);
+        # each kernel asks again. A GPU engine's host work leaves the cores free.
+        return not engine.occupies_cores or all(f.done() for f in list(aligning))
 
     if pairs is None:
         chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
