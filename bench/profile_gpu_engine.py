@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scan_e2e  # noqa: E402  (the workloads)
@@ -33,7 +35,11 @@ def profile_case(query: Path, ref: Path, device: str, top: int) -> dict:
     engine = make_engine(device, None, None)
     qs, rs = scan_input.query_set, scan_input.reference_set
     chunks = list(scan_input.chunks(engine.preferred_chunk_cells, engine.preferred_chunk_pairs))
-    engine.align(qs, rs, chunks[0][:64], scan_input.params)  # compile / load kernels
+    # Warm-up: the kernels of every row bucket (one query per length) compiled or loaded, then a chunk.
+    lengths = qs.lengths()
+    one_per_length = np.unique(lengths, return_index=True)[1]
+    warm = np.array([(q, r) for q in one_per_length for r in range(min(20, len(rs)))], np.int64)
+    engine.align(qs, rs, warm, scan_input.params)
     engine.align(qs, rs, chunks[0], scan_input.params)
     getattr(engine, "stats", {}).clear()
     start = time.perf_counter()
@@ -52,10 +58,11 @@ def profile_case(query: Path, ref: Path, device: str, top: int) -> dict:
             "chunks": len(chunks), "stats": stats, "profile": text.getvalue()}
 
 
-def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path) -> dict:
+def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path, top: int = 0) -> dict:
     """Seconds of each post-processing stage of one in-process ``gamut miranda`` run (the main
     thread: hits, energies, site filter, sinks; ``align`` is the engine on its worker thread),
-    after an untimed warm-up run, by wrapping the stages' functions."""
+    after an untimed warm-up run, by wrapping the stages' functions; with ``top``, then a run with
+    this (the writing) thread under cProfile, its ``top`` functions printed."""
     import threading
 
     import gamut.scanning.pipeline.scan_loop as loop
@@ -92,6 +99,15 @@ def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path
     finally:
         for obj, name, fn in saved:
             setattr(obj, name, fn)
+    if top:  # the writing thread (this one) under cProfile, in a third run
+        (tmp / "stages.txt").unlink()
+        prof = cProfile.Profile()
+        prof.enable()
+        miranda_cli.main(argv)
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(top)
+        print("the writing thread:\n" + text.getvalue())
     return times
 
 
@@ -127,7 +143,7 @@ def main() -> int:
         for case, (query, ref, flags) in scan_e2e.workloads(args, Path(tmp)).items():
             result = profile_case(query, ref, args.device, args.top)
             if args.stages:
-                result["stages"] = stage_times(query, ref, flags, args.device, Path(tmp))
+                result["stages"] = stage_times(query, ref, flags, args.device, Path(tmp), args.top)
                 print("stages:", json.dumps({k: round(v, 3) for k, v in result["stages"].items()}))
             report[case] = result
             cells = result["cells"]
