@@ -164,13 +164,24 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path,
     if args.cluster and not cpu_compare:
         cmd += ["--cluster", args.cluster]
     out_file.unlink(missing_ok=True)  # a first write (renaming over an old file makes ext4 flush it)
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed with status {status}")
-    return wall, usage.ru_maxrss * 1024
+    # Through a small launcher process: a child's ru_maxrss counts the memory of the process it
+    # was forked from (Linux keeps the high-water mark across exec), and this one holds every
+    # workload; the launcher's is a few MB, so the figure is the gamut process' own.
+    launched = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True)
+    if launched.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with status {launched.returncode}")
+    wall, rss = launched.stdout.strip().splitlines()[-1].split()
+    return float(wall), int(rss) * 1024
+
+
+#: Runs argv[1:], prints its wall seconds and peak RSS (KiB); exits with its status.
+LAUNCHER = """import os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(proc.pid, 0)
+print(time.perf_counter() - start, usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 def engine_only(query: Path, ref: Path, args) -> dict:
