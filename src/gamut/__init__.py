@@ -3,6 +3,7 @@
 - :func:`scan`: miRNA target scanning identical to miRanda 3.3a.
 - :func:`fold`: Nussinov maximum base pairing with traceback.
 - :func:`splice`: Gelfand's exact spliced alignment.
+- :func:`accessibility`: how open each stretch of an RNA is (RNAplfold's local partition function).
 
 Each analysis has a CPU engine (NumPy + Numba) and an optional CUDA engine (CuPy), chosen with
 ``device="auto"|"cpu"|"cuda"``. The functions import their analysis on first use, so
@@ -18,10 +19,11 @@ from gamut.errors import GamutError, InputError, UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gamut.access.api import Accessibility
     from gamut.folding.api import FoldResult
     from gamut.splicing.result import SpliceResult
 
-__all__ = ["GamutError", "InputError", "UsageError", "fold", "scan", "splice", "__version__"]
+__all__ = ["GamutError", "InputError", "UsageError", "accessibility", "fold", "scan", "splice", "__version__"]
 
 
 def scan(queries: Any, references: Any, *args: Any, **options: Any) -> pd.DataFrame:
@@ -44,3 +46,11 @@ def splice(base: Any, exons: Any, target: Any, *args: Any, **options: Any) -> Sp
     from gamut.splicing.api import splice as run
 
     return run(base, exons, target, *args, **options)
+
+
+def accessibility(sequences: Any, *args: Any, **options: Any) -> Accessibility | list[Accessibility]:
+    """Probabilities that stretches of an RNA are unpaired, and their opening energies; see
+    :func:`gamut.access.api.accessibility`."""
+    from gamut.access.api import accessibility as run
+
+    return run(sequences, *args, **options)

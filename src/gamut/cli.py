@@ -15,7 +15,7 @@ from typing import Callable, NoReturn
 
 from gamut.errors import GamutError
 
-SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli")
+SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli", "gamut.access.cli")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -11,7 +11,8 @@ from gamut.folding.api import DEFAULT_MIN_LOOP, fold, fold_many
 from gamut.folding.engines import CHOICES, choose_engine
 from gamut.folding.plot import arc_diagram, check_plot_path
 from gamut.folding.sinks import DEFAULT_FORMAT, FORMAT_BY_SUFFIX, SINKS
-from gamut.io import atomic_output, read_fasta
+from gamut.io import atomic_output
+from gamut.io.fasta import records_or_sequence
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.io.threads import numba_threads, parse_threads
 from gamut.progress import progress_bar
@@ -51,14 +52,6 @@ def register(subparsers) -> None:
                    help="progress bar on stderr (default: on in a terminal for several records, or for one "
                    "sequence long enough to take seconds on the CPU)")
     p.set_defaults(func=lambda args: run(args, p))
-
-
-def _records(source: str) -> list[tuple[str, str]]:
-    """FASTA records of the file ``source``, or ``source`` itself when it is no file and looks like a sequence."""
-    if os.path.exists(source) or "." in source or os.sep in source or not source:
-        # unique: results (and plot files) are known by the record name
-        return [(rec.name, rec.sequence) for rec in read_fasta(source, unique=True)]
-    return [("sequence", source)]
 
 
 def _plot_paths(template: str, names: list[str]) -> list[str]:
@@ -115,7 +108,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     with option_errors(parser):
         check_options(args)
     check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
-    records = _records(args.input)
+    records = records_or_sequence(args.input)
     plots = _plot_paths(args.plot, [name for name, _ in records]) if args.plot else []
     show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())
     sink = SINKS[args.format]()

@@ -134,3 +134,12 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bo
             raise InputError(f"{path}: cannot read ({_reason(exc)})") from None
     if count == 0:
         raise InputError(f"{path}: no FASTA records found")
+
+
+def records_or_sequence(source: str) -> list[tuple[str, str]]:
+    """``(name, sequence)`` of the FASTA file ``source`` (names unique: outputs are known by them), or
+    ``[("sequence", source)]`` when ``source`` is no file and looks like a sequence (no dot, no path
+    separator)."""
+    if os.path.exists(source) or "." in source or os.sep in source or not source:
+        return [(rec.name, rec.sequence) for rec in read_fasta(source, unique=True)]
+    return [("sequence", source)]

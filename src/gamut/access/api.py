@@ -1,0 +1,93 @@
+"""The Python API of accessibility: :func:`accessibility` and its result, :class:`Accessibility`."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, KT_37, AccessParams
+from gamut.errors import DeviceError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Accessibility:
+    """One sequence's accessibility. ``unpaired[i, u - 1]`` (shape (n, max_unpaired)) is the
+    probability that the ``u`` letters ending at 0-based position ``i`` are all unpaired (NaN where
+    ``i < u - 1``: RNAplfold's ``_lunp`` convention)."""
+
+    name: str
+    sequence: str
+    params: AccessParams
+    unpaired: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.sequence)
+
+    @property
+    def opening_energy(self) -> np.ndarray:
+        """``-RT ln P(unpaired)`` in kcal/mol at 37 C (same shape; +inf where the probability is 0)."""
+        with np.errstate(divide="ignore"):
+            return -KT_37 * np.log(self.unpaired)
+
+    def site_opening_energy(self, start: int, end: int) -> float:
+        """Opening energy of 1-based positions ``start..end`` (at most ``max_unpaired`` letters)."""
+        u = end - start + 1
+        if not (1 <= start <= end <= len(self)) or u > self.params.max_unpaired:
+            raise UsageError(f"{self.name}: positions {start}..{end} are not a stretch of 1..{self.params.max_unpaired}"
+                             f" letters of a sequence of {len(self)}")
+        return float(self.opening_energy[end - 1, u - 1])
+
+    def table(self) -> pd.DataFrame:
+        """One row per position and stretch length: ``name``, ``end`` (1-based), ``u``, ``unpaired``,
+        ``opening_energy``, without the undefined (NaN) ones."""
+        import pandas as pd
+
+        n, width = self.unpaired.shape
+        end = np.repeat(np.arange(1, n + 1), width)
+        u = np.tile(np.arange(1, width + 1), n)
+        prob = self.unpaired.reshape(-1)
+        keep = ~np.isnan(prob)
+        return pd.DataFrame({"name": self.name, "end": end[keep], "u": u[keep], "unpaired": prob[keep],
+                             "opening_energy": self.opening_energy.reshape(-1)[keep]})
+
+
+def _records(sequences: Any, name: str) -> tuple[list[tuple[str, str]], bool]:
+    """``(name, sequence)`` records and whether one sequence was given."""
+    if isinstance(sequences, str):
+        return [(name, sequences)], True
+    records = []
+    for k, item in enumerate(sequences):
+        if isinstance(item, str):
+            records.append((f"{name}_{k + 1}", item))
+        elif isinstance(item, Sequence) and len(item) == 2 and all(isinstance(x, str) for x in item):
+            records.append((item[0], item[1]))
+        else:
+            raise UsageError(f"sequence {k + 1}: expected a string or a (name, sequence) pair, got {type(item).__name__}")
+    return records, False
+
+
+def accessibility(sequences: Any, window: int = DEFAULT_WINDOW, span: int = DEFAULT_SPAN,
+                  max_unpaired: int = DEFAULT_MAX_UNPAIRED, device: str = "auto", threads: int | None = None,
+                  name: str = "sequence") -> Accessibility | list[Accessibility]:
+    """Accessibility of one sequence (an :class:`Accessibility`) or of a list of sequences or
+    ``(name, sequence)`` pairs (a list, folded on ``threads`` processes, default every core).
+
+    ``window``, ``span`` and ``max_unpaired`` are RNAplfold's ``-W``, ``-L`` and ``-u``. ``device``:
+    ``auto`` or ``cpu`` (ViennaRNA); the GPU engine is not built yet (``cuda`` is an error).
+    """
+    params = AccessParams(window, span, max_unpaired)
+    if device not in ("auto", "cpu", "cuda"):
+        raise UsageError(f"device must be auto, cpu or cuda, got {device!r}")
+    if device == "cuda":
+        raise DeviceError("the GPU accessibility engine is not available yet; use device='cpu' (ViennaRNA)")
+    from gamut.access.cpu import unpaired_many
+
+    records, single = _records(sequences, name)
+    folded = unpaired_many([seq for _, seq in records], params, threads)
+    results = [Accessibility(rec_name, seq, params, up) for (rec_name, seq), up in zip(records, folded)]
+    return results[0] if single else results

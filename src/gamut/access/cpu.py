@@ -1,0 +1,60 @@
+"""The CPU accessibility engine: ViennaRNA's own local partition function (``RNA.pfl_fold_up``),
+one process per core over many sequences. It is the reference for any other engine."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from gamut.access.model import AccessParams, rna_letters
+
+#: The shortest window that can hold a base pair: i, three hairpin letters, j.
+MIN_PAIRED_WINDOW = 5
+
+
+def unpaired_probabilities(sequence: str, params: AccessParams) -> np.ndarray:
+    """(n, max_unpaired) float64: ``[i, u - 1]`` is the probability that the ``u`` letters ending at
+    0-based position ``i`` are all unpaired; NaN where ``i < u - 1`` (RNAplfold's ``NA``)."""
+    letters = rna_letters(sequence)
+    n = len(letters)
+    out = np.full((n, params.max_unpaired), np.nan)
+    if n == 0:
+        return out
+    window, span = params.for_length(n)
+    u_max = min(params.max_unpaired, window)  # ViennaRNA requires u <= window (longer ones are NaN: u > n)
+    if window < MIN_PAIRED_WINDOW:
+        # No pair fits in a window (a hairpin holds at least 3 letters): every stretch is unpaired.
+        # ViennaRNA 2.8's pfl_fold_up aborts the whole process on sequences of 3 or 4 letters.
+        out[:, :u_max] = 1.0
+    else:
+        import RNA
+
+        raw = np.asarray(RNA.pfl_fold_up(letters, u_max, window, span), dtype=np.float64)  # 1-based rows, columns
+        out[:, :u_max] = raw[1:, 1:]
+    rows = np.arange(n)[:, None]
+    out[rows < np.arange(params.max_unpaired)[None, :]] = np.nan
+    return out
+
+
+def _fold_one(item: tuple[str, AccessParams]) -> np.ndarray:
+    return unpaired_probabilities(*item)
+
+
+def unpaired_many(sequences: Sequence[str], params: AccessParams, threads: int | None = None) -> list[np.ndarray]:
+    """:func:`unpaired_probabilities` of every sequence, in order, on ``threads`` processes (default:
+    every core; ViennaRNA holds Python's lock while it folds; spawned, as forking a process with
+    threads is unsafe)."""
+    workers = max(1, min(threads or os.cpu_count() or 1, len(sequences)))
+    if workers == 1:
+        return [unpaired_probabilities(s, params) for s in sequences]
+    # Longest first, so that no worker is left with a long one at the end; results back in order.
+    order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        folded = list(pool.map(_fold_one, [(sequences[k], params) for k in order]))
+    out: list[np.ndarray] = [np.empty(0)] * len(sequences)
+    for k, result in zip(order, folded):
+        out[k] = result
+    return out

@@ -1,0 +1,53 @@
+"""The accessibility model's parameters and conventions (docs/accessibility.md).
+
+RNAplfold's local partition function: every window of ``window`` letters is folded with base pairs
+spanning at most ``span`` letters (Turner 2004 parameters, 37 C, dangles on both sides: ViennaRNA's
+defaults), and the probability that the ``u`` letters ending at a position are all unpaired is
+averaged over the windows that contain them. A sequence shorter than the window is one window, and
+the span is at most the window, as RNAplfold itself does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gamut.errors import UsageError
+
+#: Window and span recommended for accessibility (Bernhart et al. 2006, "Local RNA base pairing
+#: probabilities in large sequences"), and stretches of up to 20 letters (PITA's and TargetScan's
+#: site sizes fit).
+DEFAULT_WINDOW = 80
+DEFAULT_SPAN = 40
+DEFAULT_MAX_UNPAIRED = 20
+#: RT at 37 C in kcal/mol, with ViennaRNA's gas constant (1.98717 cal/(mol K)) and 273.15 K.
+KT_37 = (37.0 + 273.15) * 1.98717 / 1000.0
+
+
+@dataclass(frozen=True)
+class AccessParams:
+    """``window`` (RNAplfold's -W), ``span`` (-L) and ``max_unpaired`` (-u)."""
+
+    window: int = DEFAULT_WINDOW
+    span: int = DEFAULT_SPAN
+    max_unpaired: int = DEFAULT_MAX_UNPAIRED
+
+    def __post_init__(self) -> None:
+        for name in ("window", "span", "max_unpaired"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.max_unpaired > self.window:
+            raise UsageError(f"max_unpaired ({self.max_unpaired}) must not exceed the window ({self.window}): "
+                             "a stretch is scored inside one window")
+
+    def for_length(self, n: int) -> tuple[int, int]:
+        """The window and span folded for a sequence of ``n`` letters (RNAplfold's: both at most ``n``)."""
+        window = min(self.window, n)
+        return window, min(self.span, window)
+
+
+def rna_letters(sequence: str) -> str:
+    """A sequence as the model reads it: upper case, T as U, any other letter as N (pairs with nothing)."""
+    upper = sequence.upper().replace("T", "U")
+    if all(c in "ACGU" for c in upper):
+        return upper
+    return "".join(c if c in "ACGU" else "N" for c in upper)

@@ -1,0 +1,175 @@
+"""Accessibility (gamut.access): ViennaRNA's local partition function as RNAplfold reports it.
+
+The conventions (which letters a stretch covers, the window and span rules, NaN below u) are checked
+against a brute-force sum over every secondary structure of short sequences, with Boltzmann
+weights from ViennaRNA's energy evaluation under the same model."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+RNA = pytest.importorskip("RNA")
+
+from gamut.access.api import Accessibility, accessibility  # noqa: E402
+from gamut.access.cpu import MIN_PAIRED_WINDOW  # noqa: E402
+from gamut.access.model import KT_37, AccessParams, rna_letters  # noqa: E402
+from gamut.errors import DeviceError, UsageError  # noqa: E402
+
+
+def brute_force(sequence: str, span: int, max_unpaired: int) -> np.ndarray:
+    """P(letters end-u+1..end unpaired) by enumerating every structure with pairs spanning at most
+    ``span`` (one window: the whole sequence), as an (n, max_unpaired) array with NaN below u."""
+    md = RNA.md()
+    md.uniq_ML = 1
+    md.max_bp_span = span
+    fc = RNA.fold_compound(sequence, md)
+    kt = (md.temperature + 273.15) * 1.98717 / 1000
+    n = len(sequence)
+    weights, unpaired = 0.0, np.zeros((n, max_unpaired))
+    for structure in {s.structure for s in fc.subopt(100_000)}:  # every structure (100 kcal/mol above the MFE)
+        w = math.exp(-fc.eval_structure(structure) / kt)
+        weights += w
+        free = np.array([c == "." for c in structure])
+        for end in range(n):
+            for u in range(1, min(max_unpaired, end + 1) + 1):
+                if free[end - u + 1:end + 1].all():
+                    unpaired[end, u - 1] += w
+    out = unpaired / weights
+    out[np.arange(n)[:, None] < np.arange(max_unpaired)[None, :]] = np.nan
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text("ACGU", min_size=1, max_size=12), st.data())
+def test_one_window_equals_the_sum_over_all_structures(sequence, data):
+    n = len(sequence)
+    span = data.draw(st.integers(1, n + 3))
+    window = data.draw(st.integers(n, n + 20))  # at least the sequence: one window (RNAplfold's rule)
+    u = data.draw(st.integers(1, min(window, 6)))
+    got = accessibility(sequence, window=window, span=span, max_unpaired=u, device="cpu").unpaired
+    want = brute_force(sequence, min(span, n), u)
+    assert got.shape == (n, u)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-5, atol=1e-7)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.text("ACGUTNacgutn", min_size=0, max_size=300), st.sampled_from([(20, 10, 5), (80, 40, 20), (31, 31, 7)]))
+def test_windows_letters_and_shapes(sequence, wlu):
+    window, span, u = wlu
+    r = accessibility(sequence, window=window, span=span, max_unpaired=u)
+    n = len(sequence)
+    assert isinstance(r, Accessibility) and r.unpaired.shape == (n, u) and len(r) == n
+    below = np.arange(n)[:, None] < np.arange(u)[None, :]
+    assert np.isnan(r.unpaired[below]).all() and not np.isnan(r.unpaired[~below]).any()
+    p = r.unpaired[~below]
+    assert ((p >= -1e-12) & (p <= 1 + 1e-9)).all()
+    # a longer stretch ending at the same letter is unpaired no more often
+    assert (np.nan_to_num(np.diff(r.unpaired, axis=1), nan=-1) <= 1e-9).all()
+    # case, T and unknown letters are read as RNAplfold reads them
+    same = accessibility(rna_letters(sequence), window=window, span=span, max_unpaired=u)
+    assert np.array_equal(r.unpaired, same.unpaired, equal_nan=True)
+    w = min(window, n)
+    if w >= MIN_PAIRED_WINDOW:  # against ViennaRNA called directly (1-based rows and columns)
+        raw = np.array(RNA.pfl_fold_up(rna_letters(sequence), min(u, w), w, min(span, w)))
+        np.testing.assert_array_equal(r.unpaired[:, :min(u, w)][~below[:, :min(u, w)]],
+                                      raw[1:, 1:][~below[:, :min(u, w)]])
+
+
+def test_opening_energy_and_sites():
+    r = accessibility("GGGAAAUCCCGCUUAGCGAUCGAUCGAUGCUAGCUAGCUAGG", max_unpaired=8)
+    np.testing.assert_allclose(r.opening_energy, -KT_37 * np.log(r.unpaired))
+    assert KT_37 == pytest.approx(0.61632, abs=1e-5)
+    assert r.site_opening_energy(3, 10) == r.opening_energy[9, 7]
+    with pytest.raises(UsageError, match="positions 3..11"):
+        r.site_opening_energy(3, 11)
+    table = r.table()
+    assert list(table.columns) == ["name", "end", "u", "unpaired", "opening_energy"]
+    assert len(table) == int((~np.isnan(r.unpaired)).sum())
+    row = table[(table.end == 10) & (table.u == 8)].iloc[0]
+    assert row.unpaired == r.unpaired[9, 7]
+
+
+def test_lists_in_order_on_several_processes():
+    seqs = [("long", "GGGAAAUCCC" * 12), ("short", "ACGUACGU"), ("empty", ""), ("n", "NNNN")]
+    many = accessibility(seqs, max_unpaired=4, threads=2)
+    assert [r.name for r in many] == ["long", "short", "empty", "n"]
+    for r, (_, s) in zip(many, seqs):
+        one = accessibility(s, max_unpaired=4, threads=1)
+        assert np.array_equal(r.unpaired, one.unpaired, equal_nan=True)
+    assert np.allclose(many[3].unpaired[3], 1.0)  # N pairs with nothing
+    assert [r.name for r in accessibility(["ACGU", "GGCC"])] == ["sequence_1", "sequence_2"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"window": 0}, "window must be a whole number >= 1"),
+    ({"span": 2.5}, "span must be a whole number"),
+    ({"max_unpaired": 30, "window": 20}, "must not exceed the window"),
+    ({"device": "tpu"}, "device must be auto, cpu or cuda"),
+])
+def test_bad_parameters_are_clear_errors(kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        accessibility("ACGU", **kwargs)
+
+
+def test_windows_too_small_for_a_pair_are_open_without_viennarna():
+    """ViennaRNA 2.8 aborts the process on 3 or 4 letters; no pair fits there: every stretch is open."""
+    for sequence in ("G", "GC", "GCA", "GCAU", "GGGGCCCC"):
+        r = accessibility(sequence, window=4 if len(sequence) > 4 else 80, span=4, max_unpaired=2)
+        defined = ~np.isnan(r.unpaired)
+        assert (r.unpaired[defined] == 1.0).all() and defined.sum() == 2 * len(sequence) - 1
+
+
+def test_no_gpu_engine_yet_is_said():
+    with pytest.raises(DeviceError, match="not available yet"):
+        accessibility("ACGU", device="cuda")
+    assert AccessParams().for_length(10) == (10, 10) and AccessParams().for_length(500) == (80, 40)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gamut", "access", *args], capture_output=True, text=True)
+
+
+def test_cli_formats_agree_with_the_api(tmp_path):
+    fasta = tmp_path / "refs.fa"
+    fasta.write_text(">a\nGGGAAAUCCCGCUUAGCGAUCGAUCGAUGCUAGC\n>b\nacgtNNacgu\n")
+    api = accessibility([("a", "GGGAAAUCCCGCUUAGCGAUCGAUCGAUGCUAGC"), ("b", "acgtNNacgu")], max_unpaired=3)
+    assert run_cli(str(fasta), "-u", "3", "-o", str(tmp_path / "out.tsv")).returncode == 0
+    lines = (tmp_path / "out.tsv").read_text().splitlines()
+    assert lines[0] == "name\tend\tu\tunpaired\topening_energy"
+    assert len(lines) - 1 == sum(int((~np.isnan(r.unpaired)).sum()) for r in api)
+    name, end, u, p, g = lines[3].split("\t")
+    assert (name, end, u) == ("a", "2", "2") and float(p) == pytest.approx(api[0].unpaired[1, 1], rel=1e-6)
+    assert run_cli(str(fasta), "-u", "3", "-o", str(tmp_path / "out.parquet")).returncode == 0
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "out.parquet")
+    expected = pd.concat([r.table() for r in api], ignore_index=True)
+    pd.testing.assert_frame_equal(table, expected)
+    lunp = run_cli(str(fasta), "-u", "3", "--format", "lunp")
+    assert lunp.returncode == 0
+    block = lunp.stdout.splitlines()
+    assert block[:3] == [">a", "#unpaired probabilities", " #i$\tl=1\t2\t3\t"]
+    assert block[3].split("\t")[:3] == ["1", f"{api[0].unpaired[0, 0]:.7g}", "NA"]
+
+
+def test_cli_errors(tmp_path):
+    bad = tmp_path / "bad.fa"
+    bad.write_text("not fasta\n")
+    result = run_cli(str(bad), "-o", str(tmp_path / "x.tsv"))
+    assert result.returncode == 1 and "bad.fa" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.tsv").exists()
+    good = tmp_path / "good.fa"
+    good.write_text(">a\nACGU\n")
+    result = run_cli(str(good), "-o", str(good))
+    assert result.returncode != 0 and good.read_text() == ">a\nACGU\n"
+    for args, message in ((["-u", "0"], "max_unpaired must be"), (["--device", "cuda"], "not available yet"),
+                          (["--format", "parquet"], "needs an output file")):
+        result = run_cli(str(good), *args)
+        assert result.returncode == 2 and message in result.stderr
