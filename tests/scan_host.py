@@ -46,6 +46,9 @@ class HostBackend:
     def free_bytes(self) -> int:
         return 1 << 30
 
+    def synchronize(self) -> None:
+        pass
+
     def note_memory(self) -> None:
         pass
 

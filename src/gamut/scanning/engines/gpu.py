@@ -183,6 +183,7 @@ class GpuEngine:
                 with backend.device():
                     letters, offsets, lengths_dev, lengths = upload_references(
                         backend, references, np.arange(*ref_range, dtype=np.int64))
+                    backend.synchronize()  # on the device before jobs on other streams read them
                 held = self._refs_held[d] = (references, ref_range, DeviceRefs(letters, offsets, lengths_dev, lengths))
             return held[2]
 

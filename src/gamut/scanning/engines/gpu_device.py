@@ -157,6 +157,11 @@ class CupyBackend:
     def free_bytes(self) -> int:
         return int(self.cp.cuda.runtime.memGetInfo()[0])
 
+    def synchronize(self) -> None:
+        """Wait for the current stream's work (a copy from pageable memory may still be in flight
+        when ``asarray`` returns)."""
+        self.cp.cuda.get_current_stream().synchronize()
+
     def note_memory(self) -> None:
         self.peak_bytes = max(self.peak_bytes, int(self.cp.get_default_memory_pool().total_bytes()))
 
