@@ -241,6 +241,29 @@ def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):
         assert got == expected.read_text(encoding="latin-1"), case.name
 
 
+def test_host_kernels_golden_cases_in_small_chunks(host_lib, tmp_path, monkeypatch):
+    """Every golden case, byte for byte, with chunks of a few pairs: chunks that start and end inside
+    a query's row (the grid path's partial rows) and references uploaded anew for each range."""
+    import gamut.scanning.api as api
+    from test_scan_golden import results_after_settings, run_case
+
+    engines = []
+
+    def small_chunks(device="auto", threads=None, gpus=None, **_):
+        engine = host_engine(host_lib, GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64))
+        engine.preferred_chunk_pairs = 3
+        engines.append(engine)
+        return engine
+
+    monkeypatch.setattr(api, "make_engine", small_chunks)
+    for case in CASES:
+        args = (case / "args.txt").read_text().split()
+        expected = case / ("expected.txt" if "-noenergy" in args else "expected_noenergy.txt")
+        got = results_after_settings(run_case(case, ["-noenergy"], tmp_path, monkeypatch))
+        assert got == expected.read_text(encoding="latin-1"), case.name
+    assert sum(e.stats.get("grid_chunks", 0) for e in engines) > len(CASES)
+
+
 class CountingBackend(HostBackend):
     """A host backend whose candidate kernel reports ``planned`` candidates (issue #17)."""
 
