@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -20,6 +21,18 @@ from gamut.access.api import Accessibility, accessibility  # noqa: E402
 from gamut.access.cpu import MIN_PAIRED_WINDOW  # noqa: E402
 from gamut.access.model import KT_37, AccessParams, rna_letters  # noqa: E402
 from gamut.errors import DeviceError, UsageError  # noqa: E402
+
+
+@contextmanager
+def unsmoothed():
+    """ViennaRNA without its smoothing of Boltzmann factors (``pf_smooth``, on by default, as in
+    RNAplfold): the brute-force weights are plain exp(-E/RT), so both sides go without it here."""
+    before = getattr(RNA.cvar, "pf_smooth", 1)
+    RNA.cvar.pf_smooth = 0
+    try:
+        yield
+    finally:
+        RNA.cvar.pf_smooth = before
 
 
 def brute_force(sequence: str, span: int, max_unpaired: int) -> np.ndarray:
@@ -52,11 +65,20 @@ def test_one_window_equals_the_sum_over_all_structures(sequence, data):
     span = data.draw(st.integers(1, n + 3))
     window = data.draw(st.integers(n, n + 20))  # at least the sequence: one window (RNAplfold's rule)
     u = data.draw(st.integers(1, min(window, 6)))
-    got = accessibility(sequence, window=window, span=span, max_unpaired=u, device="cpu").unpaired
+    with unsmoothed():
+        got = accessibility(sequence, window=window, span=span, max_unpaired=u, device="cpu", threads=1).unpaired
     want = brute_force(sequence, min(span, n), u)
     assert got.shape == (n, u)
     assert np.array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-6, atol=1e-9)  # energies come back as float32
+
+
+def test_smoothing_is_viennarnas_default():
+    """The engine folds with ViennaRNA's defaults, Boltzmann-factor smoothing included (RNAplfold's)."""
+    with_smoothing = accessibility("GGAAAAC", window=7, span=6, max_unpaired=1).unpaired[1, 0]
+    with unsmoothed():
+        without = accessibility("GGAAAAC", window=7, span=6, max_unpaired=1).unpaired[1, 0]
+    assert with_smoothing == pytest.approx(0.99930704, abs=1e-8) and without == pytest.approx(0.99932586, abs=1e-8)
 
 
 @settings(max_examples=20, deadline=None)

@@ -56,7 +56,7 @@ def check_options(args: argparse.Namespace) -> AccessParams:
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """``gamut access``: a bad option is reported through ``parser`` (exit status 2) when given."""
     from gamut.access.api import Accessibility
-    from gamut.access.cpu import unpaired_many
+    from gamut.access.cpu import CpuFolder
 
     with option_errors(parser):
         params = check_options(args)
@@ -64,13 +64,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     records = records_or_sequence(args.input)
     show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())
     sink = SINKS[args.format]()
-    batch = max(1, 4 * (args.threads or 1))
-    with atomic_output(args.output, sink.mode) as out, progress_bar("accessibility", len(records), show,
-                                                                    unit="records") as advance:
+    folder = CpuFolder(params, args.threads)
+    batch = 4 * folder.workers
+    with atomic_output(args.output, sink.mode) as out, folder, progress_bar("accessibility", len(records), show,
+                                                                            unit="records") as advance:
         sink.start(out)
         for a in range(0, len(records), batch):  # batches: memory bounded, output in input order
             part = records[a:a + batch]
-            for (name, seq), up in zip(part, unpaired_many([s for _, s in part], params, args.threads)):
+            for (name, seq), up in zip(part, folder.fold([s for _, s in part])):
                 sink.write(Accessibility(name, seq, params, up))
             advance(len(part))
         sink.close()

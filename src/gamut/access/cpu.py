@@ -43,18 +43,40 @@ def _fold_one(item: tuple[str, AccessParams]) -> np.ndarray:
     return unpaired_probabilities(*item)
 
 
+class CpuFolder:
+    """Folds batches of sequences on ``threads`` processes (default: every core), kept for the
+    folder's life (a ``with`` block): ViennaRNA holds Python's lock while it folds, and worker
+    processes are spawned (forking a process with threads is unsafe), so they are started once."""
+
+    def __init__(self, params: AccessParams, threads: int | None = None) -> None:
+        self.params = params
+        self.workers = max(1, threads or os.cpu_count() or 1)
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> CpuFolder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def fold(self, sequences: Sequence[str]) -> list[np.ndarray]:
+        """:func:`unpaired_probabilities` of every sequence, in order."""
+        if self.workers == 1 or len(sequences) < 2:
+            return [unpaired_probabilities(s, self.params) for s in sequences]
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        # Longest first, so that no worker is left with a long one at the end; results back in order.
+        order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
+        folded = self._pool.map(_fold_one, [(sequences[k], self.params) for k in order])
+        out: list[np.ndarray] = [np.empty(0)] * len(sequences)
+        for k, result in zip(order, folded):
+            out[k] = result
+        return out
+
+
 def unpaired_many(sequences: Sequence[str], params: AccessParams, threads: int | None = None) -> list[np.ndarray]:
-    """:func:`unpaired_probabilities` of every sequence, in order, on ``threads`` processes (default:
-    every core; ViennaRNA holds Python's lock while it folds; spawned, as forking a process with
-    threads is unsafe)."""
-    workers = max(1, min(threads or os.cpu_count() or 1, len(sequences)))
-    if workers == 1:
-        return [unpaired_probabilities(s, params) for s in sequences]
-    # Longest first, so that no worker is left with a long one at the end; results back in order.
-    order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        folded = list(pool.map(_fold_one, [(sequences[k], params) for k in order]))
-    out: list[np.ndarray] = [np.empty(0)] * len(sequences)
-    for k, result in zip(order, folded):
-        out[k] = result
-    return out
+    """:func:`unpaired_probabilities` of every sequence, in order, on ``threads`` processes (see :class:`CpuFolder`)."""
+    with CpuFolder(params, min(threads or os.cpu_count() or 1, max(1, len(sequences)))) as folder:
+        return folder.fold(sequences)
