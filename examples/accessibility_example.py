@@ -28,8 +28,7 @@ def main(plot: str = "hid_accessibility.png") -> None:
     n = len(acc)
     rows = []
     for hit in hits.itertuples():
-        start, end = max(1, hit.ref_start - UPSTREAM), min(n, hit.ref_end + DOWNSTREAM)
-        opening = acc.site_opening_energy(start, end)
+        opening = acc.site_opening_energy(hit.ref_start, hit.ref_end, UPSTREAM, DOWNSTREAM)
         rows.append((hit.ref_start, hit.ref_end, hit.score, hit.energy, opening, hit.energy + opening))
         print(f"{hit.query_id} {hit.ref_start}-{hit.ref_end}: score {hit.score}, duplex {hit.energy:.2f}, "
               f"dG_open {opening:.2f}, ddG {hit.energy + opening:.2f} kcal/mol")

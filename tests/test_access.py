@@ -111,6 +111,12 @@ def test_opening_energy_and_sites():
     assert r.site_opening_energy(3, 10) == r.opening_energy[9, 7]
     with pytest.raises(UsageError, match="positions 3..11"):
         r.site_opening_energy(3, 11)
+    assert r.site_opening_energy(5, 8, upstream=2, downstream=2) == r.opening_energy[9, 7]
+    n = len(r)
+    assert r.site_opening_energy(1, 3, upstream=3, downstream=1) == r.opening_energy[3, 3]  # clipped at the start
+    assert r.site_opening_energy(n - 1, n, upstream=1, downstream=15) == r.opening_energy[n - 1, 2]  # and the end
+    with pytest.raises(UsageError, match="flanks must be >= 0"):
+        r.site_opening_energy(3, 4, upstream=-1)
     table = r.table()
     assert list(table.columns) == ["name", "end", "u", "unpaired", "opening_energy"]
     assert len(table) == int((~np.isnan(r.unpaired)).sum())
@@ -195,3 +201,15 @@ def test_cli_errors(tmp_path):
                           (["--format", "parquet"], "needs an output file")):
         result = run_cli(str(good), *args)
         assert result.returncode == 2 and message in result.stderr
+
+
+def test_worked_example_runs(tmp_path):
+    """examples/accessibility_example.py, the docs' worked example: bantam's sites on the hid 3'UTR."""
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "accessibility_example.py"
+    done = subprocess.run([sys.executable, str(example), str(tmp_path / "plot.png")], capture_output=True, text=True,
+                          env={**__import__("os").environ, "MPLBACKEND": "Agg"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "dme-bantam-3p 3337-3359: score 189, duplex -28.21, dG_open 5.88, ddG -22.33" in done.stdout
+    assert (tmp_path / "plot.png").stat().st_size > 10_000

@@ -34,8 +34,14 @@ class Accessibility:
         with np.errstate(divide="ignore"):
             return -KT_37 * np.log(self.unpaired)
 
-    def site_opening_energy(self, start: int, end: int) -> float:
-        """Opening energy of 1-based positions ``start..end`` (at most ``max_unpaired`` letters)."""
+    def site_opening_energy(self, start: int, end: int, upstream: int = 0, downstream: int = 0) -> float:
+        """Opening energy of 1-based positions ``start..end``, widened by ``upstream`` letters before
+        and ``downstream`` after (as far as the sequence goes; PITA takes 3 and 15 around a site).
+        The stretch may hold at most ``max_unpaired`` letters."""
+        if upstream < 0 or downstream < 0:
+            raise UsageError(f"flanks must be >= 0, got {upstream} and {downstream}")
+        if 1 <= start <= end <= len(self):
+            start, end = max(1, start - upstream), min(len(self), end + downstream)
         u = end - start + 1
         if not (1 <= start <= end <= len(self)) or u > self.params.max_unpaired:
             raise UsageError(f"{self.name}: positions {start}..{end} are not a stretch of 1..{self.params.max_unpaired}"
