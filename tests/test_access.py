@@ -6,9 +6,11 @@ weights from ViennaRNA's energy evaluation under the same model."""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,11 +207,9 @@ def test_cli_errors(tmp_path):
 
 def test_worked_example_runs(tmp_path):
     """examples/accessibility_example.py, the docs' worked example: bantam's sites on the hid 3'UTR."""
-    from pathlib import Path
-
     example = Path(__file__).resolve().parents[1] / "examples" / "accessibility_example.py"
     done = subprocess.run([sys.executable, str(example), str(tmp_path / "plot.png")], capture_output=True, text=True,
-                          env={**__import__("os").environ, "MPLBACKEND": "Agg"})
+                          env={**os.environ, "MPLBACKEND": "Agg"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dme-bantam-3p 3337-3359: score 189, duplex -28.21, dG_open 5.88, ddG -22.33" in done.stdout
     assert (tmp_path / "plot.png").stat().st_size > 10_000
