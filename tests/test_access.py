@@ -213,3 +213,40 @@ def test_worked_example_runs(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dme-bantam-3p 3337-3359: score 189, duplex -28.21, dG_open 5.88, ddG -22.33" in done.stdout
     assert (tmp_path / "plot.png").stat().st_size > 10_000
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(1, 5000), st.sampled_from([(80, 40, 20), (150, 100, 30), (40, 40, 10)]), st.integers(0, 2**32 - 1))
+def test_long_sequences_with_odd_letters_match_viennarna(n, wlu, seed):
+    """Up to 5,000 letters, lower case, T and N among them: ViennaRNA's values, row for row."""
+    window, span, u = wlu
+    rng = np.random.default_rng(seed)
+    sequence = "".join(rng.choice(list("ACGUTNacgun"), n, p=[0.2, 0.2, 0.2, 0.2, 0.05, 0.03] + [0.024] * 5))
+    got = accessibility(sequence, window=window, span=span, max_unpaired=u).unpaired
+    w = min(window, n)
+    if w < MIN_PAIRED_WINDOW:
+        assert np.all(got[~np.isnan(got)] == 1.0)
+        return
+    raw = np.array(RNA.pfl_fold_up(rna_letters(sequence), min(u, w), w, min(span, w)))[1:, 1:]
+    defined = ~np.isnan(got[:, :min(u, w)])
+    np.testing.assert_array_equal(got[:, :min(u, w)][defined], raw[defined])
+
+
+def test_golden_references_match_viennarna():
+    """The references of every golden miRanda case (tests/data/miranda), as a list on two processes."""
+    from gamut.io import read_fasta
+
+    cases = sorted(c for c in (Path(__file__).parent / "data" / "miranda").iterdir() if c.is_dir())
+    records = [(f"{case.name}/{r.name}", r.sequence) for case in cases  # up to four short ones per case
+               for r in [r for r in read_fasta(case / "reference.fa") if len(r.sequence) <= 2000][:4]]
+    assert len(records) >= 10
+    for result, (_, sequence) in zip(accessibility(records, threads=2), records):
+        n = len(sequence)
+        w = min(80, n)
+        if w < MIN_PAIRED_WINDOW:
+            continue
+        u = min(20, w)  # ViennaRNA gives wrong values (0) when asked for stretches longer than the window
+        raw = np.array(RNA.pfl_fold_up(rna_letters(sequence), u, w, min(40, w)))[1:, 1:]
+        defined = ~np.isnan(result.unpaired[:, :u])
+        np.testing.assert_array_equal(result.unpaired[:, :u][defined], raw[defined])
+        assert np.isnan(result.unpaired[:, u:]).all()
