@@ -1,7 +1,6 @@
 """The Python API of accessibility: :func:`accessibility` and its result, :class:`Accessibility`."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -9,6 +8,7 @@ import numpy as np
 
 from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, KT_37, AccessParams
 from gamut.errors import DeviceError, UsageError
+from gamut.io.fasta import named_records
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,21 +62,6 @@ class Accessibility:
                              "opening_energy": self.opening_energy.reshape(-1)[keep]})
 
 
-def _records(sequences: Any, name: str) -> tuple[list[tuple[str, str]], bool]:
-    """``(name, sequence)`` records and whether one sequence was given."""
-    if isinstance(sequences, str):
-        return [(name, sequences)], True
-    records = []
-    for k, item in enumerate(sequences):
-        if isinstance(item, str):
-            records.append((f"{name}_{k + 1}", item))
-        elif isinstance(item, Sequence) and len(item) == 2 and all(isinstance(x, str) for x in item):
-            records.append((item[0], item[1]))
-        else:
-            raise UsageError(f"sequence {k + 1}: expected a string or a (name, sequence) pair, got {type(item).__name__}")
-    return records, False
-
-
 def accessibility(sequences: Any, window: int = DEFAULT_WINDOW, span: int = DEFAULT_SPAN,
                   max_unpaired: int = DEFAULT_MAX_UNPAIRED, device: str = "auto", threads: int | None = None,
                   name: str = "sequence") -> Accessibility | list[Accessibility]:
@@ -93,7 +78,8 @@ def accessibility(sequences: Any, window: int = DEFAULT_WINDOW, span: int = DEFA
         raise DeviceError("the GPU accessibility engine is not available yet; use device='cpu' (ViennaRNA)")
     from gamut.access.cpu import unpaired_many
 
-    records, single = _records(sequences, name)
+    single = isinstance(sequences, str)
+    records = [(name, sequences)] if single else named_records(sequences)
     folded = unpaired_many([seq for _, seq in records], params, threads)
     results = [Accessibility(rec_name, seq, params, up) for (rec_name, seq), up in zip(records, folded)]
     return results[0] if single else results

@@ -13,6 +13,7 @@ from gamut.errors import UsageError
 from gamut.folding.engines import BATCH_ENGINES, ENGINES, choose_engine
 from gamut.folding.sequence import encode
 from gamut.folding.traceback import dot_bracket
+from gamut.io.fasta import named_records
 
 #: The paper's variant (Chang et al. 2010; Li et al. 2014): a pair encloses at least one base.
 DEFAULT_MIN_LOOP = 1
@@ -129,24 +130,12 @@ def fold_many(
         yield from fold(chunk, min_loop, device, **options)
 
 
-def _named(items: Records) -> list[tuple[str, str]]:
-    records = []
-    for index, item in enumerate(items):
-        if isinstance(item, str):
-            records.append((f"sequence_{index + 1}", item))
-        elif isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item):
-            records.append(item)
-        else:
-            raise UsageError(f"item {index + 1}: expected a sequence or a (name, sequence) pair, got {item!r}")
-    return records
-
-
 def _fold_list(items: Records, min_loop: int, device: str, engine: str, traceback: bool, corner: int,
                progress: bool | None = None) -> list[FoldResult]:
     """Fold many sequences: the short ones with a batch engine, the rest one by one."""
     from gamut.folding.batch import BATCH_MAX_LENGTH, check_batch, encode_many, starts_of
 
-    records = _named(items)
+    records = named_records(items)
     engine = choose_engine(engine, device)
     flat, starts, lengths = encode_many(records)
     batched = ENGINES[engine].batch if not corner else None

@@ -11,12 +11,12 @@ import lzma
 import os
 import sys
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 import dnaio
 from xopen import xopen
 
-from gamut.errors import InputError
+from gamut.errors import InputError, UsageError
 
 #: Leading bytes of the compressed formats xopen reads (detected by content, so that a file's
 #: name does not have to say it is compressed, as miRanda's gzip handling allows).
@@ -143,3 +143,16 @@ def records_or_sequence(source: str) -> list[tuple[str, str]]:
     if os.path.exists(source) or "." in source or os.sep in source or not source:
         return [(rec.name, rec.sequence) for rec in read_fasta(source, unique=True)]
     return [("sequence", source)]
+
+
+def named_records(items: Iterable[str | tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(name, sequence)`` pairs of an API's list: sequences alone are named ``sequence_1``, ``sequence_2``, ..."""
+    records = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            records.append((f"sequence_{index + 1}", item))
+        elif isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item):
+            records.append(item)
+        else:
+            raise UsageError(f"item {index + 1}: expected a sequence or a (name, sequence) pair, got {item!r}")
+    return records
