@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, KT_37, AccessParams
+from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams, energy_to_open
 from gamut.errors import DeviceError, UsageError
 from gamut.io.fasta import named_records
 
@@ -31,8 +31,7 @@ class Accessibility:
     @property
     def opening_energy(self) -> np.ndarray:
         """``-RT ln P(unpaired)`` in kcal/mol at 37 C (same shape; +inf where the probability is 0)."""
-        with np.errstate(divide="ignore"):
-            return -KT_37 * np.log(self.unpaired)
+        return energy_to_open(self.unpaired)
 
     def site_opening_energy(self, start: int, end: int, upstream: int = 0, downstream: int = 0) -> float:
         """Opening energy of 1-based positions ``start..end``, widened by ``upstream`` letters before
@@ -46,7 +45,7 @@ class Accessibility:
         if not (1 <= start <= end <= len(self)) or u > self.params.max_unpaired:
             raise UsageError(f"{self.name}: positions {start}..{end} are not a stretch of 1..{self.params.max_unpaired}"
                              f" letters of a sequence of {len(self)}")
-        return float(self.opening_energy[end - 1, u - 1])
+        return float(energy_to_open(self.unpaired[end - 1, u - 1]))  # one cell, not the whole table
 
     def table(self) -> pd.DataFrame:
         """One row per position and stretch length: ``name``, ``end`` (1-based), ``u``, ``unpaired``,
@@ -59,7 +58,7 @@ class Accessibility:
         prob = self.unpaired.reshape(-1)
         keep = ~np.isnan(prob)
         return pd.DataFrame({"name": self.name, "end": end[keep], "u": u[keep], "unpaired": prob[keep],
-                             "opening_energy": self.opening_energy.reshape(-1)[keep]})
+                             "opening_energy": energy_to_open(prob[keep])})
 
 
 def accessibility(sequences: Any, window: int = DEFAULT_WINDOW, span: int = DEFAULT_SPAN,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from gamut.errors import UsageError
 
 #: Window and span recommended for accessibility (Bernhart et al. 2006, "Local RNA base pairing
@@ -20,6 +22,12 @@ DEFAULT_SPAN = 40
 DEFAULT_MAX_UNPAIRED = 20
 #: RT at 37 C in kcal/mol, with ViennaRNA's gas constant (1.98717 cal/(mol K)) and 273.15 K.
 KT_37 = (37.0 + 273.15) * 1.98717 / 1000.0
+
+
+def energy_to_open(unpaired):
+    """``-RT ln P`` in kcal/mol at 37 C of unpaired probabilities (array or number; +inf where 0)."""
+    with np.errstate(divide="ignore"):
+        return -KT_37 * np.log(unpaired)
 
 
 @dataclass(frozen=True)
