@@ -20,6 +20,8 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from gamut.scanning.engines.simd_traceback import best_state
+
 #: Pairs aligned side by side (one SIMD lane each). With 16-bit lanes a row of a block is two
 #: 256-bit vectors; the block's state and profile stay in the L1 cache for miRNA-sized queries.
 LANES = 32
@@ -179,12 +181,7 @@ def _emit(st, tab, sc, roff, coff, LM, l, P, din, bin_, j, threshold, ring, cand
         B = np.int64(st[s0 + bin_ * LANES])
         aup = A
         cup = C
-        if A >= B and A >= C:
-            best, tb = A, 1
-        elif B >= C:
-            best, tb = B, 2
-        else:
-            best, tb = C, 3
+        best, tb = best_state(A, B, C)
         if best <= 0:
             best, tb = 0, 0
         if best >= threshold and tb != 2:

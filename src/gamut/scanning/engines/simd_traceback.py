@@ -16,6 +16,17 @@ from numba import njit
 
 from gamut.scanning.alignments import OP_MATCH, OP_QGAP, OP_RGAP
 
+
+@njit(inline="always")
+def best_state(a, b, c):
+    """The largest of states A, B and C and its trace code (1, 2, 3), A winning ties, then B
+    (miRanda's order, miranda-model §5)."""
+    if a >= b and a >= c:
+        return a, 1
+    if b >= c:
+        return b, 2
+    return c, 3
+
 #: Columns, beyond the query length, that a traceback window reaches back at first.
 TRACE_MARGIN = 16
 #: Largest trace (bytes, one per cell) of a whole pair, used when its survivors' windows would
@@ -53,12 +64,7 @@ def fill_window(prof, go, ge, seed, ref, L, c, j_end, dprev, bcol, trace):
         rc = ref[j - 1]
         for i in range(1, L + 1):
             dA, dB, dC = pa[i - 1], pb[i - 1], pcc[i - 1]
-            if dA >= dB and dA >= dC:
-                m, tA = dA, 1
-            elif dB >= dC:
-                m, tA = dB, 2
-            else:
-                m, tA = dC, 3
+            m, tA = best_state(dA, dB, dC)
             A = m + np.int64(prof[i, rc])
             if A <= 0:
                 A, tA = 0, 0
@@ -73,12 +79,7 @@ def fill_window(prof, go, ge, seed, ref, L, c, j_end, dprev, bcol, trace):
                 e = cc[i - 1] + ge[i]
                 extC = e > o
                 C = e if extC else o
-            if A >= B and A >= C:
-                best, tb = A, 1
-            elif B >= C:
-                best, tb = B, 2
-            else:
-                best, tb = C, 3
+            best, tb = best_state(A, B, C)
             if best <= 0:
                 tb = 0
             trace[i * width + jj] = tA | (4 if extB else 0) | (8 if extC else 0) | (tb << 4)
