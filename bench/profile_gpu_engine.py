@@ -12,6 +12,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import sys
 import tempfile
@@ -68,6 +69,8 @@ def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path
     import gamut.scanning.pipeline.scan_loop as loop
     from gamut.scanning import miranda_cli
     from gamut.scanning.hits import HitTable
+    from gamut.io.textcols import TextBuilder
+    from gamut.scanning.sinks import base as sink_base
     from gamut.scanning.sinks.base import TextSink
 
     times: dict[str, float] = {}
@@ -86,7 +89,16 @@ def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path
     argv = [str(query), str(ref), *flags, "--device", device, "-out", str(tmp / "stages.txt")]
     miranda_cli.main(argv)
     (tmp / "stages.txt").unlink()
-    patches = [(loop, "chunk_hits"), (loop, "hit_energies"), (HitTable, "set_energies"), (TextSink, "write")]
+    patches = [(loop, "chunk_hits"), (loop, "hit_energies"), (HitTable, "set_energies"), (TextSink, "write"),
+               (TextBuilder, "render_array"), (sink_base, "write_bytes")]
+    if os.environ.get("GAMUT_PROFILE_TEXT"):  # the text stages too (inclusive wall times on their threads)
+        from gamut.io import textcols
+        from gamut.scanning.sinks import columns, miranda
+
+        patches += [(TextBuilder, "fixed"), (TextBuilder, "integers"), (TextBuilder, "records"),
+                    (textcols, "_key_order"), (textcols, "_render_rows"), (miranda, "pick"),
+                    (columns.ReportedHits, "__init__"), (columns.ReportedHits, "lines"),
+                    (miranda.MirandaSink, "_hits"), (miranda.MirandaSink, "_footers")]
     saved = [(obj, name, getattr(obj, name)) for obj, name in patches]
     from gamut.scanning.engines import gpu as gpu_engine
     saved.append((gpu_engine.GpuEngine, "align", gpu_engine.GpuEngine.align))

@@ -60,6 +60,37 @@ def test_fixed_text_is_printf(value, decimals):
     assert b.render().decode() == format(value, f".{decimals}f")
 
 
+_piece_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.one_of(_piece_text, st.lists(_piece_text, min_size=1, max_size=1)),
+                                   min_size=1, max_size=6),
+                          st.lists(st.integers(0, 5), min_size=1, max_size=30), st.integers(0, 3)),
+                min_size=1, max_size=4),
+       st.booleans())
+def test_records_render_as_python_joins_them(groups, parallel):
+    """Rendered records (pieces of 0 to 40 bytes, copied in words where a row has room, byte by
+    byte at its end) are exactly Python's join of their pieces in (major, slot, minor) order."""
+    b = TextBuilder(parallel)
+    expected = []
+    for gi, (template, majors, slot) in enumerate(groups):
+        n = len(majors)
+        pieces, columns = [], []
+        for k, piece in enumerate(template):
+            if isinstance(piece, str):
+                pieces.append(piece)
+                columns.append([piece] * n)
+            else:  # a column: a different string per row
+                texts = [f"{piece[0]}{r * (k + 1)}"[: 1 + (r * 7 + k) % 41] for r in range(n)]
+                pieces.append(b.strings(texts))
+                columns.append(texts)
+        b.records(np.array(majors), slot, np.arange(n), pieces)
+        expected += [((m, slot, r, gi), "".join(c[r] for c in columns)) for r, m in enumerate(majors)]
+    expected.sort(key=lambda item: item[0][:3])
+    assert b.render().decode() == "".join(text for _, text in expected)
+
+
 def test_records_come_out_in_key_order():
     b = TextBuilder()
     column = StringColumn(["alpha", "b", ""])

@@ -14,12 +14,14 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence, Union
 
+import llvmlite.ir as llvm_ir
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from gamut.io.threads import Parallel, run_kernel
 
-#: A piece of a record: constant text, or ``(starts, lengths)`` of per-row strings in the pool.
+#: A piece of a record: constant text, or a column ``(starts, lengths)`` of per-row strings (see :class:`TextBuilder`).
 Piece = Union[str, tuple[np.ndarray, np.ndarray]]
 
 
@@ -37,14 +39,68 @@ def _copy_short(out, pos, src, start, size):
         out[pos + y] = src[start + y]
 
 
+def _mover(bits: int):
+    """An intrinsic ``move(out, pos, address)``: ``bits // 8`` bytes read at ``address`` (an
+    integer, unaligned) written to ``out[pos:]``, one load and one store, no bounds check."""
+
+    @intrinsic
+    def move(typingctx, out, pos, address):
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            word = llvm_ir.IntType(bits).as_pointer()
+            value = builder.load(builder.inttoptr(args[2], word), align=1)
+            builder.store(value, builder.bitcast(builder.gep(array.data, [args[1]]), word), align=1)
+            return context.get_dummy_value()
+
+        return types.void(out, types.int64, types.int64), codegen
+
+    return move
+
+
+_move8, _move4, _move2, _move1 = (_mover(bits) for bits in (64, 32, 16, 8))
+
+
+@intrinsic
+def _peek(typingctx, address):
+    """The int64 at ``address`` (an integer; int64 arrays are 8-byte aligned)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], llvm_ir.IntType(64).as_pointer()), align=8)
+
+    return types.int64(types.int64), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _copy_from(out, pos, address, size):
+    """``size`` bytes at ``address`` to ``out[pos:]``: whole words, the last one overlapping the
+    one before where ``size`` is not a multiple of its width (as small-copy ``memcpy`` does), so
+    nothing outside the piece is read or written."""
+    if size >= 8:
+        y = 0
+        while y + 8 < size:
+            _move8(out, pos + y, address + y)
+            y += 8
+        _move8(out, pos + size - 8, address + size - 8)
+    elif size >= 4:
+        _move4(out, pos, address)
+        _move4(out, pos + size - 4, address + size - 4)
+    elif size >= 2:
+        _move2(out, pos, address)
+        _move2(out, pos + size - 2, address + size - 2)
+    elif size == 1:
+        _move1(out, pos, address)
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _render_rows(pool, col_starts, col_lengths, spec_pos, spec_step, spec_off, row_base, order):
+def _render_rows(piece_starts, piece_lengths, piece_step, spec_off, row_base, order):
     """Rows ``order`` (row numbers over all groups) concatenated, in parallel over rows.
 
     Group g holds rows ``row_base[g]:row_base[g+1]``; its pieces are ``spec_off[g]:spec_off[g+1]``.
-    Piece p of local row i is the string ``pool[col_starts[j]:col_starts[j] + col_lengths[j]]`` with
-    ``j = spec_pos[p] + spec_step[p] * i`` (step 0: a constant, 1: a column). Each row's output
-    offset comes from a prefix sum of the row lengths, so rows are copied independently.
+    Piece p of local row i is ``_peek(piece_lengths[p] + 8 * k)`` bytes at the address
+    ``_peek(piece_starts[p] + 8 * k)``, ``k = piece_step[p] * i`` (step 0: a constant, 1: a column):
+    ``piece_starts[p]`` and ``piece_lengths[p]`` are the addresses of the int64 arrays of the
+    piece's start addresses and lengths (:class:`TextBuilder` keeps every array alive). Each row's
+    output offset comes from a prefix sum of the row lengths, so rows are copied independently.
     """
     n = order.shape[0]
     group = np.empty(n, np.int64)
@@ -55,7 +111,7 @@ def _render_rows(pool, col_starts, col_lengths, spec_pos, spec_step, spec_off, r
         i = r - row_base[g]
         size = 0
         for p in range(spec_off[g], spec_off[g + 1]):
-            size += col_lengths[spec_pos[p] + spec_step[p] * i]
+            size += _peek(piece_lengths[p] + 8 * piece_step[p] * i)
         group[x] = g
         offsets[x + 1] = size
     for x in range(n):
@@ -66,9 +122,9 @@ def _render_rows(pool, col_starts, col_lengths, spec_pos, spec_step, spec_off, r
         i = order[x] - row_base[g]
         pos = offsets[x]
         for p in range(spec_off[g], spec_off[g + 1]):
-            j = spec_pos[p] + spec_step[p] * i
-            size = col_lengths[j]
-            _copy_short(out, pos, pool, col_starts[j], size)
+            k = 8 * piece_step[p] * i
+            size = _peek(piece_lengths[p] + k)
+            _copy_from(out, pos, _peek(piece_starts[p] + k), size)
             pos += size
     return out
 
@@ -128,6 +184,14 @@ def _scaled(v, scale, limit):
     a = abs(v)
     if not math.isfinite(a):
         return np.int64(0), False
+    # Fast path: t = a * scale in floating point is within 2^-53 t of the exact product, so where
+    # its fraction is farther than 2^-51 t from one half, the exact product rounds the same way.
+    t = a * scale
+    if t < 4503599627370496.0:  # 2^52: floor and fraction are exact
+        whole = math.floor(t)
+        off_half = t - whole - 0.5
+        if abs(off_half) > t * 4.440892098500626e-16:
+            return np.int64(whole) + (1 if off_half > 0 else 0), True
     m, e = math.frexp(a)
     M = np.int64(m * 9007199254740992.0)  # m * 2^53, exact
     E = e - 53
@@ -205,49 +269,48 @@ def _fixed_text(values, decimals):
     return buf, starts, lengths, ok
 
 
+def _address(array: np.ndarray) -> int:
+    """Where ``array``'s data starts in memory."""
+    return array.__array_interface__["data"][0]
+
+
 class TextBuilder:
     """Collects keyed records made of pieces and renders them in key order as one byte string.
 
-    Sources (constants, number text, whole buffers such as a chunk's alignment lines) go into a
-    pool once each; a column is ``(starts, lengths)`` into the pool. A group of records is kept
-    as its keys and piece list (no per-row piece table); :meth:`render_array` orders all rows
-    and copies their pieces in one compiled pass, parallel over rows if ``parallel`` (see
+    A column is ``(starts, lengths)``: the address in memory where each row's string starts, and
+    its length. Sources (constants, number text, whole buffers such as a chunk's alignment lines,
+    run-wide columns such as ids) are never copied: the builder keeps each one, and every array
+    of addresses, alive until it is dropped. A group of records is kept as its keys and piece
+    list (no per-row piece table); :meth:`render_array` orders all rows and copies their pieces
+    in one compiled pass, parallel over rows if ``parallel`` (see
     :func:`~gamut.io.threads.run_kernel`; number text too).
     """
 
     def __init__(self, parallel: Parallel = False) -> None:
         self.parallel = parallel
-        self._pool: list[np.ndarray] = []
-        self._size = 0
-        self._sources: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, pool position)
-        self._consts: dict[str, tuple[int, int]] = {}  # text -> (pool position, length)
-        self._columns: list[tuple[np.ndarray, np.ndarray]] = []  # column table parts, in order
-        self._column_size = 0
-        self._column_pos: dict[object, tuple[int, object]] = {}  # column id or constant -> (table row, column)
-        self._groups: list[tuple[np.ndarray, int, np.ndarray, list[int], list[int]]] = []
+        self._keep: list[np.ndarray] = []  # every array whose memory a column's addresses point into
+        self._consts: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # text -> one-row column
+        self._groups: list[tuple[np.ndarray, int, np.ndarray, list[tuple[int, int, int]]]] = []
 
     # -- sources ------------------------------------------------------------------------------
-    def _add(self, data: np.ndarray) -> int:
-        base = self._size
-        self._pool.append(np.ascontiguousarray(data, np.uint8))
-        self._size += int(data.shape[0])
-        return base
+    def _held(self, array: np.ndarray, dtype) -> np.ndarray:
+        """``array`` as a contiguous array of ``dtype``, kept alive with the builder."""
+        array = np.ascontiguousarray(array, dtype)
+        self._keep.append(array)
+        return array
 
-    def const(self, text: str) -> tuple[int, int]:
-        """Pool position and length of a constant text (latin-1), added once."""
+    def const(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """A constant text (latin-1) as a one-row column, made once."""
         found = self._consts.get(text)
         if found is None:
-            raw = np.frombuffer(text.encode("latin-1"), np.uint8)
-            found = self._consts[text] = (self._add(raw), raw.shape[0])
+            raw = self._held(np.frombuffer(text.encode("latin-1"), np.uint8), np.uint8)
+            found = self._consts[text] = self.buffer(raw, np.zeros(1, np.int64), np.array([raw.shape[0]], np.int64))
         return found
 
     def buffer(self, data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A column of strings ``data[starts[k]:starts[k]+lengths[k]]`` (``data`` pooled once
-        however many columns use it)."""
-        found = self._sources.get(id(data))
-        if found is None or found[0] is not data:
-            found = self._sources[id(data)] = (data, self._add(data))
-        return np.asarray(starts, np.int64) + found[1], np.asarray(lengths, np.int64)
+        """A column of strings ``data[starts[k]:starts[k]+lengths[k]]`` (``data`` is kept, not copied)."""
+        data = self._held(data, np.uint8)
+        return np.asarray(starts, np.int64) + _address(data), np.asarray(lengths, np.int64)
 
     def strings(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """A column from Python strings (for per-sequence columns built once, such as ids)."""
@@ -295,16 +358,6 @@ class TextBuilder:
         return column[0][index], column[1][index]
 
     # -- records ------------------------------------------------------------------------------
-    def _table_row(self, key: object, keep: object, starts: np.ndarray, lengths: np.ndarray) -> int:
-        """First row of a column (or constant) in the column table, added once per ``key``
-        (``keep``, the column itself, is held so that its id stays unique)."""
-        found = self._column_pos.get(key)
-        if found is None or found[1] is not keep:
-            found = self._column_pos[key] = (self._column_size, keep)
-            self._columns.append((starts, lengths))
-            self._column_size += int(starts.shape[0])
-        return found[0]
-
     def records(self, major: np.ndarray, slot: int, minor: np.ndarray | int, pieces: Sequence[Piece]) -> None:
         """Add ``len(major)`` records ordered by (``major``, ``slot``, ``minor``), each the
         concatenation of ``pieces`` (constants, or columns with one row per record)."""
@@ -312,21 +365,20 @@ class TextBuilder:
         n = major.shape[0]
         if n == 0 or not pieces:
             return
-        positions, steps = [], []
+        spec = []
         for piece in pieces:
             if isinstance(piece, str):
-                start, length = self.const(piece)
-                one = np.array([start], np.int64), np.array([length], np.int64)
-                positions.append(self._table_row(("const", piece), None, *one))
-                steps.append(0)
+                starts, lengths = self.const(piece)
+                step = 0
             else:
-                starts, lengths = (np.ascontiguousarray(a, np.int64) for a in piece)
-                if starts.shape != (n,) or lengths.shape != (n,):
-                    raise ValueError(f"a column of {starts.shape} rows in records of {n} rows")
-                positions.append(self._table_row(id(piece), piece, starts, lengths))
-                steps.append(1)
+                starts, lengths = piece
+                if np.shape(starts) != (n,) or np.shape(lengths) != (n,):
+                    raise ValueError(f"a column of {np.shape(starts)} rows in records of {n} rows")
+                step = 1
+            starts, lengths = self._held(starts, np.int64), self._held(lengths, np.int64)
+            spec.append((_address(starts), _address(lengths), step))
         minor_arr = np.broadcast_to(np.asarray(minor, np.int64), (n,))
-        self._groups.append((major, slot, minor_arr, positions, steps))
+        self._groups.append((major, slot, minor_arr, spec))
 
     def render_array(self) -> np.ndarray:
         """All records in key order, as a uint8 array."""
@@ -342,14 +394,11 @@ class TextBuilder:
         np.cumsum(sizes, out=row_base[1:])
         spec_off = np.zeros(len(groups) + 1, np.int64)
         np.cumsum([len(g[3]) for g in groups], out=spec_off[1:])
-        spec_pos = np.array([p for g in groups for p in g[3]], np.int64)
-        spec_step = np.array([s for g in groups for s in g[4]], np.int64)
-        col_starts = np.concatenate([c[0] for c in self._columns])
-        col_lengths = np.concatenate([c[1] for c in self._columns])
-        pool = np.concatenate(self._pool) if self._pool else np.zeros(0, np.uint8)
+        spec = np.array([piece for g in groups for piece in g[3]], np.int64).reshape(-1, 3)
         pieces = int(np.dot(sizes, np.diff(spec_off)))
-        return run_kernel(_render_rows, pieces, self.parallel, pool, col_starts, col_lengths, spec_pos, spec_step,
-                          spec_off, row_base, np.ascontiguousarray(order, np.int64))
+        return run_kernel(_render_rows, pieces, self.parallel, np.ascontiguousarray(spec[:, 0]),
+                          np.ascontiguousarray(spec[:, 1]), np.ascontiguousarray(spec[:, 2]), spec_off, row_base,
+                          np.ascontiguousarray(order, np.int64))
 
     def render(self) -> bytes:
         """All records in key order, as bytes."""
@@ -397,11 +446,9 @@ class StringColumn:
 
 
 def pick(builder: TextBuilder, column: StringColumn, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ``index`` of a run-wide column, copied (only those rows) into ``builder``'s pool."""
-    index = np.ascontiguousarray(index, np.int64)
-    buf, starts = run_kernel(_gather, index.shape[0], builder.parallel, column.data, column.starts, column.lengths,
-                             index)
-    return builder.buffer(buf, starts, column.lengths[index])
+    """Rows ``index`` of a run-wide column (its strings are not copied)."""
+    index = np.asarray(index, np.int64)
+    return builder.buffer(column.data, column.starts[index], column.lengths[index])
 
 
 def gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import IO, Union
 
@@ -46,3 +47,34 @@ def write_bytes(out: IO, data: Rendered) -> None:
         raw.write(data)
         return
     out.write(bytes(data).decode("latin-1"))
+
+
+class WriteBehind:
+    """Writes rendered text to ``out`` on a thread of its own while the caller renders the next
+    piece: one write in flight at most (memory: the piece being written and the one being
+    rendered), in order, its error raised by the next :meth:`write` or by :meth:`finish`.
+
+    ``write`` releases the GIL while the kernel copies into the page cache (about 1 GB/s on the
+    H100 host: 0.4 s of the utr scan's 1.27 GB), so the copy overlaps the next chunk's formatting.
+    """
+
+    def __init__(self, out: IO) -> None:
+        self.out = out
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="gamut-write")
+        self._pending: Future | None = None
+
+    def write(self, data: Rendered) -> None:
+        self._wait()
+        self._pending = self._thread.submit(write_bytes, self.out, data)
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def finish(self) -> None:
+        """Wait for the last write (raising its error) and end the thread; ``out`` is then free."""
+        try:
+            self._wait()
+        finally:
+            self._thread.shutdown(wait=True)

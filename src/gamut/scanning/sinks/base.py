@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
 
 from gamut.io.textcols import TextBuilder
-from gamut.io.textout import write_bytes
+from gamut.io.textout import WriteBehind
 from gamut.io.threads import Parallel
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ class TextSink:
         self.job = job
         self.input = job.scan_input
         self.out: IO | None = None
+        self._writes: WriteBehind | None = None
 
     def header(self) -> str:
         return ""
@@ -76,18 +77,20 @@ class TextSink:
         text = self.header()
         if text:
             out.write(text)
+        self._writes = WriteBehind(out)  # chunks are written while the next one is formatted
 
     def write(self, result: ChunkResult, spare_cores: Parallel) -> None:
-        write_bytes(self.out, self.build(result, spare_cores).render_array())
+        self._writes.write(self.build(result, spare_cores).render_array())
 
     def render(self, chunks: Chunks, prev_query: int) -> bytes:
         """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it."""
         return b"".join(self.build(result, spare).render() for result, spare in chunks)
 
     def write_part(self, part: Partition, data: bytes) -> None:
-        write_bytes(self.out, data)
+        self._writes.write(data)
 
     def close(self) -> None:
+        self._writes.finish()
         text = self.footer()
         if text:
             self.out.write(text)
