@@ -70,7 +70,7 @@ def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path
     from gamut.scanning import miranda_cli
     from gamut.scanning.hits import HitTable
     from gamut.io.textcols import TextBuilder
-    from gamut.scanning.sinks import base as sink_base
+    from gamut.io import textout
     from gamut.scanning.sinks.base import TextSink
 
     times: dict[str, float] = {}
@@ -90,7 +90,7 @@ def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path
     miranda_cli.main(argv)
     (tmp / "stages.txt").unlink()
     patches = [(loop, "chunk_hits"), (loop, "hit_energies"), (HitTable, "set_energies"), (TextSink, "write"),
-               (TextBuilder, "render_array"), (sink_base, "write_bytes")]
+               (TextBuilder, "render_array"), (textout, "write_bytes")]
     if os.environ.get("GAMUT_PROFILE_TEXT"):  # the text stages too (inclusive wall times on their threads)
         from gamut.io import textcols
         from gamut.scanning.sinks import columns, miranda
@@ -99,6 +99,10 @@ def stage_times(query: Path, ref: Path, flags: list[str], device: str, tmp: Path
                     (textcols, "_key_order"), (textcols, "_render_rows"), (miranda, "pick"),
                     (columns.ReportedHits, "__init__"), (columns.ReportedHits, "lines"),
                     (miranda.MirandaSink, "_hits"), (miranda.MirandaSink, "_footers")]
+    if os.environ.get("GAMUT_PROFILE_ENERGY"):  # the energy stage's parts
+        from gamut.scanning.energy import cpu as energy_cpu
+
+        patches += [(energy_cpu, "distinct_strings"), (energy_cpu, "take_strings"), (energy_cpu, "_fold_packed")]
     saved = [(obj, name, getattr(obj, name)) for obj, name in patches]
     from gamut.scanning.engines import gpu as gpu_engine
     saved.append((gpu_engine.GpuEngine, "align", gpu_engine.GpuEngine.align))

@@ -2,7 +2,8 @@
 
 A case of :mod:`bench.scan_e2e` (default utr, ``-quiet``) is scanned once and its chunks are kept in
 memory; then, for each ``--threads`` count, the miRanda text sink formats every chunk (build and
-render, no file) and, separately, writes them as ``gamut miranda`` does (format and write to a file).
+render, no file) and, separately, writes them as ``gamut miranda`` does (``sink.write`` into a file,
+header and footer included).
 The same bytes written alone with ``write`` are the floor (issue #24: a miRanda text output must
 not cost more than writing it). Prints a table; ``--json`` writes it too.
 
@@ -38,25 +39,27 @@ def scanned(query: Path, ref: Path, flags: list[str], device: str, tmp: Path) ->
 
 
 def formatting(results: list, job, threads: int, path: Path | None) -> tuple[float, int]:
-    """Seconds to format every chunk (and write it to ``path`` when given), and the bytes."""
+    """Seconds to format every chunk (build and render, no file), or with ``path`` to write them
+    there as a scan does (``sink.write``: each chunk rendered and written behind the next one's
+    building), and the bytes."""
     import numba
 
-    from gamut.io.textout import write_bytes
     from gamut.scanning.sinks import sink_class
 
     numba.set_num_threads(threads)
     sink = sink_class("miranda")(job)
     size = 0
     start = time.perf_counter()
-    with open(path or os.devnull, "w") as out:
+    if path is None:
+        for result in results:
+            size += sink.build(result, True).render_array().shape[0]
+        return time.perf_counter() - start, size
+    with open(path, "w") as out:
         sink.start(out)
         for result in results:
-            data = sink.build(result, True).render_array()
-            size += data.shape[0]
-            if path is not None:
-                write_bytes(out, data)
+            sink.write(result, True)
         sink.close()
-    return time.perf_counter() - start, size
+    return time.perf_counter() - start, path.stat().st_size
 
 
 def plain_write(path: Path, size: int, piece: int = 40 << 20) -> float:

@@ -464,12 +464,12 @@ _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _string_hashes(data, offsets):
     """A 64-bit FNV-1a hash of each packed string (length mixed in)."""
     n = offsets.shape[0] - 1
     out = np.empty(n, np.uint64)
-    for k in range(n):
+    for k in prange(n):
         h = _FNV_OFFSET
         for i in range(offsets[k], offsets[k + 1]):
             h = (h ^ np.uint64(data[i])) * _FNV_PRIME
@@ -489,31 +489,52 @@ def _same_string(data, offsets, a, b):
     return True
 
 
-@njit(cache=True, nogil=True)
+#: Hash tables of :func:`_first_copies`, one per value of a hash's top bits, filled in parallel.
+_PARTITION_BITS = 6
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def _first_copies(data, offsets, hashes):
-    """For each string, the index of the first string with the same bytes: strings go into an
-    open-addressing table (linear probing, at least twice as many slots as strings) in index
-    order, so a slot holds its first copy; bytes are compared, so a hash collision never merges
-    different strings. O(n) expected, no sort."""
+    """For each string, the index of the first string with the same bytes. Equal strings have
+    equal hashes, so strings are split by their hash's top bits into independent partitions,
+    filled in parallel; in each, strings go into an open-addressing table (linear probing on the
+    low bits, at least twice as many slots as strings) in index order, so a slot holds its first
+    copy; bytes are compared, so a hash collision never merges different strings. O(n) expected,
+    no sort."""
     n = hashes.shape[0]
-    size = 1
-    while size < 2 * n:
-        size <<= 1
-    table = np.full(size, -1, np.int64)
-    first = np.empty(n, np.int64)
+    parts = 1 << _PARTITION_BITS
+    shift = np.uint64(64 - _PARTITION_BITS)
+    bounds = np.zeros(parts + 1, np.int64)
     for k in range(n):
-        h = hashes[k]
-        slot = np.int64(h & np.uint64(size - 1))
-        while True:
-            r = table[slot]
-            if r < 0:
-                table[slot] = k
-                first[k] = k
-                break
-            if hashes[r] == h and _same_string(data, offsets, k, r):
-                first[k] = r
-                break
-            slot = (slot + 1) & (size - 1)
+        bounds[np.int64(hashes[k] >> shift) + 1] += 1
+    for q in range(parts):
+        bounds[q + 1] += bounds[q]
+    members = np.empty(n, np.int64)  # string indices by partition, ascending in each
+    fill = bounds[:-1].copy()
+    for k in range(n):
+        q = np.int64(hashes[k] >> shift)
+        members[fill[q]] = k
+        fill[q] += 1
+    first = np.empty(n, np.int64)
+    for q in prange(parts):
+        size = 1
+        while size < 2 * (bounds[q + 1] - bounds[q]):
+            size <<= 1
+        table = np.full(size, -1, np.int64)
+        for t in range(bounds[q], bounds[q + 1]):
+            k = members[t]
+            h = hashes[k]
+            slot = np.int64(h & np.uint64(size - 1))
+            while True:
+                r = table[slot]
+                if r < 0:
+                    table[slot] = k
+                    first[k] = k
+                    break
+                if hashes[r] == h and _same_string(data, offsets, k, r):
+                    first[k] = r
+                    break
+                slot = (slot + 1) & (size - 1)
     return first
 
 

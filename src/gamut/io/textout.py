@@ -5,7 +5,7 @@ import io
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
-from typing import IO, Union
+from typing import IO, Callable, Union
 
 import numpy as np
 
@@ -50,12 +50,14 @@ def write_bytes(out: IO, data: Rendered) -> None:
 
 
 class WriteBehind:
-    """Writes rendered text to ``out`` on a thread of its own while the caller renders the next
-    piece: one write in flight at most (memory: the piece being written and the one being
-    rendered), in order, its error raised by the next :meth:`write` or by :meth:`finish`.
+    """Renders and writes text to ``out`` on a thread of its own while the caller builds the next
+    piece: one piece in flight at most (memory: the piece being written and the one being built),
+    in order, its error raised by the next :meth:`write` or by :meth:`finish`.
 
-    ``write`` releases the GIL while the kernel copies into the page cache (about 1 GB/s on the
-    H100 host: 0.4 s of the utr scan's 1.27 GB), so the copy overlaps the next chunk's formatting.
+    A piece is a callable giving the bytes, such as a :class:`~gamut.io.textcols.TextBuilder`'s
+    ``render_array``: its compiled copy and the ``write`` into the page cache (about 1 GB/s on the
+    H100 host: 0.4 s of the utr scan's 1.27 GB) release the GIL, so both overlap the next piece's
+    building.
     """
 
     def __init__(self, out: IO) -> None:
@@ -63,9 +65,9 @@ class WriteBehind:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="gamut-write")
         self._pending: Future | None = None
 
-    def write(self, data: Rendered) -> None:
+    def write(self, render: Callable[[], Rendered]) -> None:
         self._wait()
-        self._pending = self._thread.submit(write_bytes, self.out, data)
+        self._pending = self._thread.submit(lambda: write_bytes(self.out, render()))
 
     def _wait(self) -> None:
         pending, self._pending = self._pending, None
@@ -73,7 +75,7 @@ class WriteBehind:
             pending.result()
 
     def finish(self) -> None:
-        """Wait for the last write (raising its error) and end the thread; ``out`` is then free."""
+        """Wait for the last piece (raising its error) and end the thread; ``out`` is then free."""
         try:
             self._wait()
         finally:

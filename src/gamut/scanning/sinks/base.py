@@ -77,17 +77,17 @@ class TextSink:
         text = self.header()
         if text:
             out.write(text)
-        self._writes = WriteBehind(out)  # chunks are written while the next one is formatted
+        self._writes = WriteBehind(out)  # a chunk is rendered and written while the next one is built
 
     def write(self, result: ChunkResult, spare_cores: Parallel) -> None:
-        self._writes.write(self.build(result, spare_cores).render_array())
+        self._writes.write(self.build(result, spare_cores).render_array)
 
     def render(self, chunks: Chunks, prev_query: int) -> bytes:
         """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it."""
         return b"".join(self.build(result, spare).render() for result, spare in chunks)
 
     def write_part(self, part: Partition, data: bytes) -> None:
-        self._writes.write(data)
+        self._writes.write(lambda: data)
 
     def close(self) -> None:
         self._writes.finish()
