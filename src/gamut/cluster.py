@@ -266,7 +266,10 @@ def run_in_order(
             [shared_future] = client.scatter([shared], broadcast=True, hash=False)
             limit = max(1, window or 4 * conn.n_workers)
             todo = iter(tasks)
-            done = as_completed()
+            # Track the futures on their own client's event loop: as_completed() takes Dask's
+            # default client, the latest made in this process, whose loop may be another one (its
+            # futures' states then bind to the wrong loop: 'bound to a different event loop').
+            done = as_completed(loop=client.loop)
             refill()
         while True:
             with cluster_failures(label, current):

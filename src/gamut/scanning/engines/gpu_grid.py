@@ -172,7 +172,7 @@ class GridRun(DeviceRun):
                     first_pair, results) -> None:
         xp, be, t = self.xp, self.be, self.t
         began = time.perf_counter()
-        nq, n_rt, n_later, n_r = b - a, int(tasks.n), int(tasks.later.shape[0]), int(refs.lengths.shape[0])
+        nq, n_rt, n_later, n_r = b - a, tasks.n, int(tasks.later.shape[0]), int(refs.lengths.shape[0])
         n_tasks = nq * n_rt
         d_slot = be.asarray(np.arange(a, b, dtype=np.int32))
         d_lo, d_hi = be.asarray(lo[a:b]), be.asarray(hi[a:b])
@@ -198,7 +198,7 @@ class GridRun(DeviceRun):
                 cands = self._grid_repair(rows, bad, a, tasks, kargs, cands, n_tasks, n_r, d_cp, d_entry)
         clock = self._lap("verify_repair_s", clock)
         task = cands[:, 0].astype(np.int64)
-        qi = task // n_rt  # Python ints: a NumPy scalar would send CuPy through __array_ufunc__ (imports SciPy)
+        qi = task // n_rt
         pair = qi * n_r + dev["rt_ref"][task - qi * n_rt]
 
         def trace_args(d_pair):
