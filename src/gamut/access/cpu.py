@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from gamut.access.model import AccessParams, rna_letters
+from gamut.access.model import AccessParams, energy_to_open, rna_letters
 
 #: The shortest window that can hold a base pair: i, three hairpin letters, j.
 MIN_PAIRED_WINDOW = 5
@@ -43,6 +43,26 @@ def _fold_one(item: tuple[str, AccessParams]) -> np.ndarray:
     return unpaired_probabilities(*item)
 
 
+def stretch_energies(sequence: str, params: AccessParams, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Opening energies (kcal/mol, ``-RT ln P``) of the stretches of ``lengths`` letters ending at
+    0-based ``ends``, folded with ``params``' window and span (``max_unpaired`` is ignored: the
+    longest stretch, up to the window, is folded); NaN for a stretch longer than the window (a
+    stretch is scored inside one window)."""
+    ends, lengths = np.asarray(ends, np.int64), np.asarray(lengths, np.int64)
+    out = np.full(ends.shape[0], np.nan)
+    if ends.shape[0] == 0:
+        return out
+    longest = max(1, min(int(lengths.max()), params.window))
+    table = unpaired_probabilities(sequence, AccessParams(params.window, params.span, longest))
+    ok = lengths <= longest
+    out[ok] = energy_to_open(table[ends[ok], lengths[ok] - 1])
+    return out
+
+
+def _stretches_one(item: tuple[str, AccessParams, np.ndarray, np.ndarray]) -> np.ndarray:
+    return stretch_energies(*item)
+
+
 class CpuFolder:
     """Folds batches of sequences on ``threads`` processes (default: every core), kept for the
     folder's life (a ``with`` block): ViennaRNA holds Python's lock while it folds, and worker
@@ -63,16 +83,31 @@ class CpuFolder:
 
     def fold(self, sequences: Sequence[str]) -> list[np.ndarray]:
         """:func:`unpaired_probabilities` of every sequence, in order."""
-        if self.workers == 1 or len(sequences) < 2:
-            return [unpaired_probabilities(s, self.params) for s in sequences]
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        # Longest first, so that no worker is left with a long one at the end; results back in order.
-        order = sorted(range(len(sequences)), key=lambda k: -len(sequences[k]))
-        folded = self._pool.map(_fold_one, [(sequences[k], self.params) for k in order])
-        out: list[np.ndarray] = [np.empty(0)] * len(sequences)
-        for k, result in zip(order, folded):
+        return self._map(_fold_one, [(s, self.params) for s in sequences])
+
+    def stretches(self, sequences: Sequence[str], ends: Sequence[np.ndarray], lengths: Sequence[np.ndarray],
+                  progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+        """:func:`stretch_energies` of every sequence (its ``ends`` and ``lengths``), in order;
+        ``progress`` is called with each folded sequence's length."""
+        items = [(s, self.params, e, n) for s, e, n in zip(sequences, ends, lengths)]
+        return self._map(_stretches_one, items, progress)
+
+    def _map(self, fn, items: list[tuple], progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+        """``fn`` of every item (a sequence first), in order, on the folder's processes."""
+        if self.workers == 1 or len(items) < 2:
+            done = map(fn, items)
+            order = list(range(len(items)))
+        else:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            # Longest first, so that no worker is left with a long one at the end; results back in order.
+            order = sorted(range(len(items)), key=lambda k: -len(items[k][0]))
+            done = self._pool.map(fn, [items[k] for k in order])
+        out: list[np.ndarray] = [np.empty(0)] * len(items)
+        for k, result in zip(order, done):
             out[k] = result
+            if progress is not None:
+                progress(len(items[k][0]))
         return out
 
 

@@ -8,6 +8,7 @@ the span is at most the window, as RNAplfold itself does.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,38 @@ class AccessParams:
         """The window and span folded for a sequence of ``n`` letters (RNAplfold's: both at most ``n``)."""
         window = min(self.window, n)
         return window, min(self.span, window)
+
+
+#: PITA's flanks around a site (Kertesz et al. 2007): the stretch opened for a site reaches 3 letters
+#: before it (5') and 15 after it (3').
+PITA_UPSTREAM, PITA_DOWNSTREAM = 3, 15
+
+
+@dataclass(frozen=True)
+class SiteAccess:
+    """A scan's site accessibility (``--accessibility``): every hit gets the opening energy of its
+    reference span widened by ``upstream`` and ``downstream`` letters (as far as the reference
+    goes), from a local partition function of ``window`` and ``span`` (RNAplfold's -W and -L),
+    and ``ddG = energy + dG_open``; with ``ddg_threshold``, only hits with ``ddG <= ddg_threshold``
+    are reported."""
+
+    window: int = DEFAULT_WINDOW
+    span: int = DEFAULT_SPAN
+    upstream: int = PITA_UPSTREAM
+    downstream: int = PITA_DOWNSTREAM
+    ddg_threshold: float | None = None
+
+    def __post_init__(self) -> None:
+        AccessParams(self.window, self.span, 1)  # checks window and span
+        for name in ("upstream", "downstream"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"site flank {name} must be a whole number >= 0, got {value!r}")
+        if self.ddg_threshold is not None:
+            value = float(self.ddg_threshold)
+            if not math.isfinite(value):
+                raise UsageError(f"--ddg-threshold must be a finite number, got {self.ddg_threshold!r}")
+            object.__setattr__(self, "ddg_threshold", value)
 
 
 def rna_letters(sequence: str) -> str:

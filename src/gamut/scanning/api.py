@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
+from gamut.access.model import SiteAccess
 from gamut.errors import InputError, UsageError
 from gamut.io.outputs import format_for_output
 from gamut.scanning.engines import make_engine
@@ -73,6 +74,7 @@ def scan(
     cluster: Any = None,
     partition_cells: int | None = None,
     annotation: str | os.PathLike | None = None,
+    accessibility: bool | SiteAccess = False,
     **params,
 ) -> pd.DataFrame:
     """Scan miRNAs against references with miRanda 3.3a's model; return the reported hits.
@@ -86,8 +88,12 @@ def scan(
     ``cluster`` (``"local:N"``, a scheduler address such as ``"tcp://host:8786"``, or a
     ``distributed.Client``) spreads the scan over Dask workers in partitions of about
     ``partition_cells`` cells; the table is the same. ``annotation`` (a BED12, GTF or GFF3 file
-    of the references' transcripts) adds genome coordinates.
+    of the references' transcripts) adds genome coordinates. ``accessibility`` (True, or a
+    :class:`~gamut.access.model.SiteAccess` for other window, span, flanks or a ``ddg_threshold``)
+    adds each site's opening energy ``dG_open`` and ``ddG`` (docs/accessibility.md).
     """
+    if accessibility is not False and accessibility is not None:
+        params["site_access"] = SiteAccess() if accessibility is True else accessibility
     try:
         settings = ScanParams(**params)
     except TypeError as exc:

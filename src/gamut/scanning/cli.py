@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from gamut.access.model import DEFAULT_SPAN, DEFAULT_WINDOW, PITA_DOWNSTREAM, PITA_UPSTREAM, SiteAccess
 from gamut.errors import UsageError, option_errors
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.scanning.api import read_restrict, run_job
@@ -51,6 +52,19 @@ def register(subparsers) -> None:
     s.add_argument("--annotation", metavar="FILE", default=None,
                    help="BED12, GTF or GFF3 of the references' transcripts (gzip allowed): adds genome "
                    "coordinates to hit tables and BED")
+    a = p.add_argument_group("site accessibility (docs/accessibility.md)")
+    a.add_argument("--accessibility", action="store_true",
+                   help="add each hit's site opening energy dG_open and ddG = energy + dG_open to hit tables "
+                   "(ViennaRNA's local partition function of each reference, folded once)")
+    a.add_argument("--access-window", type=int, default=DEFAULT_WINDOW, metavar="W",
+                   help=f"RNAplfold's -W for --accessibility (default {DEFAULT_WINDOW})")
+    a.add_argument("--access-span", type=int, default=DEFAULT_SPAN, metavar="L",
+                   help=f"RNAplfold's -L for --accessibility (default {DEFAULT_SPAN})")
+    a.add_argument("--access-flanks", default=f"{PITA_UPSTREAM},{PITA_DOWNSTREAM}", metavar="UP,DOWN",
+                   help="letters before and after a hit's span that open with it "
+                   f"(default {PITA_UPSTREAM},{PITA_DOWNSTREAM}, as PITA)")
+    a.add_argument("--ddg-threshold", type=float, default=None, metavar="X",
+                   help="with --accessibility: report only hits with ddG <= X (kcal/mol)")
     o = p.add_argument_group("miranda format")
     o.add_argument("--quiet", action="store_true", help="omit per-pair lines without hits")
     o.add_argument("--keyval", action="store_true", help="one key=value line per hit")
@@ -63,6 +77,22 @@ def register(subparsers) -> None:
                    help="progress bar on stderr (default: on for long runs in a terminal)")
     add_cluster_options(p)
     p.set_defaults(func=lambda args: run(args, p))
+
+
+def site_access(args: argparse.Namespace) -> SiteAccess | None:
+    """The ``--accessibility`` settings (None without it; its other options alone are an error)."""
+    changed = [flag for flag, value, default in (
+        ("--access-window", args.access_window, DEFAULT_WINDOW), ("--access-span", args.access_span, DEFAULT_SPAN),
+        ("--access-flanks", args.access_flanks, f"{PITA_UPSTREAM},{PITA_DOWNSTREAM}"),
+        ("--ddg-threshold", args.ddg_threshold, None)) if value != default]
+    if not args.accessibility:
+        if changed:
+            raise UsageError(f"{changed[0]} needs --accessibility")
+        return None
+    parts = args.access_flanks.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise UsageError(f"--access-flanks expects two whole numbers UP,DOWN, got '{args.access_flanks}'")
+    return SiteAccess(args.access_window, args.access_span, int(parts[0]), int(parts[1]), args.ddg_threshold)
 
 
 def count(text: str, minimum: int = 1) -> int:
@@ -145,6 +175,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             trim=args.trim,
             energy_model=args.energy_model,
             site_types=args.site_types,
+            site_access=site_access(args),
         )
         ScanJob((), (), params, **options)
     # before any work

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gamut.access.model import SiteAccess
 from gamut.errors import UsageError
 from gamut.scanning.alphabet import BASE_SCORES, N_CLASSES
 
@@ -38,9 +39,15 @@ class ScanParams:
     #: ``--site-types``: report only hits of these types (a comma string or an iterable of names,
     #: kept as a tuple in :data:`SITE_TYPES` order so that run directories can store it as JSON).
     site_types: tuple[str, ...] | None = None
+    #: ``--accessibility``: each hit's site opening energy and ddG (:mod:`gamut.scanning.site_access`).
+    site_access: SiteAccess | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "site_types", parse_site_types(self.site_types))
+        if self.site_access is not None and not isinstance(self.site_access, SiteAccess):
+            raise UsageError(f"site_access must be a SiteAccess, got {type(self.site_access).__name__}")
+        if self.site_access is not None and self.site_access.ddg_threshold is not None and self.noenergy:
+            raise UsageError("--ddg-threshold needs energies (it compares energy + dG_open): drop --noenergy")
         if self.gap_open > 0 or self.gap_extend > 0:
             raise UsageError("gap penalties may not be greater than 0")
         if self.trim < 0:

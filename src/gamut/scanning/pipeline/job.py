@@ -126,6 +126,9 @@ class ScanJob:
             from gamut.cuda import check_gpus_used
 
             check_gpus_used(self.gpus, self.device, "scan", self.cluster)
+        if self.params.site_access is not None and self.partitioned:
+            raise UsageError("--accessibility runs in one process for now: drop --cluster, --run-dir and a "
+                             "--gpus list of several")
 
     @classmethod
     def from_files(cls, query_path: str, reference_path: str, params: ScanParams, **options: Any) -> ScanJob:

@@ -31,6 +31,11 @@ def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFacto
     """Carry out ``job`` in this process; each of ``sinks`` writes its output (``job.targets``)."""
     engine = make_engine(job.device, job.threads, job.gpus, cells=job.scan_input.total_cells())
     si = job.scan_input
+    site_energies = None
+    if si.params.site_access is not None:  # the first pass: every hit's site folded, once per reference
+        from gamut.scanning.site_access import site_energies as first_pass
+
+        site_energies = first_pass(si, engine, si.params.site_access, job.threads, job.show_progress())
     with contextlib.ExitStack() as stack:
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
@@ -38,7 +43,8 @@ def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFacto
                                                    unit="cells"))
         for sink, out in zip(sinks, outs):
             sink.start(out)
-        for result, spare_cores in scan_chunks(si, engine, threads=job.threads, progress=tracker):
+        for result, spare_cores in scan_chunks(si, engine, threads=job.threads, progress=tracker,
+                                               site_energies=site_energies):
             for sink in sinks:
                 sink.write(result, spare_cores)
         for sink in sinks:

@@ -26,6 +26,7 @@ from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
 
 if TYPE_CHECKING:
+    from gamut.scanning.site_access import SiteEnergies
     from gamut.scanning.sites import SiteColumns
 
 __all__ = ["ChunkResult", "ScanInput", "hit_energies", "run_scan", "scan_chunks"]
@@ -43,6 +44,8 @@ class ChunkResult:
     #: ``(genome map, genome coordinates of the reported hits)`` (:func:`gamut.scanning.sinks.columns.hit_genome`),
     #: once computed: every output of the chunk maps its hits once.
     genome: tuple | None = None
+    #: ``--accessibility``: every hit's site opening energy, kcal/mol (:mod:`gamut.scanning.site_access`).
+    dg_open: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
@@ -76,6 +79,7 @@ def scan_chunks(
     progress: Callable[[int], None] | None = None,
     pairs: np.ndarray | None = None,
     counter0: int = 0,
+    site_energies: SiteEnergies | None = None,
 ) -> Iterator[tuple[ChunkResult, Parallel]]:
     """Yield ``(result, spare_cores)`` per chunk of pairs, in miRanda's output order.
 
@@ -88,7 +92,9 @@ def scan_chunks(
     Chunks hold about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs (default: the
     engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). ``pairs`` (consecutive
     pairs of the output order, e.g. one partition) scans those pairs only; their first pair's
-    running counter is ``counter0 + 1``. ``threads`` bounds post-processing (hits, energies and,
+    running counter is ``counter0 + 1``. ``site_energies`` (with the params' ``site_access``) gives
+    every hit its ``dG_open`` (:func:`gamut.scanning.site_access.site_energies` computes it, the
+    first pass). ``threads`` bounds post-processing (hits, energies and,
     between chunks, the caller's sink: Numba's thread count in the calling thread until the
     iteration ends); ``None`` takes every core.
     """
@@ -128,6 +134,13 @@ def scan_chunks(
             energies = hit_energies(hits, params, threads, engine.energy_device)
             hits.set_energies(energies, float(params.energy_threshold), params.strict)
             result = ChunkResult(chunk, hits, counter)
+            if params.site_access is not None:  # --accessibility: dG_open, and --ddg-threshold
+                from gamut.scanning.site_access import apply_site_access
+
+                if site_energies is None:
+                    raise ValueError("a scan with site_access needs its site_energies (the first pass)")
+                result.dg_open = apply_site_access(hits, chunk[hits.pair, 1], site_energies, params.site_access,
+                                                   params.noenergy)
             if params.site_types is not None:  # --site-types: only hits of those types are reported
                 from gamut.scanning.sites import site_filter
 

@@ -29,6 +29,10 @@ HIT_COLUMNS = (
 )
 #: Site type and context columns, after :data:`HIT_COLUMNS` (docs/scan.md gives their definitions).
 CONTEXT_COLUMNS = ("site_type", "dist_to_end", "supp_pairs", "local_au")
+#: With ``--accessibility`` (:mod:`gamut.scanning.site_access`), after the context columns: the
+#: site's opening energy ``-RT ln P(unpaired)`` and ``ddG = energy + dG_open`` (kcal/mol, 2 decimals;
+#: empty/null where undefined: a stretch longer than the window, or ddG with -noenergy).
+ACCESS_COLUMNS = ("dG_open", "ddG")
 #: Genome coordinates, last, with an annotation only: 0-based half-open ``genome_start``/``genome_end``,
 #: ``blocks`` as ``start-end,start-end`` (ascending, 0-based half-open); empty/null for references
 #: the annotation lacks.
@@ -71,6 +75,15 @@ class ReportedHits:
     def energy_rounded(self) -> np.ndarray:
         """Energies as the tables hold them: float64 rounded to 2 decimals (0 with -noenergy)."""
         return np.zeros(self.rows.size) if self.noenergy else np.round(self.field("energy").astype(np.float64), 2)
+
+    def access(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``dG_open`` and ``ddG`` of each reported hit, float64 rounded to 2 decimals (NaN where
+        undefined), or None without ``--accessibility``."""
+        if self.result.dg_open is None:
+            return None
+        dg_open = self.result.dg_open[self.rows]
+        ddg = np.full(self.rows.size, np.nan) if self.noenergy else self.field("energy").astype(np.float64) + dg_open
+        return np.round(dg_open, 2), np.round(ddg, 2)
 
     def sites(self) -> SiteColumns:
         """Site type and context of each reported hit."""
@@ -116,8 +129,10 @@ def annotation_path(job: ScanJob) -> str | None:
 
 
 def table_columns(job: ScanJob) -> tuple[str, ...]:
-    """The columns of a hit table for this job: hit, context and (with an annotation) genome columns."""
-    return HIT_COLUMNS + CONTEXT_COLUMNS + (GENOME_COLUMNS if annotation_path(job) else ())
+    """The columns of a hit table for this job: hit, context, (with ``--accessibility``) access and
+    (with an annotation) genome columns."""
+    access = ACCESS_COLUMNS if job.scan_input.params.site_access is not None else ()
+    return HIT_COLUMNS + CONTEXT_COLUMNS + access + (GENOME_COLUMNS if annotation_path(job) else ())
 
 
 def job_genome_map(job: ScanJob) -> GenomeMap | None:

@@ -65,6 +65,9 @@ class FrameSink:
         sites = c.sites()
         out = {"site_type": pd.Categorical.from_codes(sites.site, SITE_TYPES), "dist_to_end": sites.dist_to_end,
                "supp_pairs": sites.supp_pairs.astype(np.int64), "local_au": np.round(sites.local_au.astype(np.float64), 2)}
+        access = c.access()
+        if access is not None:
+            out.update(dict(zip(("dG_open", "ddG"), access)))
         if self.genome is not None:
             from gamut.scanning.genome import block_text
 

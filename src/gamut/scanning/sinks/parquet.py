@@ -40,7 +40,7 @@ def arrow_schema(names: tuple[str, ...] = HIT_COLUMNS) -> pa.Schema:
     """The Parquet/Arrow schema of a hit table with columns ``names``."""
     pa = _pyarrow()
     strings = ("query_id", "reference_id", "aln_mirna", "aln_map", "aln_utr", "site_type", "chrom", "strand", "blocks")
-    floats = ("energy", "identity", "similarity", "local_au")
+    floats = ("energy", "identity", "similarity", "local_au", "dG_open", "ddG")
     return pa.schema([(name, pa.string() if name in strings else pa.float64() if name in floats else pa.int64())
                       for name in names])
 
@@ -92,6 +92,9 @@ class ArrowBatches:
         au = sites.local_au.astype(np.float64)
         arrays += [self.site_names.take(pa.array(sites.site.astype(np.int64))), pa.array(sites.dist_to_end),
                    pa.array(sites.supp_pairs.astype(np.int64)), pa.array(np.round(au, 2), mask=np.isnan(au))]
+        access = c.access()
+        if access is not None:
+            arrays += [pa.array(column, mask=np.isnan(column)) for column in access]
         if self.genome is not None:
             from gamut.scanning.genome import block_text
 

@@ -69,10 +69,12 @@ class _TableSink(TextSink):
         from gamut.scanning.genome import block_text
 
         sites = c.sites()
-        au = b.formatted(sites.local_au, lambda v: self.null if math.isnan(v) else
-                         (json.dumps(round(float(v), 2)) if self.as_json else f"{v:.2f}"))
+        au = self.decimals(b, sites.local_au)
         values = [pick(b, self.site_names, sites.site), b.integers(sites.dist_to_end),
                   b.integers(sites.supp_pairs), au]
+        access = c.access()
+        if access is not None:
+            values += [self.decimals(b, column) for column in access]
         if self.genome is not None:
             g = hit_genome(self.genome, c, sites)
             null_pos, null_len = b.const(self.null)
@@ -88,6 +90,11 @@ class _TableSink(TextSink):
                        absent(b.integers(g.start)), absent(b.integers(g.end)),
                        pick(b, self.strands, g.strand.astype(np.int64) + 1), absent(b.buffer(buf, starts, lengths))]
         return values
+
+    def decimals(self, b: TextBuilder, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Numbers with 2 decimals (JSON: the number rounded to 2 decimals), empty/null where NaN."""
+        return b.formatted(values, lambda v: self.null if math.isnan(v) else
+                           (json.dumps(round(float(v), 2)) if self.as_json else f"{v:.2f}"))
 
     def layout(self, values: list) -> list:
         raise NotImplementedError

@@ -1,0 +1,115 @@
+"""Site accessibility in a scan (``--accessibility``, docs/accessibility.md): each hit's opening
+energy ``dG_open`` and ``ddG = energy + dG_open``.
+
+A hit's site is its reference span (1-based ``ref_start..ref_end``) widened by the flanks of
+:class:`~gamut.access.model.SiteAccess` as far as the reference goes; ``dG_open`` is ``-RT ln P``
+of that stretch being unpaired under RNAplfold's local partition function of the (scanned)
+reference. Every reference is folded once: a first pass aligns every chunk and keeps only the
+hits' spans (no energies, no text), the references that have hits are folded on every core
+(:class:`~gamut.access.cpu.CpuFolder`) and only the stretches the hits need are kept (one number
+per distinct span); the scan itself then looks each hit up. Memory: 24 bytes per distinct span,
+never a reference's whole table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gamut.access.model import AccessParams, SiteAccess
+from gamut.errors import UsageError
+
+if TYPE_CHECKING:
+    from gamut.scanning.alignments import AlignmentEngine
+    from gamut.scanning.hits import HitTable
+    from gamut.scanning.pipeline.pairs import ScanInput
+
+
+@dataclass(frozen=True)
+class SiteEnergies:
+    """``dG_open`` of every hit span of a scan: sorted keys ``(ref * (L + 1) + start) * (L + 1) + end``
+    (``L`` the longest reference) and their energies (kcal/mol; NaN where the stretch is longer
+    than the window)."""
+
+    keys: np.ndarray
+    energies: np.ndarray
+    base: int
+
+    @classmethod
+    def encode(cls, ref: np.ndarray, start: np.ndarray, end: np.ndarray, base: int) -> np.ndarray:
+        return (np.asarray(ref, np.int64) * base + start) * base + end
+
+    def lookup(self, ref: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """``dG_open`` of hits (reference index, 1-based start and end); every span must be known."""
+        keys = self.encode(ref, start, end, self.base)
+        at = np.searchsorted(self.keys, keys)
+        if keys.size and (at.max() >= self.keys.size or not np.array_equal(self.keys[at], keys)):
+            raise RuntimeError("site accessibility: a hit span was not in the first pass (a bug: please report it)")
+        return self.energies[at]
+
+
+def stretches(start: np.ndarray, end: np.ndarray, length: np.ndarray, access: SiteAccess) -> tuple[np.ndarray, np.ndarray]:
+    """0-based last letter and length of each hit's stretch: ``start..end`` (1-based) widened by
+    the flanks, clipped to the reference of ``length`` letters."""
+    first = np.maximum(1, np.asarray(start, np.int64) - access.upstream)
+    last = np.minimum(np.asarray(length, np.int64), np.asarray(end, np.int64) + access.downstream)
+    return last - 1, last - first + 1
+
+
+def hit_spans(scan_input: ScanInput, engine: AlignmentEngine, threads: int | None = None) -> np.ndarray:
+    """The first pass: every hit's ``(reference, ref_start, ref_end)``, distinct, as an (n, 3) array
+    (chunks aligned and their hits built, as the scan does, without energies or text)."""
+    from gamut.io.threads import numba_threads
+    from gamut.scanning.hits import chunk_hits
+
+    queries, references, params = scan_input.query_set, scan_input.reference_set, scan_input.params
+    spans = []
+    with numba_threads(threads):
+        for chunk in scan_input.chunks(int(engine.preferred_chunk_cells), int(engine.preferred_chunk_pairs)):
+            hits = chunk_hits(queries, references, chunk, engine.align(queries, references, chunk, params),
+                              parallel=True)
+            spans.append(np.stack([chunk[hits.pair, 1], hits.ref_start, hits.ref_end], axis=1).astype(np.int64))
+    return np.unique(np.concatenate(spans), axis=0) if spans else np.zeros((0, 3), np.int64)
+
+
+def site_energies(scan_input: ScanInput, engine: AlignmentEngine, access: SiteAccess,
+                  threads: int | None = None, show_progress: bool = False) -> SiteEnergies:
+    """``dG_open`` of every hit span of the scan (the first pass, then the folds, with a progress
+    bar over the letters folded when ``show_progress``; see the module)."""
+    from gamut.access.cpu import CpuFolder
+    from gamut.progress import progress_bar
+
+    references = scan_input.reference_set
+    lengths = references.lengths().astype(np.int64)
+    base = int(lengths.max(initial=0)) + 2
+    if len(lengths) and float(len(lengths)) * base * base >= 2.0**63:
+        raise UsageError("--accessibility: the references are too many and too long to index their sites "
+                         f"({len(lengths):,} references of up to {base - 2:,} letters); split the reference file")
+    spans = hit_spans(scan_input, engine, threads)
+    ref, start, end = spans[:, 0], spans[:, 1], spans[:, 2]
+    last, size = stretches(start, end, lengths[ref], access)
+    energies = np.full(ref.shape[0], np.nan)
+    cut = np.flatnonzero(np.r_[True, ref[1:] != ref[:-1]]) if ref.size else np.zeros(0, np.int64)
+    bounds = np.append(cut, ref.size)
+    folded_refs = ref[cut].tolist()
+    sequences = [references.sequence(k).decode("latin-1") for k in folded_refs]
+    with CpuFolder(AccessParams(access.window, access.span, 1), threads) as folder, \
+            progress_bar("accessibility [cpu]", sum(map(len, sequences)), show_progress, unit="nt") as tracker:
+        done = folder.stretches(sequences, [last[a:b] for a, b in zip(bounds[:-1], bounds[1:])],
+                                [size[a:b] for a, b in zip(bounds[:-1], bounds[1:])], tracker)
+    for a, b, values in zip(bounds[:-1], bounds[1:], done):
+        energies[a:b] = values
+    return SiteEnergies(SiteEnergies.encode(ref, start, end, base), energies, base)
+
+
+def apply_site_access(hits: HitTable, refs: np.ndarray, table: SiteEnergies, access: SiteAccess,
+                      noenergy: bool) -> np.ndarray:
+    """``dG_open`` of every hit of a chunk (``refs``: each hit's reference index), float64; with a
+    ``ddg_threshold``, hits whose ``ddG`` exceeds it (or is undefined) are no longer reported."""
+    dg_open = table.lookup(refs, hits.ref_start, hits.ref_end)
+    if access.ddg_threshold is not None and not noenergy:
+        ddg = hits.energy.astype(np.float64) + dg_open
+        with np.errstate(invalid="ignore"):
+            hits.reported &= ddg <= access.ddg_threshold
+    return dg_open

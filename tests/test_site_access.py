@@ -1,0 +1,119 @@
+"""Site accessibility in a scan (``--accessibility``, gamut.scanning.site_access): every hit's
+dG_open is the opening energy ViennaRNA gives its flanked site (gamut.accessibility, the CPU
+reference), ddG = energy + dG_open, the ddG threshold only removes hits, and nothing else of the
+scan changes."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gamut
+from gamut.access.model import SiteAccess
+from gamut.cli import main
+from gamut.errors import UsageError
+from gamut.scanning.fasta import read_miranda_fasta
+
+pytest.importorskip("RNA")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+QUERIES, TARGETS = EXAMPLES / "mirnas.fa", EXAMPLES / "targets.fa"
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return gamut.scan(str(QUERIES), str(TARGETS), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def accessible():
+    return gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+
+
+def reference_dg_open(row, sequences: dict, access: SiteAccess) -> float:
+    """The flanked site's opening energy from gamut.accessibility (ViennaRNA), independently."""
+    seq = sequences[row.reference_id]
+    first, last = max(1, row.ref_start - access.upstream), min(len(seq), row.ref_end + access.downstream)
+    u = last - first + 1
+    if u > access.window:
+        return math.nan
+    result = gamut.accessibility(seq, window=access.window, span=access.span, max_unpaired=u, device="cpu")
+    return result.site_opening_energy(row.ref_start, row.ref_end, access.upstream, access.downstream)
+
+
+def test_hits_unchanged_and_dg_open_is_vienna_s(plain, accessible):
+    assert len(accessible) > 10
+    assert accessible.drop(columns=["dG_open", "ddG"]).equals(plain)
+    sequences = {r.id: r.sequence.decode() for r in read_miranda_fasta(TARGETS)}
+    access = SiteAccess()
+    for row in accessible.itertuples():
+        expected = reference_dg_open(row, sequences, access)
+        assert row.dG_open == pytest.approx(round(expected, 2), abs=1e-9)
+        # ddG of the unrounded values, rounded: within a rounding step of the rounded sum.
+        assert abs(row.ddG - (row.energy + row.dG_open)) <= 0.0101
+
+
+def test_ddg_threshold_only_removes_hits(accessible):
+    threshold = float(np.median(accessible["ddG"]))
+    kept = gamut.scan(str(QUERIES), str(TARGETS), device="cpu",
+                      accessibility=SiteAccess(ddg_threshold=threshold))
+    expected = accessible[accessible["ddG"] <= threshold + 0.005].reset_index(drop=True)
+    assert 0 < len(kept) < len(accessible)
+    assert kept[["query_id", "reference_id", "ref_start", "ref_end"]].equals(
+        expected[["query_id", "reference_id", "ref_start", "ref_end"]])
+
+
+def test_stretch_longer_than_the_window_has_no_dg_open():
+    got = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=SiteAccess(window=20, span=20))
+    spans = got["ref_end"] - got["ref_start"] + 1 + 3 + 15
+    assert got.loc[spans > 20, "dG_open"].isna().all() and got.loc[spans > 20, "ddG"].isna().all()
+
+
+def test_cli_tables_carry_the_columns(tmp_path, accessible):
+    tsv, jsonl, parquet, text = (tmp_path / f"hits.{ext}" for ext in ("tsv", "jsonl", "parquet", "txt"))
+    base = ["scan", str(QUERIES), str(TARGETS), "--device", "cpu", "--accessibility"]
+    assert main([*base, "-o", str(tsv), "-o", str(jsonl), "-o", str(parquet)]) == 0
+    header, first = tsv.read_text().splitlines()[:2]
+    assert header.split("\t")[18:20] == ["dG_open", "ddG"]
+    assert first.split("\t")[18] == f"{accessible['dG_open'][0]:.2f}"
+    row = json.loads(jsonl.read_text().splitlines()[0])
+    assert row["dG_open"] == round(float(accessible["dG_open"][0]), 2)
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(parquet).to_pandas()
+    assert np.allclose(table["ddG"], accessible["ddG"], equal_nan=True)
+    # miRanda's text has no such columns: the same bytes with or without --accessibility.
+    plain_text = tmp_path / "plain.txt"
+    assert main(["scan", str(QUERIES), str(TARGETS), "--device", "cpu", "-o", str(plain_text)]) == 0
+    assert main([*base, "-o", str(text)]) == 0
+    assert text.read_bytes() == plain_text.read_bytes()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--access-window", "60"], "--access-window needs --accessibility"),
+    (["--accessibility", "--ddg-threshold", "-5", "--noenergy"], "--ddg-threshold needs energies"),
+    (["--accessibility", "--access-flanks", "3"], "--access-flanks expects two whole numbers"),
+    (["--accessibility", "--run-dir", "RUN"], "--accessibility runs in one process"),
+    (["--accessibility", "--access-window", "0"], "window must be a whole number >= 1"),
+])
+def test_bad_access_options_are_one_line_errors(tmp_path, capsys, extra, message):
+    extra = [str(tmp_path / "run") if e == "RUN" else e for e in extra]
+    out = tmp_path / "hits.tsv"
+    try:
+        code = main(["scan", str(QUERIES), str(TARGETS), "--device", "cpu", "-o", str(out), *extra])
+    except SystemExit as exc:  # option errors end the parser with status 2
+        code = exc.code
+    assert code != 0
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_site_access_checks_its_values():
+    with pytest.raises(UsageError, match="flank"):
+        SiteAccess(upstream=-1)
+    with pytest.raises(UsageError, match="finite"):
+        SiteAccess(ddg_threshold=float("nan"))
