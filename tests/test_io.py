@@ -66,3 +66,35 @@ def test_text_records_sort_by_major_slot_minor(keys):
         if not keys:
             continue
         assert _key_order(major, slot, minor).tolist() == np.lexsort((minor, slot, major)).tolist()
+
+
+def test_write_behind_keeps_order_and_raises_a_failed_write(tmp_path):
+    """Pieces are rendered and written on the writer's thread in order; a failed write is raised by
+    the next write or by finish (never lost)."""
+    import io
+
+    from gamut.io.textout import WriteBehind
+
+    out = io.BytesIO()
+    writes = WriteBehind(out)
+    for k in range(50):
+        writes.write(lambda k=k: np.frombuffer(f"{k},".encode(), np.uint8))
+    writes.finish()
+    assert out.getvalue().decode() == "".join(f"{k}," for k in range(50))
+
+    class Full(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+    writes = WriteBehind(Full())
+    writes.write(lambda: b"x")
+    with pytest.raises(OSError, match="No space"):
+        writes.finish()
+    writes = WriteBehind(Full())
+    writes.write(lambda: b"x")
+    with pytest.raises(OSError, match="No space"):
+        writes.write(lambda: b"y")
+        writes.finish()
