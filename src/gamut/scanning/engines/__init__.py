@@ -40,7 +40,7 @@ AUTO_GPU_EXTRA_STARTUP_S = 1.0
 #: Whole-process cells per second per CPU core with the CPU engine (reading to writing).
 AUTO_CPU_CELLS_PER_CORE_S = 0.4e9
 #: Whole-process cells per second with the GPU engine on one GPU.
-AUTO_GPU_CELLS_S = 3.6e10
+AUTO_GPU_CELLS_S = 1.0e11
 
 
 def auto_gpu_min_cells(threads: int | None = None) -> float:
