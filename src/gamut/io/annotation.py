@@ -101,9 +101,9 @@ def _read_bed12(path: str) -> dict[str, tuple[str, int, list[tuple[int, int]]]]:
     return out
 
 
-def _read_gff(path: str, gtf: bool) -> dict[str, tuple[str, int, list[tuple[int, int]]]]:
+def _read_gff(path: str, gtf: bool, features: tuple[str, ...] = ("exon",)) -> dict[str, tuple[str, int, list[tuple[int, int]]]]:
     out: dict[str, tuple[str, int, list[tuple[int, int]]]] = {}
-    for number, fields, start, end in gff_rows(path, ("exon",)):
+    for number, fields, start, end in gff_rows(path, features):
         strand = _strand(path, number, fields[6])
         if gtf:
             found = _GTF_TRANSCRIPT.search(fields[8])
@@ -155,15 +155,16 @@ def _build(path: str, transcripts: dict[str, tuple[str, int, list[tuple[int, int
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, fmt: str, size: int, mtime_ns: int) -> Annotation:
+def _load(path: str, fmt: str, size: int, mtime_ns: int, features: tuple[str, ...] = ("exon",)) -> Annotation:
     if fmt == "bed":
         return _build(path, _read_bed12(path))
-    return _build(path, _read_gff(path, gtf=fmt == "gtf"))
+    return _build(path, _read_gff(path, gtf=fmt == "gtf", features=features))
 
 
-def read_annotation(path: str | os.PathLike, fmt: str | None = None) -> Annotation:
+def read_annotation(path: str | os.PathLike, fmt: str | None = None, features: tuple[str, ...] = ("exon",)) -> Annotation:
     """The transcripts of a BED12, GTF or GFF3 file (format from the name unless ``fmt``), read
-    once per process for the same unchanged file."""
+    once per process for the same unchanged file; GTF and GFF3 exons are the lines of type
+    ``features`` (e.g. ``("CDS",)`` for an annotation of coding exons only)."""
     path = os.fspath(path)
     fmt = detect_annotation_format(path) if fmt is None else fmt.lower()
     if fmt not in ANNOTATION_FORMATS:
@@ -175,4 +176,4 @@ def read_annotation(path: str | os.PathLike, fmt: str | None = None) -> Annotati
     if st is None or os.path.isdir(path):
         open_input(path).close()  # raises the reader's InputError (missing file, directory...)
         raise InputError(f"{path}: cannot read the annotation")
-    return _load(path, fmt, st.st_size, st.st_mtime_ns)
+    return _load(path, fmt, st.st_size, st.st_mtime_ns, tuple(features))

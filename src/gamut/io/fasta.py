@@ -98,8 +98,18 @@ class FastaRecord:
     sequence: str
 
 
-def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bool = False) -> Iterator[FastaRecord]:
-    """Yield the records of a FASTA file (gzip, bzip2, xz and zstd handled, see :func:`open_input`).
+def sequence_file_format(path: str | os.PathLike) -> str:
+    """``fastq`` for a name ending in .fq or .fastq (a compression suffix ignored), else ``fasta``."""
+    name = os.fspath(path).lower()
+    for suffix in (".gz", ".bz2", ".xz", ".zst", ".zstd"):
+        name = name.removesuffix(suffix)
+    return "fastq" if name.endswith((".fq", ".fastq")) else "fasta"
+
+
+def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bool = False,
+               fileformat: str = "fasta") -> Iterator[FastaRecord]:
+    """Yield the records of a FASTA file (gzip, bzip2, xz and zstd handled, see :func:`open_input`),
+    or of a FASTQ file with ``fileformat="fastq"`` (qualities dropped).
 
     Raises :class:`InputError` naming the file (and record) for a missing, unreadable or binary
     file, a directory, a malformed file, an empty file or a record without sequence; with
@@ -110,7 +120,7 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bo
     seen: dict[str, int] = {}
     with open_input(path) as stream:
         try:
-            with dnaio.open(stream, fileformat="fasta") as reader:
+            with dnaio.open(stream, fileformat=fileformat) as reader:
                 for record in reader:
                     name, _, description = record.name.partition(" ")
                     name = name.strip()
@@ -126,14 +136,14 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bo
                         seen[name] = count
                     yield FastaRecord(name, description.strip(), record.sequence)
         except (dnaio.exceptions.FileFormatError, dnaio.exceptions.UnknownFileFormat) as exc:
-            raise InputError(f"{path}: not valid FASTA ({exc})") from None
+            raise InputError(f"{path}: not valid {fileformat.upper()} ({exc})") from None
         except UnicodeDecodeError:
-            raise InputError(f"{path}: not a FASTA text file (record {count + 1} has bytes that are "
+            raise InputError(f"{path}: not a {fileformat.upper()} text file (record {count + 1} has bytes that are "
                              "not text; a binary file?)") from None
         except READ_ERRORS as exc:
             raise InputError(f"{path}: cannot read ({_reason(exc)})") from None
     if count == 0:
-        raise InputError(f"{path}: no FASTA records found")
+        raise InputError(f"{path}: no {fileformat.upper()} records found")
 
 
 def records_or_sequence(source: str) -> list[tuple[str, str]]:

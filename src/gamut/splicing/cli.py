@@ -13,17 +13,31 @@ Gelfand's exact spliced alignment (Nolasco & Moreano): choose the chain of candi
 (in increasing position, not overlapping) whose concatenation best aligns globally to each TARGET
 record, with linear gaps. Exons: BED (0-based), GFF3 (1-based; types exon/CDS) or TSV
 ('seqid start end [name]' or 'start end', 0-based half-open). Prints a report per target (score,
-chain, CIGAR, alignment); --gff3 and --table write the chains."""
+chain, CIGAR, alignment); --gff3 and --table write the chains.
+
+Reads mode (docs/splice.md): gamut splice --genome G.fa --annotation A.gtf|gff3|bed --reads R.fa|fq
+--alignments R.psl|paf -o chains.tsv|jsonl|parquet|bed|gff3 assigns each read to the exon chain of
+its locus that explains it best, and names the annotated transcript it equals (or novel, or
+unplaced)."""
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("splice", help="exact spliced alignment (gene prediction)",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("base", help="base (genomic) FASTA, one or more records")
-    parser.add_argument("exons", help="candidate exons: .bed, .gff3 or .tsv (optionally .gz)")
-    parser.add_argument("target", help="target FASTA (cDNA); each record is one case")
+    parser.add_argument("base", nargs="?", help="base (genomic) FASTA, one or more records")
+    parser.add_argument("exons", nargs="?", help="candidate exons: .bed, .gff3 or .tsv (optionally .gz)")
+    parser.add_argument("target", nargs="?", help="target FASTA (cDNA); each record is one case")
+    reads = parser.add_argument_group("reads mode")
+    reads.add_argument("--genome", help="genome FASTA (gzip allowed)")
+    reads.add_argument("--annotation", help="transcripts: GTF, GFF3 or BED12 (gzip allowed)")
+    reads.add_argument("--reads", help="reads: FASTA or FASTQ (.fq/.fastq; gzip allowed)")
+    reads.add_argument("--alignments", help="the reads' alignments to the genome: PSL (BLAT) or PAF (minimap2)")
+    reads.add_argument("--flank", type=int, default=100, help="genome letters around a locus (default 100)")
+    reads.add_argument("--format", choices=("tsv", "jsonl", "parquet", "bed", "gff3"),
+                       help="output format (default: by the output's suffix, else TSV)")
     parser.add_argument("--exon-format", choices=("auto", "bed", "gff3", "tsv"), default="auto")
-    parser.add_argument("--feature-type", default="exon,CDS", help="GFF3 feature types to use (default exon,CDS)")
+    parser.add_argument("--feature-type", default=None,
+                        help="GFF3/GTF feature types to use as exons (default exon,CDS; in reads mode exon)")
     parser.add_argument("--pairs", help="file of 'target base' lines, needed when BASE has several records")
     parser.add_argument("--match", type=int, default=DEFAULT_MATCH, help=f"score of a match (default {DEFAULT_MATCH})")
     parser.add_argument("--mismatch", type=int, default=DEFAULT_MISMATCH,
@@ -54,9 +68,11 @@ def check_options(args: argparse.Namespace) -> None:
         args.params = ScoreParams(args.match, args.mismatch, args.gap)
     except UsageError as exc:
         raise UsageError(f"--match, --mismatch and --gap: {exc}") from None
-    args.feature_types = tuple(t for t in args.feature_type.split(",") if t)
-    if not args.feature_types:
-        raise UsageError(f"--feature-type names no feature type, got '{args.feature_type}'")
+    args.feature_types = None  # the mode's default
+    if args.feature_type is not None:
+        args.feature_types = tuple(t for t in args.feature_type.split(",") if t)
+        if not args.feature_types:
+            raise UsageError(f"--feature-type names no feature type, got '{args.feature_type}'")
     if args.cluster is not None:
         from gamut.cluster import parse_local
 
@@ -65,6 +81,56 @@ def check_options(args: argparse.Namespace) -> None:
         elif ":" not in args.cluster:
             raise UsageError(f"--cluster expects local:N or a scheduler address like tcp://HOST:PORT, "
                              f"got '{args.cluster}'")
+
+
+def check_mode(args: argparse.Namespace) -> bool:
+    """Whether the command is in reads mode (``--reads``); the options of either mode are complete."""
+    reads = ("--genome", "--annotation", "--reads", "--alignments")
+    given = [flag for flag in reads if getattr(args, flag[2:])]
+    if not given:
+        missing = [name for name in ("base", "exons", "target") if getattr(args, name) is None]
+        if missing:
+            raise UsageError(f"give BASE EXONS TARGET (missing: {', '.join(missing)}), or reads mode: "
+                             f"{' '.join(f + ' FILE' for f in reads)}")
+        return False
+    if len(given) < len(reads):
+        raise UsageError(f"reads mode needs {', '.join(f for f in reads if f not in given)} too")
+    if args.base or args.exons or args.target:
+        raise UsageError("reads mode takes no BASE EXONS TARGET arguments")
+    if args.flank < 0:
+        raise UsageError(f"--flank must be >= 0, got {args.flank}")
+    if args.cluster is not None or args.gff3 or args.table:
+        raise UsageError("reads mode writes its chains with -o (--format); --cluster, --gff3 and --table are "
+                         "for BASE EXONS TARGET")
+    return True
+
+
+def run_reads(args: argparse.Namespace) -> int:
+    """Reads mode: every read's chain and transcript, written to ``-o`` (see :mod:`gamut.splicing.reads`)."""
+    from gamut.io.annotation import read_annotation
+    from gamut.io.fasta import read_fasta, sequence_file_format
+    from gamut.io.outputs import check_outputs
+    from gamut.splicing.read_outputs import read_output_format, write_read_chains
+    from gamut.splicing.reads import assign_reads, read_placements
+
+    fmt = read_output_format(args.output, args.format)
+    check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments))
+    genome = {r.name: r.sequence.upper() for r in read_fasta(args.genome, unique=True)}
+    annotation = read_annotation(args.annotation, features=args.feature_types or ("exon",))
+    reads = [(r.name, r.sequence.upper()) for r in
+             read_fasta(args.reads, unique=True, fileformat=sequence_file_format(args.reads))]
+    chains = assign_reads(genome, annotation, reads, read_placements(args.alignments), flank=args.flank,
+                          device=args.device, threads=args.threads, match=args.match, mismatch=args.mismatch,
+                          gap=args.gap)
+    write_read_chains(chains, args.output, fmt)
+    counts: dict[str, int] = {}
+    for c in chains:
+        kind = c.transcript if c.transcript in ("novel", "unplaced") else "annotated"
+        counts[kind] = counts.get(kind, 0) + 1
+    print(f"gamut splice: {len(chains):,} reads: {counts.get('annotated', 0):,} equal an annotated transcript, "
+          f"{counts.get('novel', 0):,} novel chains, {counts.get('unplaced', 0):,} unplaced "
+          "(no alignment, or no locus there)", file=sys.stderr)
+    return 0
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
@@ -78,11 +144,14 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
 
     with option_errors(parser):
         check_options(args)
+        reads_mode = check_mode(args)
+    if reads_mode:
+        return run_reads(args)
     check_outputs([getattr(args, sink.option) for sink in SINKS.values()],
                   (args.base, args.exons, args.target, args.pairs))
     file_cases = load_cases(args.base, args.exons, args.target, args.params,
                             exon_format=None if args.exon_format == "auto" else args.exon_format,
-                            feature_types=args.feature_types, pairs_path=args.pairs)
+                            feature_types=args.feature_types or ("exon", "CDS"), pairs_path=args.pairs)
     cases = [fc.case for fc in file_cases]
     with progress_bar("spliced alignment", len(cases), len(cases) > 1 and sys.stderr.isatty()) as advance:
         results = splice_many(cases, match=args.match, mismatch=args.mismatch, gap=args.gap,

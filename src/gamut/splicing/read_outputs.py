@@ -1,0 +1,86 @@
+"""Outputs of read-to-chain assignment (:mod:`gamut.splicing.reads`): a table (TSV, JSON lines,
+Parquet: one row per read, unplaced reads included) or the placed reads' chains for a genome
+browser (BED12; GFF3 with a ``transcript`` feature per read and its ``exon`` children, unique IDs
+and ``Parent`` links). The format follows the output's suffix unless given."""
+from __future__ import annotations
+
+import os
+from urllib.parse import quote
+
+from gamut.errors import UsageError
+from gamut.splicing.reads import ReadChain, chains_frame
+
+READ_FORMATS = ("tsv", "jsonl", "parquet", "bed", "gff3")
+_SUFFIXES = {".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".bed": "bed",
+             ".bed12": "bed", ".gff3": "gff3", ".gff": "gff3"}
+
+
+def read_output_format(path: str, fmt: str | None = None) -> str:
+    """The format of an output: ``fmt``, else the suffix's (standard output and others: TSV)."""
+    if fmt is not None:
+        if fmt not in READ_FORMATS:
+            raise UsageError(f"unknown format '{fmt}' for read chains (choose from {', '.join(READ_FORMATS)})")
+        return fmt
+    return _SUFFIXES.get(os.path.splitext(os.fspath(path))[1].lower(), "tsv")
+
+
+def _gff_value(text: str) -> str:
+    """A GFF3 attribute value, its reserved characters percent-encoded."""
+    return quote(text, safe=" :/.-_|+()[]{}!*'~@#$^")
+
+
+def bed12_lines(chains: list[ReadChain]) -> list[str]:
+    """One BED12 line per placed read (score: the chain's score, clamped to 0..1000)."""
+    lines = []
+    for c in chains:
+        if not c.exons:
+            continue
+        start, end = c.exons[0][0], c.exons[-1][1]
+        sizes = ",".join(str(b - a) for a, b in c.exons)
+        starts = ",".join(str(a - start) for a, _ in c.exons)
+        chrom = c.locus.rsplit(":", 1)[0]
+        score = max(0, min(1000, c.score or 0))
+        lines.append(f"{chrom}\t{start}\t{end}\t{c.read_id}\t{score}\t{'+' if c.strand > 0 else '-'}\t"
+                     f"{start}\t{end}\t0\t{len(c.exons)}\t{sizes},\t{starts},")
+    return lines
+
+
+def gff3_lines(chains: list[ReadChain]) -> list[str]:
+    """GFF3 (1-based, closed) of the placed reads: a ``transcript`` per read (``ID=read:<id>``,
+    its assignment in ``transcript`` and ``locus``) and an ``exon`` per chain exon."""
+    lines = ["##gff-version 3"]
+    for c in chains:
+        if not c.exons:
+            continue
+        chrom = _gff_value(c.locus.rsplit(":", 1)[0])
+        strand = "+" if c.strand > 0 else "-"
+        ident = _gff_value(f"read:{c.read_id}")
+        lines.append(f"{chrom}\tgamut\ttranscript\t{c.exons[0][0] + 1}\t{c.exons[-1][1]}\t{c.score}\t{strand}\t.\t"
+                     f"ID={ident};Name={_gff_value(c.read_id)};transcript={_gff_value(c.transcript)};"
+                     f"locus={_gff_value(c.locus)}")
+        for k, (a, b) in enumerate(c.exons, 1):
+            lines.append(f"{chrom}\tgamut\texon\t{a + 1}\t{b}\t.\t{strand}\t.\tID={ident}.exon{k};Parent={ident}")
+    return lines
+
+
+def write_read_chains(chains: list[ReadChain], path: str, fmt: str | None = None) -> None:
+    """Write ``chains`` to ``path`` (``-``: standard output) in ``fmt`` (default: by suffix),
+    atomically."""
+    from gamut.io import atomic_output
+
+    fmt = read_output_format(path, fmt)
+    if fmt == "parquet":
+        if path == "-":
+            raise UsageError("Parquet needs a file, not standard output")
+        frame = chains_frame(chains)
+        with atomic_output(path, "wb") as handle:
+            frame.to_parquet(handle, index=False)
+        return
+    if fmt in ("tsv", "jsonl"):
+        frame = chains_frame(chains)
+        text = (frame.to_csv(sep="\t", index=False, na_rep="") if fmt == "tsv"
+                else frame.to_json(orient="records", lines=True))
+    else:
+        text = "\n".join(bed12_lines(chains) if fmt == "bed" else gff3_lines(chains)) + "\n"
+    with atomic_output(path) as handle:
+        handle.write(text)

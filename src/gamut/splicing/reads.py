@@ -1,0 +1,237 @@
+"""Reads to exon chains (issue 29): which annotated transcript explains each read, exactly.
+
+Annotated transcripts on one chromosome and strand whose spans overlap form a **locus**; its
+candidate exons are the distinct exon intervals of its transcripts. A read is placed by an
+alignment of it to the genome (PSL from BLAT, or PAF from minimap2: the best one per read, by
+matching letters) on the locus it overlaps most, and its Gelfand case is built on the locus'
+strand: base = the locus with ``flank`` letters on each side (reverse-complemented for a ``-``
+locus, exons mirrored with it), target = the read as the transcript reads (reverse-complemented
+when it aligned to the other strand). All cases are solved in batches
+(:func:`gamut.splicing.api.splice_many`, CPU or GPU), and each chain is named: the transcript
+whose exon chain it equals, else ``novel``; a read without an alignment or a locus is
+``unplaced`` (counted, never dropped).
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from gamut.errors import InputError
+from gamut.io.annotation import Annotation
+
+_COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+
+
+def reverse_complement(sequence: str) -> str:
+    return sequence.translate(_COMPLEMENT)[::-1]
+
+
+@dataclass(frozen=True)
+class Locus:
+    """Overlapping transcripts of one chromosome and strand: their span (0-based half-open), the
+    distinct exons (rows ``(start, end)``, ascending) and each transcript's exons as indices
+    into them (ascending)."""
+
+    name: str
+    chrom: str
+    strand: int  # +1 / -1
+    start: int
+    end: int
+    exons: np.ndarray
+    transcripts: dict[str, tuple[int, ...]]
+
+
+def annotation_loci(annotation: Annotation) -> list[Locus]:
+    """The loci of an annotation, by chromosome, strand and position."""
+    groups: dict[tuple[str, int], list[tuple[int, int, str, list[tuple[int, int]]]]] = defaultdict(list)
+    for k, name in enumerate(annotation.names):
+        a, b = annotation.exon_off[k], annotation.exon_off[k + 1]
+        exons = sorted(zip(annotation.exon_start[a:b].tolist(), annotation.exon_end[a:b].tolist()))
+        key = (annotation.chroms[annotation.chrom[k]], int(annotation.strand[k]))
+        groups[key].append((exons[0][0], exons[-1][1], name, exons))
+    loci = []
+    for (chrom, strand), items in sorted(groups.items()):
+        items.sort()
+        cluster: list = []
+        for item in items + [None]:
+            if cluster and (item is None or item[0] >= max(c[1] for c in cluster)):
+                loci.append(_locus(chrom, strand, cluster))
+                cluster = []
+            if item is not None:
+                cluster.append(item)
+    return loci
+
+
+def _locus(chrom: str, strand: int, cluster: list) -> Locus:
+    distinct = sorted({e for *_, exons in cluster for e in exons})
+    index = {e: i for i, e in enumerate(distinct)}
+    start, end = min(c[0] for c in cluster), max(c[1] for c in cluster)
+    transcripts = {name: tuple(index[e] for e in exons) for _, _, name, exons in cluster}
+    sign = "+" if strand > 0 else "-"
+    return Locus(f"{chrom}:{start + 1}-{end}{sign}", chrom, strand, start, end,
+                 np.asarray(distinct, np.int64).reshape(-1, 2), transcripts)
+
+
+@dataclass(frozen=True)
+class ReadPlacement:
+    """A read's best alignment to the genome: chromosome, the strand the read aligned on (+1: as
+    given, -1: its reverse complement), 0-based half-open span, matching letters."""
+
+    chrom: str
+    strand: int
+    start: int
+    end: int
+    matches: int
+
+
+def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
+    """Each read's best alignment (most matching letters) from a PSL (``.psl``) or PAF (``.paf``)
+    file, gzip allowed; a malformed line is an :class:`InputError` naming the file and line."""
+    from gamut.io.fasta import text_lines
+
+    path = os.fspath(path)
+    name = path[:-3] if path.endswith(".gz") else path
+    psl = name.endswith(".psl")
+    if not psl and not name.endswith(".paf"):
+        raise InputError(f"{path}: read alignments must be PSL (.psl) or PAF (.paf), gzip allowed")
+    best: dict[str, ReadPlacement] = {}
+    for number, line in text_lines(path):
+        fields = line.rstrip("\n").split("\t")
+        if psl and (len(fields) < 21 or not fields[0].strip().isdigit()):
+            continue  # psLayout header lines
+        if not line.strip():
+            continue
+        try:
+            if psl:
+                read, placed = fields[9], ReadPlacement(fields[13], 1 if fields[8][-1] == "+" else -1,
+                                                        int(fields[15]), int(fields[16]), int(fields[0]))
+            else:
+                read, placed = fields[0], ReadPlacement(fields[5], 1 if fields[4] == "+" else -1,
+                                                        int(fields[7]), int(fields[8]), int(fields[9]))
+        except (IndexError, ValueError):
+            raise InputError(f"{path}: line {number}: not a {'PSL' if psl else 'PAF'} line") from None
+        if placed.start < 0 or placed.end < placed.start:
+            raise InputError(f"{path}: line {number}: alignment span {placed.start}-{placed.end} is not valid")
+        if read not in best or placed.matches > best[read].matches:
+            best[read] = placed
+    return best
+
+
+@dataclass(frozen=True)
+class ReadChain:
+    """A read's assignment: its locus (None: unplaced), the locus' strand, the chain as genome
+    exons (ascending), the transcript it equals (``novel``, ``unplaced``), the chain's score, the
+    alignment's identity (matches over aligned columns) and the junctions (genome ``end-start``
+    intron bounds) that no transcript of the locus has."""
+
+    read_id: str
+    locus: str | None
+    strand: int
+    exons: tuple[tuple[int, int], ...]
+    transcript: str
+    score: int | None
+    identity: float | None
+    novel_junctions: tuple[tuple[int, int], ...] = ()
+
+
+def _overlapping_locus(by_chrom: dict[str, list[Locus]], placed: ReadPlacement) -> Locus | None:
+    """The locus the placement overlaps most (the first of equals)."""
+    best, most = None, 0
+    for locus in by_chrom.get(placed.chrom, ()):
+        overlap = min(locus.end, placed.end) - max(locus.start, placed.start)
+        if overlap > most:
+            best, most = locus, overlap
+    return best
+
+
+def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str, str]],
+               placements: dict[str, ReadPlacement], flank: int) -> tuple[list[tuple], list[tuple]]:
+    """The Gelfand case ``(base, exons, target, read_id)`` of each placed read (its exons are the
+    locus' rows, mirrored on a ``-`` locus), and per read its ``(locus, base_start)`` or None when
+    unplaced (in the order of ``reads``)."""
+    by_chrom: dict[str, list[Locus]] = defaultdict(list)
+    for locus in loci:
+        by_chrom[locus.chrom].append(locus)
+    cases, where = [], []
+    for read_id, sequence in reads:
+        placed = placements.get(read_id)
+        locus = None if placed is None else _overlapping_locus(by_chrom, placed)
+        if locus is None or locus.chrom not in genome:
+            where.append(None)
+            continue
+        chrom = genome[locus.chrom]
+        lo, hi = max(0, locus.start - flank), min(len(chrom), locus.end + flank)
+        base, exons = chrom[lo:hi], locus.exons - lo
+        as_genome = sequence if placed.strand > 0 else reverse_complement(sequence)
+        target = as_genome
+        if locus.strand < 0:  # the transcript's strand: mirror base and exons, read as the transcript
+            base, target = reverse_complement(base), reverse_complement(as_genome)
+            exons = (len(base) - exons[:, ::-1])
+        cases.append((base, [tuple(e) for e in exons.tolist()], target, read_id))
+        where.append((locus, lo))
+    return cases, where
+
+
+def _name_chain(locus: Locus, chain: tuple[int, ...]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The transcript whose exons are ``chain`` (else ``novel``) and the chain's junctions no
+    transcript of the locus has."""
+    for name, exons in locus.transcripts.items():
+        if exons == chain:
+            return name, ()
+    known = {(int(locus.exons[a, 1]), int(locus.exons[b, 0]))
+             for exons in locus.transcripts.values() for a, b in zip(exons, exons[1:])}
+    junctions = [(int(locus.exons[a, 1]), int(locus.exons[b, 0])) for a, b in zip(chain, chain[1:])]
+    return "novel", tuple(j for j in junctions if j not in known)
+
+
+def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tuple[str, str]],
+                 placements: dict[str, ReadPlacement], *, flank: int = 100, device: str = "auto",
+                 threads: int | None = None, **scores) -> list[ReadChain]:
+    """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``scores`` are
+    :func:`gamut.splicing.api.splice_many`'s ``match``, ``mismatch``, ``gap``, ``matrix``."""
+    from gamut.splicing.api import splice_many
+
+    if flank < 0:
+        raise InputError(f"flank must be >= 0, got {flank}")
+    loci = annotation_loci(annotation)
+    cases, where = read_cases(genome, loci, reads, placements, flank)
+    results = iter(splice_many(cases, device=device, threads=threads, **scores))
+    out = []
+    for (read_id, _), placed in zip(reads, where):
+        if placed is None:
+            out.append(ReadChain(read_id, None, 0, (), "unplaced", None, None))
+            continue
+        locus = placed[0]
+        result = next(results)
+        chain = tuple(sorted(result.chain))  # rows of the case's exons are the locus' (mirrored or not)
+        transcript, novel = _name_chain(locus, chain)
+        aligned = result.alignment
+        columns = len(aligned.base)
+        identity = aligned.matches / columns if columns else 0.0
+        exons = tuple((int(locus.exons[k, 0]), int(locus.exons[k, 1])) for k in chain)
+        out.append(ReadChain(read_id, locus.name, locus.strand, exons, transcript, int(result.score),
+                             identity, novel))
+    return out
+
+
+def chains_frame(chains: list[ReadChain]):
+    """The assignments as a DataFrame: ``read_id locus strand transcript score identity exons
+    novel_junctions`` (exons and junctions as ``start-end`` lists, 0-based half-open genome)."""
+    import pandas as pd
+
+    def spans(items) -> str:
+        return ",".join(f"{a}-{b}" for a, b in items)
+
+    return pd.DataFrame({
+        "read_id": [c.read_id for c in chains],
+        "locus": [c.locus or "" for c in chains],
+        "strand": ["+" if c.strand > 0 else "-" if c.strand < 0 else "" for c in chains],
+        "transcript": [c.transcript for c in chains],
+        "score": pd.array([c.score for c in chains], dtype="Int64"),
+        "identity": [np.nan if c.identity is None else round(c.identity, 4) for c in chains],
+        "exons": [spans(c.exons) for c in chains],
+        "novel_junctions": [spans(c.novel_junctions) for c in chains],
+    })

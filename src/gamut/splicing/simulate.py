@@ -1,0 +1,94 @@
+"""Simulated genomes, annotations and reads for reads-to-chains checks (tests, ``bench/splice_reads.py``,
+``examples/splice_reads_example.py``): genes on both strands with alternative isoforms (exon
+skipping, an alternative last exon), exons down to 3 nt, reads drawn from the transcripts with
+substitutions and small indels, given in either orientation, and their PAF placements (as an
+aligner would report them: the read's strand on the genome and the transcript's genome span)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gamut.splicing.reads import reverse_complement
+
+LETTERS = np.array(list("ACGT"))
+
+
+@dataclass(frozen=True)
+class SimulatedGenome:
+    """One chromosome ``chr1`` and its transcripts: name -> (strand ``+``/``-``, exons ascending)."""
+
+    sequence: str
+    transcripts: dict[str, tuple[str, list[tuple[int, int]]]]
+
+    def gtf(self) -> str:
+        lines = [f'chr1\tsim\texon\t{a + 1}\t{b}\t.\t{strand}\t.\ttranscript_id "{name}"; gene_id "{name.split(".")[0]}";'
+                 for name, (strand, exons) in self.transcripts.items() for a, b in exons]
+        return "\n".join(lines) + "\n"
+
+    def transcript_letters(self, name: str) -> str:
+        strand, exons = self.transcripts[name]
+        text = "".join(self.sequence[a:b] for a, b in exons)
+        return text if strand == "+" else reverse_complement(text)
+
+
+def simulated_genome(rng: np.random.Generator, genes: int = 12, exon_length: tuple[int, int] = (40, 200)) -> SimulatedGenome:
+    """``genes`` genes (alternating strands) of 3-8 exons (a fifth of them 3-11 nt, the rest in
+    ``exon_length``), each with three isoforms: all but the last exon, the same without the second,
+    and all but the second to last."""
+    pieces, transcripts, pos = [], {}, 0
+    for g in range(genes):
+        gap = int(rng.integers(300, 800))
+        pieces.append("".join(LETTERS[rng.integers(0, 4, gap)]))
+        pos += gap
+        n = int(rng.integers(3, 9))
+        lengths = np.where(rng.random(n) < 0.2, rng.integers(3, 12, n), rng.integers(*exon_length, n))
+        introns = rng.integers(60, 400, n)
+        exons, cursor = [], pos
+        for k in range(n):
+            exons.append((cursor, cursor + int(lengths[k])))
+            cursor += int(lengths[k]) + int(introns[k])
+        pieces.append("".join(LETTERS[rng.integers(0, 4, cursor - pos)]))
+        pos = cursor
+        strand = "+" if g % 2 == 0 else "-"
+        transcripts[f"g{g}.1"] = (strand, exons[:-1])
+        transcripts[f"g{g}.2"] = (strand, [e for k, e in enumerate(exons[:-1]) if k != 1])
+        transcripts[f"g{g}.3"] = (strand, exons[:-2] + [exons[-1]])
+    pieces.append("".join(LETTERS[rng.integers(0, 4, 500)]))
+    return SimulatedGenome("".join(pieces), transcripts)
+
+
+def mutated(rng: np.random.Generator, sequence: str, rate: float, indel_share: float = 0.0) -> str:
+    """``sequence`` with errors at ``rate`` per letter: substitutions, and with ``indel_share`` that
+    share of them 1-nt insertions or deletions instead."""
+    out = []
+    for letter in sequence:
+        if rng.random() >= rate:
+            out.append(letter)
+        elif rng.random() < indel_share:
+            if rng.random() < 0.5:
+                out.append(letter + str(LETTERS[rng.integers(0, 4)]))  # insertion after it
+        else:
+            out.append(str(LETTERS[(int(np.searchsorted(LETTERS, letter)) + int(rng.integers(1, 4))) % 4]))
+    return "".join(out)
+
+
+def simulated_reads(rng: np.random.Generator, genome: SimulatedGenome, count: int, rate: float = 0.01,
+                    indel_share: float = 0.0) -> tuple[list[tuple[str, str]], list[str]]:
+    """``count`` reads ``r<k>_<transcript>`` (transcripts in turn, half of them reverse-complemented)
+    and their PAF lines."""
+    names = list(genome.transcripts)
+    reads, paf = [], []
+    for k in range(count):
+        name = names[k % len(names)]
+        strand, exons = genome.transcripts[name]
+        read = mutated(rng, genome.transcript_letters(name), rate, indel_share)
+        flipped = bool(rng.random() < 0.5)
+        if flipped:
+            read = reverse_complement(read)
+        on_plus = (strand == "+") != flipped
+        read_id = f"r{k}_{name}"
+        reads.append((read_id, read))
+        paf.append(f"{read_id}\t{len(read)}\t0\t{len(read)}\t{'+' if on_plus else '-'}\tchr1\t{len(genome.sequence)}\t"
+                   f"{exons[0][0]}\t{exons[-1][1]}\t{len(read)}\t{len(read)}\t60")
+    return reads, paf
