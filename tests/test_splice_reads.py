@@ -112,7 +112,8 @@ def test_cli_reads_mode_writes_every_format(simulated, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--reads", "r.fa"], "reads mode needs --genome, --annotation, --alignments too"),
+    (["--reads", "r.fa"], "reads mode needs --genome, --annotation too"),
+    (["--evidence", "e.psl", "b.fa", "e.bed", "t.fa"], "--evidence is for reads mode"),
     ([], "give BASE EXONS TARGET"),
 ])
 def test_cli_reads_mode_option_errors(capsys, extra, message):
@@ -133,3 +134,67 @@ def test_gpu_gives_the_cpu_chains(simulated):
     gpu_chains = assign_reads(*args, device="cuda")
     assert [(c.exons, c.transcript, c.score) for c in gpu_chains] == [(c.exons, c.transcript, c.score)
                                                                       for c in cpu_chains]
+
+
+def test_a_partial_read_is_novel_but_compatible(tmp_path):
+    """A read of two inner exons of an isoform equals no isoform, and is part of those that hold them."""
+    from gamut.splicing.simulate import SimulatedGenome
+
+    rng = np.random.default_rng(5)
+    letters = "".join(np.array(list("ACGT"))[rng.integers(0, 4, 3000)])
+    exons = [(200, 300), (500, 620), (900, 1010), (1300, 1400), (1700, 1800)]
+    genome = SimulatedGenome(letters, {"t.1": ("+", exons[:4]), "t.2": ("+", [exons[0], exons[2], exons[3]]),
+                                       "t.3": ("+", exons[:3] + [exons[4]])})
+    (tmp_path / "a.gtf").write_text(genome.gtf())
+    read = letters[500:620] + letters[900:1010]
+    (tmp_path / "r.paf").write_text(f"p\t{len(read)}\t0\t{len(read)}\t+\tchr1\t3000\t500\t1010\t{len(read)}\t{len(read)}\t60\n")
+    [chain] = assign_reads({"chr1": letters}, read_annotation(tmp_path / "a.gtf"), [("p", read)],
+                           read_placements(tmp_path / "r.paf"), device="cpu")
+    assert chain.exons == ((500, 620), (900, 1010))
+    assert chain.transcript == "novel" and chain.novel_junctions == ()  # the junction is annotated (t.1, t.3)
+    assert chain.compatible == ("t.1", "t.3")
+
+
+def test_evidence_exons_join_the_candidates(tmp_path):
+    """An exon only another source knows (a PSL block here) is taken when the read has it: the
+    chain is novel, with the junctions no transcript has."""
+    from gamut.splicing.reads import evidence_exons
+    from gamut.splicing.simulate import SimulatedGenome
+
+    rng = np.random.default_rng(6)
+    letters = "".join(np.array(list("ACGT"))[rng.integers(0, 4, 3000)])
+    genome = SimulatedGenome(letters, {"t.1": ("+", [(200, 300), (900, 1010), (1700, 1800)])})
+    (tmp_path / "a.gtf").write_text(genome.gtf())
+    read = letters[200:300] + letters[500:620] + letters[900:1010] + letters[1700:1800]
+    (tmp_path / "r.paf").write_text(f"p\t{len(read)}\t0\t{len(read)}\t+\tchr1\t3000\t200\t1800\t{len(read)}\t{len(read)}\t60\n")
+    psl = "\t".join(["120", "0", "0", "0", "0", "0", "0", "0", "+", "est", "120", "0", "120", "chr1", "3000", "500",
+                     "620", "1", "120,", "0,", "500,"])
+    (tmp_path / "est.psl").write_text(psl + "\n")
+    evidence = evidence_exons(tmp_path / "est.psl")
+    assert evidence == [("chr1", 500, 620)]
+    args = ({"chr1": letters}, read_annotation(tmp_path / "a.gtf"), [("p", read)], read_placements(tmp_path / "r.paf"))
+    [without] = assign_reads(*args, device="cpu")
+    [with_evidence] = assign_reads(*args, device="cpu", evidence=evidence)
+    assert without.exons == ((200, 300), (900, 1010), (1700, 1800))
+    assert with_evidence.exons == ((200, 300), (500, 620), (900, 1010), (1700, 1800))
+    assert with_evidence.transcript == "novel" and with_evidence.novel_junctions == ((300, 500), (620, 900))
+    assert with_evidence.score > without.score
+
+
+def test_minimap2_places_the_reads_when_no_alignments_are_given(simulated):
+    """Without --alignments, minimap2's spliced mapping (mappy) places the reads: the same chains
+    as with the simulator's placements for the reads long enough to map."""
+    pytest.importorskip("mappy")
+    from gamut.splicing.reads import mapped_placements
+
+    folder = simulated["folder"]
+    genome = folder / "genome_mappy.fa"
+    genome.write_text(">chr1\n" + simulated["genome"]["chr1"] + "\n")
+    long_reads = [(name, seq) for name, seq in simulated["reads"][:60] if len(seq) >= 150]
+    placements = mapped_placements(genome, long_reads, threads=2)
+    assert len(placements) >= 0.9 * len(long_reads)
+    mapped = [(name, seq) for name, seq in long_reads if name in placements]
+    args = (simulated["genome"], simulated["annotation"], mapped)
+    by_mappy = assign_reads(*args, placements, device="cpu")
+    by_truth = assign_reads(*args, simulated["placements"], device="cpu")
+    assert [c.transcript for c in by_mappy] == [c.transcript for c in by_truth]

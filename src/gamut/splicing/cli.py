@@ -31,7 +31,11 @@ def register(subparsers) -> None:
     reads.add_argument("--genome", help="genome FASTA (gzip allowed)")
     reads.add_argument("--annotation", help="transcripts: GTF, GFF3 or BED12 (gzip allowed)")
     reads.add_argument("--reads", help="reads: FASTA or FASTQ (.fq/.fastq; gzip allowed)")
-    reads.add_argument("--alignments", help="the reads' alignments to the genome: PSL (BLAT) or PAF (minimap2)")
+    reads.add_argument("--alignments", help="the reads' alignments to the genome: PSL (BLAT) or PAF (minimap2); "
+                       "without it, minimap2's Python binding places them (pip install mappy)")
+    reads.add_argument("--evidence", action="append", default=[], metavar="FILE",
+                       help="more candidate exons: a PSL of alignments (their blocks) or another annotation "
+                       "(GTF, GFF3, BED12); repeatable")
     reads.add_argument("--flank", type=int, default=100, help="genome letters around a locus (default 100)")
     reads.add_argument("--format", choices=("tsv", "jsonl", "parquet", "bed", "gff3"),
                        help="output format (default: by the output's suffix, else TSV)")
@@ -85,15 +89,17 @@ def check_options(args: argparse.Namespace) -> None:
 
 def check_mode(args: argparse.Namespace) -> bool:
     """Whether the command is in reads mode (``--reads``); the options of either mode are complete."""
-    reads = ("--genome", "--annotation", "--reads", "--alignments")
-    given = [flag for flag in reads if getattr(args, flag[2:])]
+    reads = ("--genome", "--annotation", "--reads")  # --alignments: optional (minimap2's mappy places reads)
+    given = [flag for flag in (*reads, "--alignments") if getattr(args, flag[2:])]
+    if args.evidence and not given:
+        raise UsageError("--evidence is for reads mode (--genome, --annotation, --reads, --alignments)")
     if not given:
         missing = [name for name in ("base", "exons", "target") if getattr(args, name) is None]
         if missing:
             raise UsageError(f"give BASE EXONS TARGET (missing: {', '.join(missing)}), or reads mode: "
-                             f"{' '.join(f + ' FILE' for f in reads)}")
+                             f"{' '.join(f + ' FILE' for f in reads)} [--alignments FILE]")
         return False
-    if len(given) < len(reads):
+    if any(flag not in given for flag in reads):
         raise UsageError(f"reads mode needs {', '.join(f for f in reads if f not in given)} too")
     if args.base or args.exons or args.target:
         raise UsageError("reads mode takes no BASE EXONS TARGET arguments")
@@ -110,18 +116,24 @@ def run_reads(args: argparse.Namespace) -> int:
     from gamut.io.annotation import read_annotation
     from gamut.io.fasta import read_fasta, sequence_file_format
     from gamut.io.outputs import check_outputs
+    from gamut.progress import progress_bar
     from gamut.splicing.read_outputs import read_output_format, write_read_chains
-    from gamut.splicing.reads import assign_reads, read_placements
+    from gamut.splicing.reads import assign_reads, evidence_exons, mapped_placements, read_placements
 
     fmt = read_output_format(args.output, args.format)
-    check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments))
+    check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments, *args.evidence))
     genome = {r.name: r.sequence.upper() for r in read_fasta(args.genome, unique=True)}
     annotation = read_annotation(args.annotation, features=args.feature_types or ("exon",))
     reads = [(r.name, r.sequence.upper()) for r in
              read_fasta(args.reads, unique=True, fileformat=sequence_file_format(args.reads))]
-    chains = assign_reads(genome, annotation, reads, read_placements(args.alignments), flank=args.flank,
-                          device=args.device, threads=args.threads, match=args.match, mismatch=args.mismatch,
-                          gap=args.gap)
+    placements = (read_placements(args.alignments) if args.alignments
+                  else mapped_placements(args.genome, reads, args.threads))
+    evidence = [exon for path in args.evidence for exon in evidence_exons(path)]
+    with progress_bar("reads to exon chains", sum(name in placements for name, _ in reads),
+                      len(reads) > 100 and sys.stderr.isatty(), unit="reads") as advance:
+        chains = assign_reads(genome, annotation, reads, placements, flank=args.flank, device=args.device,
+                              threads=args.threads, progress=advance, evidence=evidence, match=args.match,
+                              mismatch=args.mismatch, gap=args.gap)
     write_read_chains(chains, args.output, fmt)
     counts: dict[str, int] = {}
     for c in chains:

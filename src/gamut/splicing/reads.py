@@ -1,9 +1,10 @@
 """Reads to exon chains (issue 29): which annotated transcript explains each read, exactly.
 
 Annotated transcripts on one chromosome and strand whose spans overlap form a **locus**; its
-candidate exons are the distinct exon intervals of its transcripts. A read is placed by an
-alignment of it to the genome (PSL from BLAT, or PAF from minimap2: the best one per read, by
-matching letters) on the locus it overlaps most, and its Gelfand case is built on the locus'
+candidate exons are the distinct exon intervals of its transcripts (and any evidence exons that
+overlap it). A read is placed by an alignment of it to the genome (PSL from BLAT, or PAF from
+minimap2, or minimap2's spliced mapping through ``mappy`` when installed: the best one per read,
+by matching letters) on the locus it overlaps most, and its Gelfand case is built on the locus'
 strand: base = the locus with ``flank`` letters on each side (reverse-complemented for a ``-``
 locus, exons mirrored with it), target = the read as the transcript reads (reverse-complemented
 when it aligned to the other strand). All cases are solved in batches
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -44,35 +46,69 @@ class Locus:
     transcripts: dict[str, tuple[int, ...]]
 
 
-def annotation_loci(annotation: Annotation) -> list[Locus]:
-    """The loci of an annotation, by chromosome, strand and position."""
+def annotation_loci(annotation: Annotation, evidence: list[tuple[str, int, int]] = ()) -> list[Locus]:
+    """The loci of an annotation, by chromosome, strand and position; ``evidence`` exons
+    ``(chrom, start, end)`` (another annotation's, other reads' alignment blocks) that overlap a
+    locus (either strand) join its candidates, and its span grows to hold them."""
     groups: dict[tuple[str, int], list[tuple[int, int, str, list[tuple[int, int]]]]] = defaultdict(list)
     for k, name in enumerate(annotation.names):
         a, b = annotation.exon_off[k], annotation.exon_off[k + 1]
         exons = sorted(zip(annotation.exon_start[a:b].tolist(), annotation.exon_end[a:b].tolist()))
         key = (annotation.chroms[annotation.chrom[k]], int(annotation.strand[k]))
         groups[key].append((exons[0][0], exons[-1][1], name, exons))
+    by_chrom: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for chrom, a, b in evidence:
+        if b > a >= 0:
+            by_chrom[chrom].append((int(a), int(b)))
     loci = []
     for (chrom, strand), items in sorted(groups.items()):
         items.sort()
         cluster: list = []
         for item in items + [None]:
             if cluster and (item is None or item[0] >= max(c[1] for c in cluster)):
-                loci.append(_locus(chrom, strand, cluster))
+                loci.append(_locus(chrom, strand, cluster, by_chrom.get(chrom, ())))
                 cluster = []
             if item is not None:
                 cluster.append(item)
     return loci
 
 
-def _locus(chrom: str, strand: int, cluster: list) -> Locus:
-    distinct = sorted({e for *_, exons in cluster for e in exons})
-    index = {e: i for i, e in enumerate(distinct)}
+def _locus(chrom: str, strand: int, cluster: list, evidence: list[tuple[int, int]]) -> Locus:
     start, end = min(c[0] for c in cluster), max(c[1] for c in cluster)
+    extra = {(a, b) for a, b in evidence if a < end and b > start}
+    distinct = sorted({e for *_, exons in cluster for e in exons} | extra)
+    index = {e: i for i, e in enumerate(distinct)}
+    start, end = min(start, distinct[0][0]), max(end, max(b for _, b in distinct))
     transcripts = {name: tuple(index[e] for e in exons) for _, _, name, exons in cluster}
     sign = "+" if strand > 0 else "-"
     return Locus(f"{chrom}:{start + 1}-{end}{sign}", chrom, strand, start, end,
                  np.asarray(distinct, np.int64).reshape(-1, 2), transcripts)
+
+
+def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
+    """Candidate exons ``(chrom, start, end)`` from a PSL file (every alignment's blocks) or an
+    annotation (GTF, GFF3, BED12: every transcript's exons), gzip allowed."""
+    from gamut.io.annotation import read_annotation
+    from gamut.io.fasta import text_lines
+
+    path = os.fspath(path)
+    if (path[:-3] if path.endswith(".gz") else path).endswith(".psl"):
+        out = []
+        for number, line in text_lines(path):
+            fields = line.split("\t")
+            if len(fields) < 21 or not fields[0].strip().isdigit():
+                continue
+            try:
+                sizes = [int(x) for x in fields[18].rstrip(",").split(",")]
+                starts = [int(x) for x in fields[20].rstrip(",").split(",")]
+            except ValueError:
+                raise InputError(f"{path}: line {number}: not a PSL line") from None
+            out += [(fields[13], s, s + n) for s, n in zip(starts, sizes)]
+        return out
+    annotation = read_annotation(path)
+    return [(annotation.chroms[annotation.chrom[k]], int(a), int(b)) for k in range(len(annotation))
+            for a, b in zip(annotation.exon_start[annotation.exon_off[k]:annotation.exon_off[k + 1]],
+                            annotation.exon_end[annotation.exon_off[k]:annotation.exon_off[k + 1]])]
 
 
 @dataclass(frozen=True)
@@ -120,12 +156,37 @@ def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
     return best
 
 
+def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str]],
+                      threads: int | None = None) -> dict[str, ReadPlacement]:
+    """Each read's best placement by minimap2's spliced mapping (its Python binding ``mappy``,
+    preset ``splice``): the hit with the most matching letters. Without ``mappy`` installed, a
+    :class:`~gamut.errors.UsageError` says how to get it or to pass alignments instead."""
+    from gamut.errors import UsageError
+
+    try:
+        import mappy
+    except ImportError:
+        raise UsageError("placing reads needs their alignments (--alignments: PSL from BLAT or PAF from "
+                         "minimap2) or minimap2's Python binding: pip install mappy") from None
+    aligner = mappy.Aligner(os.fspath(genome_path), preset="splice", n_threads=threads or os.cpu_count() or 1)
+    if not aligner:
+        raise InputError(f"{os.fspath(genome_path)}: minimap2 could not read or index the genome")
+    best: dict[str, ReadPlacement] = {}
+    buffer = mappy.ThreadBuffer()
+    for read_id, sequence in reads:
+        for hit in aligner.map(sequence, buf=buffer):
+            placed = ReadPlacement(hit.ctg, hit.strand, hit.r_st, hit.r_en, hit.mlen)
+            if read_id not in best or placed.matches > best[read_id].matches:
+                best[read_id] = placed
+    return best
+
+
 @dataclass(frozen=True)
 class ReadChain:
     """A read's assignment: its locus (None: unplaced), the locus' strand, the chain as genome
     exons (ascending), the transcript it equals (``novel``, ``unplaced``), the chain's score, the
-    alignment's identity (matches over aligned columns) and the junctions (genome ``end-start``
-    intron bounds) that no transcript of the locus has."""
+    alignment's identity (matches over aligned columns), the junctions (genome ``end-start``
+    intron bounds) that no transcript of the locus has, and the transcripts it is part of."""
 
     read_id: str
     locus: str | None
@@ -135,6 +196,9 @@ class ReadChain:
     score: int | None
     identity: float | None
     novel_junctions: tuple[tuple[int, int], ...] = ()
+    #: Transcripts whose exon chains hold the chain as a run of consecutive exons (a partial read:
+    #: an EST covering part of a transcript), the equal one included.
+    compatible: tuple[str, ...] = ()
 
 
 def _overlapping_locus(by_chrom: dict[str, list[Locus]], placed: ReadPlacement) -> Locus | None:
@@ -175,6 +239,13 @@ def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str,
     return cases, where
 
 
+def _compatible(locus: Locus, chain: tuple[int, ...]) -> tuple[str, ...]:
+    """The locus' transcripts whose exons hold ``chain`` as consecutive exons."""
+    n = len(chain)
+    return tuple(name for name, exons in locus.transcripts.items()
+                 if n and any(exons[k:k + n] == chain for k in range(len(exons) - n + 1)))
+
+
 def _name_chain(locus: Locus, chain: tuple[int, ...]) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The transcript whose exons are ``chain`` (else ``novel``) and the chain's junctions no
     transcript of the locus has."""
@@ -189,16 +260,19 @@ def _name_chain(locus: Locus, chain: tuple[int, ...]) -> tuple[str, tuple[tuple[
 
 def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tuple[str, str]],
                  placements: dict[str, ReadPlacement], *, flank: int = 100, device: str = "auto",
-                 threads: int | None = None, **scores) -> list[ReadChain]:
-    """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``scores`` are
-    :func:`gamut.splicing.api.splice_many`'s ``match``, ``mismatch``, ``gap``, ``matrix``."""
+                 threads: int | None = None, progress: Callable[[int], None] | None = None,
+                 evidence: list[tuple[str, int, int]] = (), **scores) -> list[ReadChain]:
+    """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``evidence``
+    adds candidate exons (:func:`annotation_loci`); ``progress`` is called with the number of
+    reads solved after each batch; ``scores`` are :func:`gamut.splicing.api.splice_many`'s
+    ``match``, ``mismatch``, ``gap``, ``matrix``."""
     from gamut.splicing.api import splice_many
 
     if flank < 0:
         raise InputError(f"flank must be >= 0, got {flank}")
-    loci = annotation_loci(annotation)
+    loci = annotation_loci(annotation, evidence)
     cases, where = read_cases(genome, loci, reads, placements, flank)
-    results = iter(splice_many(cases, device=device, threads=threads, **scores))
+    results = iter(splice_many(cases, device=device, threads=threads, progress=progress, **scores))
     out = []
     for (read_id, _), placed in zip(reads, where):
         if placed is None:
@@ -213,13 +287,14 @@ def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tup
         identity = aligned.matches / columns if columns else 0.0
         exons = tuple((int(locus.exons[k, 0]), int(locus.exons[k, 1])) for k in chain)
         out.append(ReadChain(read_id, locus.name, locus.strand, exons, transcript, int(result.score),
-                             identity, novel))
+                             identity, novel, _compatible(locus, chain)))
     return out
 
 
 def chains_frame(chains: list[ReadChain]):
     """The assignments as a DataFrame: ``read_id locus strand transcript score identity exons
-    novel_junctions`` (exons and junctions as ``start-end`` lists, 0-based half-open genome)."""
+    novel_junctions compatible`` (exons and junctions as ``start-end`` lists, 0-based half-open
+    genome; compatible transcripts comma-separated)."""
     import pandas as pd
 
     def spans(items) -> str:
@@ -234,4 +309,5 @@ def chains_frame(chains: list[ReadChain]):
         "identity": [np.nan if c.identity is None else round(c.identity, 4) for c in chains],
         "exons": [spans(c.exons) for c in chains],
         "novel_junctions": [spans(c.novel_junctions) for c in chains],
+        "compatible": [",".join(c.compatible) for c in chains],
     })
