@@ -198,3 +198,24 @@ def test_minimap2_places_the_reads_when_no_alignments_are_given(simulated):
     by_mappy = assign_reads(*args, placements, device="cpu")
     by_truth = assign_reads(*args, simulated["placements"], device="cpu")
     assert [c.transcript for c in by_mappy] == [c.transcript for c in by_truth]
+
+
+@pytest.mark.parametrize("rate, least", [(0.01, 0.99), (0.05, 0.95), (0.10, 0.90)])
+def test_one_to_twenty_exons_at_one_to_ten_percent_errors(rate, least):
+    """Issue 29's simulation: isoforms of 1-20 exons (from 3 nt), reads of both orientations with
+    substitutions and indels at 1-10%: at least 99% right at 1% (and most at 5 and 10%)."""
+    rng = np.random.default_rng(int(rate * 1000))
+    genome = simulated_genome(rng, genes=10, exons=(2, 22))
+    sizes = [len(exons) for _, exons in genome.transcripts.values()]
+    assert min(sizes) == 1 and max(sizes) >= 15
+    reads, paf = simulated_reads(rng, genome, 150, rate=rate, indel_share=0.3)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "a.gtf").write_text(genome.gtf())
+        (Path(tmp) / "r.paf").write_text("\n".join(paf) + "\n")
+        chains = assign_reads({"chr1": genome.sequence}, read_annotation(Path(tmp) / "a.gtf"), reads,
+                              read_placements(Path(tmp) / "r.paf"), device="cpu")
+    right = np.mean([c.transcript == c.read_id.split("_", 1)[1] for c in chains])
+    assert right >= least

@@ -32,28 +32,30 @@ class SimulatedGenome:
         return text if strand == "+" else reverse_complement(text)
 
 
-def simulated_genome(rng: np.random.Generator, genes: int = 12, exon_length: tuple[int, int] = (40, 200)) -> SimulatedGenome:
-    """``genes`` genes (alternating strands) of 3-8 exons (a fifth of them 3-11 nt, the rest in
-    ``exon_length``), each with three isoforms: all but the last exon, the same without the second,
-    and all but the second to last."""
+def simulated_genome(rng: np.random.Generator, genes: int = 12, exon_length: tuple[int, int] = (40, 200),
+                     exons: tuple[int, int] = (3, 9)) -> SimulatedGenome:
+    """``genes`` genes (alternating strands) of ``exons`` (low, high exclusive) exons, a fifth of
+    them 3-11 nt and the rest in ``exon_length``, each with three isoforms: all but the last exon,
+    the same without the second (when it has one), and all but the second to last."""
     pieces, transcripts, pos = [], {}, 0
     for g in range(genes):
         gap = int(rng.integers(300, 800))
         pieces.append("".join(LETTERS[rng.integers(0, 4, gap)]))
         pos += gap
-        n = int(rng.integers(3, 9))
+        n = int(rng.integers(*exons))
         lengths = np.where(rng.random(n) < 0.2, rng.integers(3, 12, n), rng.integers(*exon_length, n))
         introns = rng.integers(60, 400, n)
-        exons, cursor = [], pos
+        spans, cursor = [], pos
         for k in range(n):
-            exons.append((cursor, cursor + int(lengths[k])))
+            spans.append((cursor, cursor + int(lengths[k])))
             cursor += int(lengths[k]) + int(introns[k])
         pieces.append("".join(LETTERS[rng.integers(0, 4, cursor - pos)]))
         pos = cursor
         strand = "+" if g % 2 == 0 else "-"
-        transcripts[f"g{g}.1"] = (strand, exons[:-1])
-        transcripts[f"g{g}.2"] = (strand, [e for k, e in enumerate(exons[:-1]) if k != 1])
-        transcripts[f"g{g}.3"] = (strand, exons[:-2] + [exons[-1]])
+        transcripts[f"g{g}.1"] = (strand, spans[:-1])
+        if n > 2:
+            transcripts[f"g{g}.2"] = (strand, [e for k, e in enumerate(spans[:-1]) if k != 1])
+        transcripts[f"g{g}.3"] = (strand, spans[:-2] + [spans[-1]])
     pieces.append("".join(LETTERS[rng.integers(0, 4, 500)]))
     return SimulatedGenome("".join(pieces), transcripts)
 
