@@ -117,3 +117,14 @@ def test_site_access_checks_its_values():
         SiteAccess(upstream=-1)
     with pytest.raises(UsageError, match="finite"):
         SiteAccess(ddg_threshold=float("nan"))
+
+
+def test_run_directories_of_scans_without_accessibility_keep_their_options():
+    """Run directories made before --accessibility existed store no site_access: a scan without it
+    records the same options, so they still resume; one with it records its settings."""
+    from gamut.scanning.params import ScanParams
+    from gamut.scanning.pipeline.rundir import scan_options
+
+    assert "site_access" not in scan_options(ScanParams(), "miranda", False, False)["params"]
+    with_access = scan_options(ScanParams(site_access=SiteAccess(window=60)), "tsv", False, False)["params"]
+    assert with_access["site_access"]["window"] == 60

@@ -50,6 +50,8 @@ def scan_options(params: ScanParams, formats: str | Sequence[str], quiet: bool, 
     fingerprint when there is one."""
     fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
     fields = {k: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for k, v in fields.items()}
+    if fields.get("site_access") is None:  # as run directories made before --accessibility hold them
+        fields.pop("site_access", None)
     restrict = fields.pop("restrict")
     fields["restrict_sha256"] = None if restrict is None else hashlib.sha256(
         "\n".join(f"{q}\t{r}" for q, r in sorted(restrict)).encode("utf-8", "surrogateescape")).hexdigest()
