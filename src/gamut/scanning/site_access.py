@@ -7,7 +7,7 @@ of that stretch being unpaired under RNAplfold's local partition function of the
 reference. Every reference is folded once: a first pass aligns every chunk and keeps only the
 hits' spans (no energies, no text), the references that have hits are folded on every core
 (:class:`~gamut.access.cpu.CpuFolder`) and only the stretches the hits need are kept (one number
-per distinct span); the scan itself then looks each hit up. Memory: 24 bytes per distinct span,
+per distinct span); the scan itself then looks each hit up. Memory: 16 bytes per distinct span,
 never a reference's whole table.
 """
 from __future__ import annotations
