@@ -168,12 +168,14 @@ def make_case(
     pairs = np.asarray(exons, dtype=np.int64).reshape(-1, 2) if len(exons) else np.zeros((0, 2), np.int64)
     if pairs.shape[0] == 0:
         raise InputError(f"{name}: no candidate exons")
-    for index, (start, end) in enumerate(pairs):
-        if start < 0 or end > base_codes.size or start >= end:
-            raise InputError(
-                f"{name}: exon {index} ({start}, {end}) must satisfy 0 <= start < end <= {base_codes.size} "
-                "(0-based, half-open)"
-            )
+    bad = np.flatnonzero((pairs[:, 0] < 0) | (pairs[:, 1] > base_codes.size) | (pairs[:, 0] >= pairs[:, 1]))
+    if bad.size:
+        index = int(bad[0])
+        start, end = (int(v) for v in pairs[index])
+        raise InputError(
+            f"{name}: exon {index} ({start}, {end}) must satisfy 0 <= start < end <= {base_codes.size} "
+            "(0-based, half-open)"
+        )
     order = np.lexsort((np.arange(pairs.shape[0]), pairs[:, 1], pairs[:, 0]))
     case = SpliceCase(
         base=base_codes,

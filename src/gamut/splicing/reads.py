@@ -201,14 +201,32 @@ class ReadChain:
     compatible: tuple[str, ...] = ()
 
 
-def _overlapping_locus(by_chrom: dict[str, list[Locus]], placed: ReadPlacement) -> Locus | None:
-    """The locus the placement overlaps most (the first of equals)."""
-    best, most = None, 0
-    for locus in by_chrom.get(placed.chrom, ()):
-        overlap = min(locus.end, placed.end) - max(locus.start, placed.start)
-        if overlap > most:
-            best, most = locus, overlap
-    return best
+class LocusIndex:
+    """The loci of each chromosome by start, with the running maximum of their ends, to find the
+    loci a span overlaps in O(log n + hits)."""
+
+    def __init__(self, loci: list[Locus]) -> None:
+        by_chrom: dict[str, list[Locus]] = defaultdict(list)
+        for locus in loci:
+            by_chrom[locus.chrom].append(locus)
+        self.loci = {c: sorted(items, key=lambda x: (x.start, x.end)) for c, items in by_chrom.items()}
+        self.starts = {c: np.array([x.start for x in items], np.int64) for c, items in self.loci.items()}
+        self.reach = {c: np.maximum.accumulate(np.array([x.end for x in items], np.int64))
+                      for c, items in self.loci.items()}
+
+    def best(self, chrom: str, start: int, end: int) -> Locus | None:
+        """The locus ``start..end`` overlaps most (the first of equals by start), or None."""
+        if chrom not in self.loci:
+            return None
+        items, reach = self.loci[chrom], self.reach[chrom]
+        best, most = None, 0
+        k = int(np.searchsorted(self.starts[chrom], end)) - 1  # the last locus starting before the span ends
+        while k >= 0 and reach[k] > start:
+            overlap = min(items[k].end, end) - max(items[k].start, start)
+            if overlap > most or (overlap == most and overlap > 0):
+                best, most = items[k], overlap
+            k -= 1
+        return best
 
 
 def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str, str]],
@@ -216,27 +234,37 @@ def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str,
     """The Gelfand case ``(base, exons, target, read_id)`` of each placed read (its exons are the
     locus' rows, mirrored on a ``-`` locus), and per read its ``(locus, base_start)`` or None when
     unplaced (in the order of ``reads``)."""
-    by_chrom: dict[str, list[Locus]] = defaultdict(list)
-    for locus in loci:
-        by_chrom[locus.chrom].append(locus)
+    from gamut.splicing.model import encode
+
+    index = LocusIndex(loci)
+    prepared: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}  # locus -> base codes, exons, genome start
     cases, where = [], []
     for read_id, sequence in reads:
         placed = placements.get(read_id)
-        locus = None if placed is None else _overlapping_locus(by_chrom, placed)
+        locus = None if placed is None else index.best(placed.chrom, placed.start, placed.end)
         if locus is None or locus.chrom not in genome:
             where.append(None)
             continue
-        chrom = genome[locus.chrom]
-        lo, hi = max(0, locus.start - flank), min(len(chrom), locus.end + flank)
-        base, exons = chrom[lo:hi], locus.exons - lo
-        as_genome = sequence if placed.strand > 0 else reverse_complement(sequence)
-        target = as_genome
-        if locus.strand < 0:  # the transcript's strand: mirror base and exons, read as the transcript
-            base, target = reverse_complement(base), reverse_complement(as_genome)
-            exons = (len(base) - exons[:, ::-1])
-        cases.append((base, [tuple(e) for e in exons.tolist()], target, read_id))
+        if locus.name not in prepared:  # each locus' base is cut, mirrored and encoded once
+            prepared[locus.name] = _locus_base(genome[locus.chrom], locus, flank)
+        base, exons, lo = prepared[locus.name]
+        # The read as the transcript reads it: as given when it aligned on the transcript's strand.
+        target = sequence if placed.strand == locus.strand else reverse_complement(sequence)
+        cases.append((base, exons, encode(target, f"read {read_id}"), read_id))
         where.append((locus, lo))
     return cases, where
+
+
+def _locus_base(chrom: str, locus: Locus, flank: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """A locus' base (symbol codes; on a ``-`` locus reverse-complemented, its exons mirrored; the
+    exons keep the locus' row order), exons and genome start."""
+    from gamut.splicing.model import encode
+
+    lo, hi = max(0, locus.start - flank), min(len(chrom), locus.end + flank)
+    base, exons = chrom[lo:hi], locus.exons - lo
+    if locus.strand < 0:
+        base, exons = reverse_complement(base), len(base) - exons[:, ::-1]
+    return encode(base, f"locus {locus.name}"), np.ascontiguousarray(exons, np.int64), lo
 
 
 def _compatible(locus: Locus, chain: tuple[int, ...]) -> tuple[str, ...]:

@@ -34,7 +34,10 @@ class SpliceAlignment:
 
     @property
     def matches(self) -> int:
-        return sum(1 for a, b in zip(self.base, self.target) if a == b and a != "-" and a != "N")
+        """Columns where base and target hold the same letter (gaps and N never match)."""
+        base = np.frombuffer(self.base.encode("ascii"), np.uint8)
+        target = np.frombuffer(self.target.encode("ascii"), np.uint8)
+        return int(np.count_nonzero((base == target) & (base != ord("-")) & (base != ord("N"))))
 
     @property
     def cigar(self) -> str:
