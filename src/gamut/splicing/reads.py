@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from gamut.errors import InputError
 from gamut.io.annotation import Annotation
+from gamut.splicing.model import SpliceCase
 
 _COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
 
@@ -230,14 +231,14 @@ class LocusIndex:
 
 
 def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str, str]],
-               placements: dict[str, ReadPlacement], flank: int) -> tuple[list[tuple], list[tuple]]:
-    """The Gelfand case ``(base, exons, target, read_id)`` of each placed read (its exons are the
-    locus' rows, mirrored on a ``-`` locus), and per read its ``(locus, base_start)`` or None when
-    unplaced (in the order of ``reads``)."""
+               placements: dict[str, ReadPlacement], flank: int) -> tuple[list[SpliceCase], list[tuple]]:
+    """The Gelfand case of each placed read (its exons are the locus' rows, mirrored on a ``-``
+    locus), and per read its ``(locus, base_start)`` or None when unplaced (in the order of
+    ``reads``). A locus' base and exons are prepared once and shared by its reads' cases."""
     from gamut.splicing.model import encode
 
     index = LocusIndex(loci)
-    prepared: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}  # locus -> base codes, exons, genome start
+    prepared: dict[str, tuple[SpliceCase, int]] = {}  # locus -> its case without a target, genome start
     cases, where = [], []
     for read_id, sequence in reads:
         placed = placements.get(read_id)
@@ -245,26 +246,30 @@ def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str,
         if locus is None or locus.chrom not in genome:
             where.append(None)
             continue
-        if locus.name not in prepared:  # each locus' base is cut, mirrored and encoded once
-            prepared[locus.name] = _locus_base(genome[locus.chrom], locus, flank)
-        base, exons, lo = prepared[locus.name]
+        if locus.name not in prepared:
+            prepared[locus.name] = _locus_case(genome[locus.chrom], locus, flank)
+        shared, lo = prepared[locus.name]
         # The read as the transcript reads it: as given when it aligned on the transcript's strand.
-        target = sequence if placed.strand == locus.strand else reverse_complement(sequence)
-        cases.append((base, exons, encode(target, f"read {read_id}"), read_id))
+        target = encode(sequence if placed.strand == locus.strand else reverse_complement(sequence),
+                        f"read {read_id}")
+        if target.size == 0:
+            raise InputError(f"read {read_id}: empty sequence")
+        cases.append(replace(shared, target=target, name=read_id))
         where.append((locus, lo))
     return cases, where
 
 
-def _locus_base(chrom: str, locus: Locus, flank: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """A locus' base (symbol codes; on a ``-`` locus reverse-complemented, its exons mirrored; the
-    exons keep the locus' row order), exons and genome start."""
-    from gamut.splicing.model import encode
+def _locus_case(chrom: str, locus: Locus, flank: int) -> tuple[SpliceCase, int]:
+    """A locus' case, checked, with a placeholder target (base: symbol codes, reverse-complemented
+    on a ``-`` locus with its exons mirrored; the exons keep the locus' row order), and its genome
+    start."""
+    from gamut.splicing.model import make_case
 
     lo, hi = max(0, locus.start - flank), min(len(chrom), locus.end + flank)
     base, exons = chrom[lo:hi], locus.exons - lo
     if locus.strand < 0:
         base, exons = reverse_complement(base), len(base) - exons[:, ::-1]
-    return encode(base, f"locus {locus.name}"), np.ascontiguousarray(exons, np.int64), lo
+    return make_case(base, np.ascontiguousarray(exons, np.int64), "N", name=f"locus {locus.name}"), lo
 
 
 def _compatible(locus: Locus, chain: tuple[int, ...]) -> tuple[str, ...]:
