@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import platform
 import sys
@@ -33,24 +32,19 @@ HERE = Path(__file__).resolve().parent
 
 
 def psl_alignments(path: Path) -> list[dict]:
-    """Every PSL line: EST name, strand, target span and blocks (0-based half-open)."""
-    out = []
-    with gzip.open(path, "rt") as handle:
-        for line in handle:
-            f = line.rstrip("\n").split("\t")
-            if len(f) < 21 or not f[0].isdigit():
-                continue
-            sizes = [int(x) for x in f[18].rstrip(",").split(",")]
-            starts = [int(x) for x in f[20].rstrip(",").split(",")]
-            out.append({"est": f[9], "strand": f[8][-1], "matches": int(f[0]), "start": int(f[15]), "end": int(f[16]),
-                        "blocks": [(s, s + n) for s, n in zip(starts, sizes)]})
-    return out
+    """Every PSL line (:func:`gamut.splicing.reads.alignment_records`): EST name, strand, target
+    span, matching letters and blocks (0-based half-open)."""
+    from gamut.splicing.reads import alignment_records
+
+    return [{"est": read, "strand": "+" if placed.strand > 0 else "-", "matches": placed.matches,
+             "start": placed.start, "end": placed.end, "blocks": blocks}
+            for read, placed, blocks in alignment_records(path)]
 
 
 def cds_exons(path: Path) -> list[tuple[int, int]]:
-    with gzip.open(path, "rt") as handle:
-        return sorted({(int(f[3]) - 1, int(f[4])) for f in (line.split("\t") for line in handle)
-                       if len(f) == 9 and f[2] == "CDS"})
+    from gamut.io.exons import read_exons
+
+    return sorted({(e.start, e.end) for e in read_exons(path, feature_types=("CDS",))})
 
 
 def merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams, energy_to_open
+from gamut.access.model import (DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams, energy_to_open,
+                                 widened_site)
 from gamut.errors import DeviceError, UsageError
 from gamut.io.fasta import named_records
 
@@ -40,7 +41,7 @@ class Accessibility:
         if upstream < 0 or downstream < 0:
             raise UsageError(f"flanks must be >= 0, got {upstream} and {downstream}")
         if 1 <= start <= end <= len(self):
-            start, end = max(1, start - upstream), min(len(self), end + downstream)
+            start, end = (int(v) for v in widened_site(start, end, len(self), upstream, downstream))
         u = end - start + 1
         if not (1 <= start <= end <= len(self)) or u > self.params.max_unpaired:
             raise UsageError(f"{self.name}: positions {start}..{end} are not a stretch of 1..{self.params.max_unpaired}"

@@ -59,6 +59,12 @@ class AccessParams:
 PITA_UPSTREAM, PITA_DOWNSTREAM = 3, 15
 
 
+def widened_site(start, end, length, upstream: int, downstream: int):
+    """The 1-based stretch ``start..end`` widened by ``upstream`` letters before and ``downstream``
+    after, as far as a sequence of ``length`` letters goes: ``(first, last)`` (numbers or arrays)."""
+    return np.maximum(1, start - upstream), np.minimum(length, end + downstream)
+
+
 @dataclass(frozen=True)
 class SiteAccess:
     """A scan's site accessibility (``--accessibility``): every hit gets the opening energy of its

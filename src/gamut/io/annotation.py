@@ -28,7 +28,7 @@ import numpy as np
 
 from gamut.errors import InputError
 from gamut.io.exons import _int, gff_rows
-from gamut.io.fasta import open_input, text_lines
+from gamut.io.fasta import open_input, text_lines, uncompressed_name
 
 ANNOTATION_FORMATS = ("bed", "gtf", "gff3")
 _SUFFIXES = {".bed": "bed", ".bed12": "bed", ".gtf": "gtf", ".gff3": "gff3", ".gff": "gff3"}
@@ -59,9 +59,7 @@ class Annotation:
 
 
 def detect_annotation_format(path: str) -> str:
-    name = path.lower()
-    for suffix in (".gz", ".bgz", ".bz2", ".xz", ".zst"):
-        name = name.removesuffix(suffix)
+    name = uncompressed_name(path)
     for suffix, fmt in _SUFFIXES.items():
         if name.endswith(suffix):
             return fmt

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from gamut.errors import InputError
-from gamut.io.fasta import text_lines
+from gamut.io.fasta import text_lines, uncompressed_name
 
 FORMATS = ("bed", "gff3", "tsv")
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 _EXTENSIONS = {".bed": "bed", ".gff": "gff3", ".gff3": "gff3", ".tsv": "tsv", ".txt": "tsv", ".tab": "tsv"}
 
 
@@ -36,9 +35,7 @@ class ExonRecord:
 
 def detect_format(path: str | os.PathLike) -> str:
     """``bed``, ``gff3`` or ``tsv`` from the file name (a compression suffix such as ``.gz`` ignored)."""
-    name = os.fspath(path).lower()
-    for suffix in _COMPRESSED:
-        name = name.removesuffix(suffix)
+    name = uncompressed_name(path)
     for ext, fmt in _EXTENSIONS.items():
         if name.endswith(ext):
             return fmt

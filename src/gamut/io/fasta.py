@@ -98,12 +98,22 @@ class FastaRecord:
     sequence: str
 
 
+#: Name suffixes of compressed files (the readers tell compression by content; formats go by name).
+COMPRESSION_SUFFIXES = (".gz", ".bgz", ".bz2", ".xz", ".zst", ".zstd")
+
+
+def uncompressed_name(path: str | os.PathLike) -> str:
+    """A file's name in lower case without a compression suffix (``genes.GTF.gz`` -> ``genes.gtf``),
+    to tell its format by its suffix."""
+    name = os.fspath(path).lower()
+    for suffix in COMPRESSION_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
 def sequence_file_format(path: str | os.PathLike) -> str:
     """``fastq`` for a name ending in .fq or .fastq (a compression suffix ignored), else ``fasta``."""
-    name = os.fspath(path).lower()
-    for suffix in (".gz", ".bz2", ".xz", ".zst", ".zstd"):
-        name = name.removesuffix(suffix)
-    return "fastq" if name.endswith((".fq", ".fastq")) else "fasta"
+    return "fastq" if uncompressed_name(path).endswith((".fq", ".fastq")) else "fasta"
 
 
 def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bool = False,

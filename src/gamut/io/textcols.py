@@ -303,7 +303,7 @@ class TextBuilder:
         """A constant text (latin-1) as a one-row column, made once."""
         found = self._consts.get(text)
         if found is None:
-            raw = self._held(np.frombuffer(text.encode("latin-1"), np.uint8), np.uint8)
+            raw = np.frombuffer(text.encode("latin-1"), np.uint8)
             found = self._consts[text] = self.buffer(raw, np.zeros(1, np.int64), np.array([raw.shape[0]], np.int64))
         return found
 

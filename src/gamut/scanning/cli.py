@@ -56,11 +56,11 @@ def register(subparsers) -> None:
     a.add_argument("--accessibility", action="store_true",
                    help="add each hit's site opening energy dG_open and ddG = energy + dG_open to hit tables "
                    "(ViennaRNA's local partition function of each reference, folded once)")
-    a.add_argument("--access-window", type=int, default=DEFAULT_WINDOW, metavar="W",
+    a.add_argument("--access-window", type=int, default=None, metavar="W",
                    help=f"RNAplfold's -W for --accessibility (default {DEFAULT_WINDOW})")
-    a.add_argument("--access-span", type=int, default=DEFAULT_SPAN, metavar="L",
+    a.add_argument("--access-span", type=int, default=None, metavar="L",
                    help=f"RNAplfold's -L for --accessibility (default {DEFAULT_SPAN})")
-    a.add_argument("--access-flanks", default=f"{PITA_UPSTREAM},{PITA_DOWNSTREAM}", metavar="UP,DOWN",
+    a.add_argument("--access-flanks", default=None, metavar="UP,DOWN",
                    help="letters before and after a hit's span that open with it "
                    f"(default {PITA_UPSTREAM},{PITA_DOWNSTREAM}, as PITA)")
     a.add_argument("--ddg-threshold", type=float, default=None, metavar="X",
@@ -81,18 +81,20 @@ def register(subparsers) -> None:
 
 def site_access(args: argparse.Namespace) -> SiteAccess | None:
     """The ``--accessibility`` settings (None without it; its other options alone are an error)."""
-    changed = [flag for flag, value, default in (
-        ("--access-window", args.access_window, DEFAULT_WINDOW), ("--access-span", args.access_span, DEFAULT_SPAN),
-        ("--access-flanks", args.access_flanks, f"{PITA_UPSTREAM},{PITA_DOWNSTREAM}"),
-        ("--ddg-threshold", args.ddg_threshold, None)) if value != default]
+    given = {"window": args.access_window, "span": args.access_span, "ddg_threshold": args.ddg_threshold}
     if not args.accessibility:
+        flags = {"--access-window": args.access_window, "--access-span": args.access_span,
+                 "--access-flanks": args.access_flanks, "--ddg-threshold": args.ddg_threshold}
+        changed = [flag for flag, value in flags.items() if value is not None]
         if changed:
             raise UsageError(f"{changed[0]} needs --accessibility")
         return None
-    parts = args.access_flanks.split(",")
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-        raise UsageError(f"--access-flanks expects two whole numbers UP,DOWN, got '{args.access_flanks}'")
-    return SiteAccess(args.access_window, args.access_span, int(parts[0]), int(parts[1]), args.ddg_threshold)
+    if args.access_flanks is not None:
+        parts = args.access_flanks.split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise UsageError(f"--access-flanks expects two whole numbers UP,DOWN, got '{args.access_flanks}'")
+        given.update(upstream=int(parts[0]), downstream=int(parts[1]))
+    return SiteAccess(**{name: value for name, value in given.items() if value is not None})
 
 
 def count(text: str, minimum: int = 1) -> int:

@@ -12,12 +12,12 @@ never a reference's whole table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gamut.access.model import AccessParams, SiteAccess
+from gamut.access.model import AccessParams, SiteAccess, widened_site
 from gamut.errors import UsageError
 
 if TYPE_CHECKING:
@@ -51,25 +51,20 @@ class SiteEnergies:
 
 def stretches(start: np.ndarray, end: np.ndarray, length: np.ndarray, access: SiteAccess) -> tuple[np.ndarray, np.ndarray]:
     """0-based last letter and length of each hit's stretch: ``start..end`` (1-based) widened by
-    the flanks, clipped to the reference of ``length`` letters."""
-    first = np.maximum(1, np.asarray(start, np.int64) - access.upstream)
-    last = np.minimum(np.asarray(length, np.int64), np.asarray(end, np.int64) + access.downstream)
+    the flanks (:func:`~gamut.access.model.widened_site`)."""
+    first, last = widened_site(np.asarray(start, np.int64), np.asarray(end, np.int64), np.asarray(length, np.int64),
+                               access.upstream, access.downstream)
     return last - 1, last - first + 1
 
 
 def hit_spans(scan_input: ScanInput, engine: AlignmentEngine, threads: int | None = None) -> np.ndarray:
     """The first pass: every hit's ``(reference, ref_start, ref_end)``, distinct, as an (n, 3) array
-    (chunks aligned and their hits built, as the scan does, without energies or text)."""
-    from gamut.io.threads import numba_threads
-    from gamut.scanning.hits import chunk_hits
+    (the scan's own chunks and hits, without energies, site filter or accessibility)."""
+    from gamut.scanning.pipeline.scan_loop import run_scan
 
-    queries, references, params = scan_input.query_set, scan_input.reference_set, scan_input.params
-    spans = []
-    with numba_threads(threads):
-        for chunk in scan_input.chunks(int(engine.preferred_chunk_cells), int(engine.preferred_chunk_pairs)):
-            hits = chunk_hits(queries, references, chunk, engine.align(queries, references, chunk, params),
-                              parallel=True)
-            spans.append(np.stack([chunk[hits.pair, 1], hits.ref_start, hits.ref_end], axis=1).astype(np.int64))
+    bare = scan_input.with_params(replace(scan_input.params, noenergy=True, site_types=None, site_access=None))
+    spans = [np.stack([r.pairs[r.hits.pair, 1], r.hits.ref_start, r.hits.ref_end], axis=1).astype(np.int64)
+             for r in run_scan(bare, engine, threads=threads)]
     return np.unique(np.concatenate(spans), axis=0) if spans else np.zeros((0, 3), np.int64)
 
 

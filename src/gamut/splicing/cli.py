@@ -129,8 +129,8 @@ def run_reads(args: argparse.Namespace) -> int:
     placements = (read_placements(args.alignments) if args.alignments
                   else mapped_placements(args.genome, reads, args.threads))
     evidence = [exon for path in args.evidence for exon in evidence_exons(path)]
-    with progress_bar("reads to exon chains", sum(name in placements for name, _ in reads),
-                      len(reads) > 100 and sys.stderr.isatty(), unit="reads") as advance:
+    with progress_bar("reads to exon chains", len(reads), len(reads) > 100 and sys.stderr.isatty(),
+                      unit="reads") as advance:
         chains = assign_reads(genome, annotation, reads, placements, flank=args.flank, device=args.device,
                               threads=args.threads, progress=advance, evidence=evidence, match=args.match,
                               mismatch=args.mismatch, gap=args.gap)

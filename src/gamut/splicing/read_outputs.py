@@ -4,11 +4,10 @@ browser (BED12; GFF3 with a ``transcript`` feature per read and its ``exon`` chi
 and ``Parent`` links). The format follows the output's suffix unless given."""
 from __future__ import annotations
 
-import os
-from urllib.parse import quote
-
 from gamut.errors import UsageError
+from gamut.io.outputs import format_for_output
 from gamut.splicing.reads import ReadChain, chains_frame
+from gamut.splicing.report import gff3_value
 
 READ_FORMATS = ("tsv", "jsonl", "parquet", "bed", "gff3")
 _SUFFIXES = {".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".bed": "bed",
@@ -17,16 +16,9 @@ _SUFFIXES = {".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".parquet": "parqu
 
 def read_output_format(path: str, fmt: str | None = None) -> str:
     """The format of an output: ``fmt``, else the suffix's (standard output and others: TSV)."""
-    if fmt is not None:
-        if fmt not in READ_FORMATS:
-            raise UsageError(f"unknown format '{fmt}' for read chains (choose from {', '.join(READ_FORMATS)})")
-        return fmt
-    return _SUFFIXES.get(os.path.splitext(os.fspath(path))[1].lower(), "tsv")
-
-
-def _gff_value(text: str) -> str:
-    """A GFF3 attribute value, its reserved characters percent-encoded."""
-    return quote(text, safe=" :/.-_|+()[]{}!*'~@#$^")
+    if fmt is not None and fmt not in READ_FORMATS:
+        raise UsageError(f"unknown format '{fmt}' for read chains (choose from {', '.join(READ_FORMATS)})")
+    return format_for_output(path, fmt, _SUFFIXES, "tsv")
 
 
 def bed12_lines(chains: list[ReadChain]) -> list[str]:
@@ -52,12 +44,12 @@ def gff3_lines(chains: list[ReadChain]) -> list[str]:
     for c in chains:
         if not c.exons:
             continue
-        chrom = _gff_value(c.locus.rsplit(":", 1)[0])
+        chrom = gff3_value(c.locus.rsplit(":", 1)[0])
         strand = "+" if c.strand > 0 else "-"
-        ident = _gff_value(f"read:{c.read_id}")
+        ident = gff3_value(f"read:{c.read_id}")
         lines.append(f"{chrom}\tgamut\ttranscript\t{c.exons[0][0] + 1}\t{c.exons[-1][1]}\t{c.score}\t{strand}\t.\t"
-                     f"ID={ident};Name={_gff_value(c.read_id)};transcript={_gff_value(c.transcript)};"
-                     f"locus={_gff_value(c.locus)}")
+                     f"ID={ident};Name={gff3_value(c.read_id)};transcript={gff3_value(c.transcript)};"
+                     f"locus={gff3_value(c.locus)}")
         for k, (a, b) in enumerate(c.exons, 1):
             lines.append(f"{chrom}\tgamut\texon\t{a + 1}\t{b}\t.\t{strand}\t.\tID={ident}.exon{k};Parent={ident}")
     return lines

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
@@ -65,11 +65,13 @@ def annotation_loci(annotation: Annotation, evidence: list[tuple[str, int, int]]
     for (chrom, strand), items in sorted(groups.items()):
         items.sort()
         cluster: list = []
+        reach = 0  # the cluster's end so far
         for item in items + [None]:
-            if cluster and (item is None or item[0] >= max(c[1] for c in cluster)):
+            if cluster and (item is None or item[0] >= reach):
                 loci.append(_locus(chrom, strand, cluster, by_chrom.get(chrom, ())))
                 cluster = []
             if item is not None:
+                reach = max(reach, item[1]) if cluster else item[1]
                 cluster.append(item)
     return loci
 
@@ -86,32 +88,6 @@ def _locus(chrom: str, strand: int, cluster: list, evidence: list[tuple[int, int
                  np.asarray(distinct, np.int64).reshape(-1, 2), transcripts)
 
 
-def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
-    """Candidate exons ``(chrom, start, end)`` from a PSL file (every alignment's blocks) or an
-    annotation (GTF, GFF3, BED12: every transcript's exons), gzip allowed."""
-    from gamut.io.annotation import read_annotation
-    from gamut.io.fasta import text_lines
-
-    path = os.fspath(path)
-    if (path[:-3] if path.endswith(".gz") else path).endswith(".psl"):
-        out = []
-        for number, line in text_lines(path):
-            fields = line.split("\t")
-            if len(fields) < 21 or not fields[0].strip().isdigit():
-                continue
-            try:
-                sizes = [int(x) for x in fields[18].rstrip(",").split(",")]
-                starts = [int(x) for x in fields[20].rstrip(",").split(",")]
-            except ValueError:
-                raise InputError(f"{path}: line {number}: not a PSL line") from None
-            out += [(fields[13], s, s + n) for s, n in zip(starts, sizes)]
-        return out
-    annotation = read_annotation(path)
-    return [(annotation.chroms[annotation.chrom[k]], int(a), int(b)) for k in range(len(annotation))
-            for a, b in zip(annotation.exon_start[annotation.exon_off[k]:annotation.exon_off[k + 1]],
-                            annotation.exon_end[annotation.exon_off[k]:annotation.exon_off[k + 1]])]
-
-
 @dataclass(frozen=True)
 class ReadPlacement:
     """A read's best alignment to the genome: chromosome, the strand the read aligned on (+1: as
@@ -124,37 +100,60 @@ class ReadPlacement:
     matches: int
 
 
-def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
-    """Each read's best alignment (most matching letters) from a PSL (``.psl``) or PAF (``.paf``)
-    file, gzip allowed; a malformed line is an :class:`InputError` naming the file and line."""
-    from gamut.io.fasta import text_lines
+def alignment_records(path: str | os.PathLike) -> Iterator[tuple[str, ReadPlacement, list[tuple[int, int]]]]:
+    """``(read id, placement, genome blocks)`` of every line of a PSL (``.psl``, BLAT; blocks from
+    ``blockSizes``/``tStarts``) or PAF (``.paf``, minimap2; no blocks) file, gzip allowed; a
+    malformed line is an :class:`InputError` naming the file and line."""
+    from gamut.io.fasta import text_lines, uncompressed_name
 
     path = os.fspath(path)
-    name = path[:-3] if path.endswith(".gz") else path
+    name = uncompressed_name(path)
     psl = name.endswith(".psl")
     if not psl and not name.endswith(".paf"):
         raise InputError(f"{path}: read alignments must be PSL (.psl) or PAF (.paf), gzip allowed")
-    best: dict[str, ReadPlacement] = {}
     for number, line in text_lines(path):
-        fields = line.rstrip("\n").split("\t")
-        if psl and (len(fields) < 21 or not fields[0].strip().isdigit()):
-            continue  # psLayout header lines
-        if not line.strip():
-            continue
+        fields = line.split("\t")
+        if not line.strip() or (psl and (len(fields) < 21 or not fields[0].strip().isdigit())):
+            continue  # blank, or psLayout header lines
         try:
             if psl:
                 read, placed = fields[9], ReadPlacement(fields[13], 1 if fields[8][-1] == "+" else -1,
                                                         int(fields[15]), int(fields[16]), int(fields[0]))
+                sizes = [int(x) for x in fields[18].rstrip(",").split(",")]
+                starts = [int(x) for x in fields[20].rstrip(",").split(",")]
+                blocks = [(t, t + n) for t, n in zip(starts, sizes)]
             else:
                 read, placed = fields[0], ReadPlacement(fields[5], 1 if fields[4] == "+" else -1,
                                                         int(fields[7]), int(fields[8]), int(fields[9]))
+                blocks = []
         except (IndexError, ValueError):
             raise InputError(f"{path}: line {number}: not a {'PSL' if psl else 'PAF'} line") from None
         if placed.start < 0 or placed.end < placed.start:
             raise InputError(f"{path}: line {number}: alignment span {placed.start}-{placed.end} is not valid")
+        yield read, placed, blocks
+
+
+def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
+    """Each read's best alignment (most matching letters) in a PSL or PAF file (:func:`alignment_records`)."""
+    best: dict[str, ReadPlacement] = {}
+    for read, placed, _ in alignment_records(path):
         if read not in best or placed.matches > best[read].matches:
             best[read] = placed
     return best
+
+
+def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
+    """Candidate exons ``(chrom, start, end)`` from a PSL file (every alignment's blocks) or an
+    annotation (GTF, GFF3, BED12: every transcript's exons), gzip allowed."""
+    from gamut.io.annotation import read_annotation
+    from gamut.io.fasta import uncompressed_name
+
+    if uncompressed_name(path).endswith(".psl"):
+        return [(placed.chrom, a, b) for _, placed, blocks in alignment_records(path) for a, b in blocks]
+    annotation = read_annotation(path)
+    return [(annotation.chroms[annotation.chrom[k]], int(a), int(b)) for k in range(len(annotation))
+            for a, b in zip(annotation.exon_start[annotation.exon_off[k]:annotation.exon_off[k + 1]],
+                            annotation.exon_end[annotation.exon_off[k]:annotation.exon_off[k + 1]])]
 
 
 def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str]],
@@ -297,7 +296,7 @@ def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tup
                  evidence: list[tuple[str, int, int]] = (), **scores) -> list[ReadChain]:
     """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``evidence``
     adds candidate exons (:func:`annotation_loci`); ``progress`` is called with the number of
-    reads solved after each batch; ``scores`` are :func:`gamut.splicing.api.splice_many`'s
+    reads done (the unplaced ones first, then each batch solved); ``scores`` are :func:`gamut.splicing.api.splice_many`'s
     ``match``, ``mismatch``, ``gap``, ``matrix``."""
     from gamut.splicing.api import splice_many
 
@@ -305,6 +304,8 @@ def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tup
         raise InputError(f"flank must be >= 0, got {flank}")
     loci = annotation_loci(annotation, evidence)
     cases, where = read_cases(genome, loci, reads, placements, flank)
+    if progress is not None and len(cases) < len(reads):
+        progress(len(reads) - len(cases))  # the unplaced ones are done
     results = iter(splice_many(cases, device=device, threads=threads, progress=progress, **scores))
     out = []
     for (read_id, _), placed in zip(reads, where):

@@ -10,7 +10,8 @@ TABLE_COLUMNS = ("target", "base", "score", "rank", "exon_index", "exon_name", "
                  "length", "target_start", "target_end")
 
 
-def _attr(value: str) -> str:
+def gff3_value(value: str) -> str:
+    """A GFF3 column or attribute value, its reserved characters (``;=&,`` tab, newline, ``%``) percent-encoded."""
     return quote(value, safe=" :^*$@!+_?-|.")
 
 
@@ -22,14 +23,14 @@ def write_gff3(handle: IO[str], results: Iterable[tuple[str, SpliceResult]], sou
     """
     handle.write("##gff-version 3\n")
     for seqid, result in results:
-        parent = _attr(f"{result.name}")
+        parent = gff3_value(f"{result.name}")
         first = min(s for s, _ in result.exons) + 1
         last = max(e for _, e in result.exons)
-        handle.write(f"{_attr(seqid)}\t{source}\tmRNA\t{first}\t{last}\t{result.score}\t+\t.\t"
+        handle.write(f"{gff3_value(seqid)}\t{source}\tmRNA\t{first}\t{last}\t{result.score}\t+\t.\t"
                      f"ID={parent};Name={parent};exons={len(result.chain)}\n")
         for rank, (index, (start, end), (ts, te)) in enumerate(zip(result.chain, result.exons, result.target_spans), 1):
             target = f";Target={parent} {ts + 1} {te}" if te > ts else ""
-            handle.write(f"{_attr(seqid)}\t{source}\texon\t{start + 1}\t{end}\t.\t+\t.\t"
+            handle.write(f"{gff3_value(seqid)}\t{source}\texon\t{start + 1}\t{end}\t.\t+\t.\t"
                          f"ID={parent}.exon{rank};Parent={parent};candidate={index}{target}\n")
 
 

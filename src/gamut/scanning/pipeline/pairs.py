@@ -38,6 +38,17 @@ class ScanInput:
         return sequence_set([r.id for r in self.references],
                              [r.sequence[:trim] if trim > 0 else r.sequence for r in self.references])
 
+    def with_params(self, params: ScanParams) -> ScanInput:
+        """The same scan under other ``params`` of the same ``trim`` and ``restrict`` (e.g. without
+        energies), sharing the sequences as encoded and the restricted pairs."""
+        if params.trim != self.params.trim or params.restrict != self.params.restrict:
+            raise ValueError("with_params keeps trim and restrict")
+        other = ScanInput(self.queries, self.references, params)
+        for name in ("query_set", "reference_set", "restricted_pairs"):
+            if name in self.__dict__:
+                other.__dict__[name] = self.__dict__[name]
+        return other
+
     @cached_property
     def restricted_pairs(self) -> np.ndarray | None:
         """With -restrict: the allowed (query, reference) index pairs in output order; else None."""
