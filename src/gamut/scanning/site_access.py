@@ -12,6 +12,7 @@ never a reference's whole table.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,6 @@ from gamut.access.model import AccessParams, SiteAccess, widened_site
 from gamut.errors import UsageError
 
 if TYPE_CHECKING:
-    from gamut.scanning.alignments import AlignmentEngine
     from gamut.scanning.hits import HitTable
     from gamut.scanning.pipeline.pairs import ScanInput
 
@@ -57,21 +57,24 @@ def stretches(start: np.ndarray, end: np.ndarray, length: np.ndarray, access: Si
     return last - 1, last - first + 1
 
 
-def hit_spans(scan_input: ScanInput, engine: AlignmentEngine, threads: int | None = None) -> np.ndarray:
-    """The first pass: every hit's ``(reference, ref_start, ref_end)``, distinct, as an (n, 3) array
-    (the scan's own chunks and hits, without energies, site filter or accessibility)."""
-    from gamut.scanning.pipeline.scan_loop import run_scan
+def first_pass_input(scan_input: ScanInput) -> ScanInput:
+    """The scan of the first pass: the same pairs and hits, without energies, site filter or
+    accessibility (its chunks go to :func:`hit_spans`)."""
+    return scan_input.with_params(replace(scan_input.params, noenergy=True, site_types=None, site_access=None))
 
-    bare = scan_input.with_params(replace(scan_input.params, noenergy=True, site_types=None, site_access=None))
+
+def hit_spans(results: Iterable) -> np.ndarray:
+    """Every hit's ``(reference, ref_start, ref_end)`` of the first pass' chunk results, distinct,
+    as an (n, 3) array."""
     spans = [np.stack([r.pairs[r.hits.pair, 1], r.hits.ref_start, r.hits.ref_end], axis=1).astype(np.int64)
-             for r in run_scan(bare, engine, threads=threads)]
+             for r in results]
     return np.unique(np.concatenate(spans), axis=0) if spans else np.zeros((0, 3), np.int64)
 
 
-def site_energies(scan_input: ScanInput, engine: AlignmentEngine, access: SiteAccess,
-                  threads: int | None = None, show_progress: bool = False) -> SiteEnergies:
-    """``dG_open`` of every hit span of the scan (the first pass, then the folds, with a progress
-    bar over the letters folded when ``show_progress``; see the module)."""
+def site_energies(scan_input: ScanInput, spans: np.ndarray, access: SiteAccess, threads: int | None = None,
+                  show_progress: bool = False) -> SiteEnergies:
+    """``dG_open`` of the hit ``spans`` (:func:`hit_spans`) of the scan, each reference with hits
+    folded once, with a progress bar over the letters folded when ``show_progress``."""
     from gamut.access.cpu import CpuFolder
     from gamut.progress import progress_bar
 
@@ -81,7 +84,6 @@ def site_energies(scan_input: ScanInput, engine: AlignmentEngine, access: SiteAc
     if len(lengths) and float(len(lengths)) * base * base >= 2.0**63:
         raise UsageError("--accessibility: the references are too many and too long to index their sites "
                          f"({len(lengths):,} references of up to {base - 2:,} letters); split the reference file")
-    spans = hit_spans(scan_input, engine, threads)
     ref, start, end = spans[:, 0], spans[:, 1], spans[:, 2]
     last, size = stretches(start, end, lengths[ref], access)
     energies = np.full(ref.shape[0], np.nan)

@@ -19,7 +19,7 @@ from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitions import abandon_on_failure
-from gamut.scanning.pipeline.scan_loop import scan_chunks
+from gamut.scanning.pipeline.scan_loop import run_scan, scan_chunks
 from gamut.scanning.sinks import sink_class
 from gamut.scanning.sinks.base import Sink
 
@@ -33,9 +33,10 @@ def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFacto
     si = job.scan_input
     site_energies = None
     if si.params.site_access is not None:  # the first pass: every hit's site folded, once per reference
-        from gamut.scanning.site_access import site_energies as first_pass
+        from gamut.scanning import site_access
 
-        site_energies = first_pass(si, engine, si.params.site_access, job.threads, job.show_progress())
+        spans = site_access.hit_spans(run_scan(site_access.first_pass_input(si), engine, threads=job.threads))
+        site_energies = site_access.site_energies(si, spans, si.params.site_access, job.threads, job.show_progress())
     with contextlib.ExitStack() as stack:
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
