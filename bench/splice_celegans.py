@@ -84,7 +84,7 @@ def main() -> int:
     args = ap.parse_args()
     from gamut.io.fasta import read_fasta
     from gamut.splicing.api import splice_many
-    from gamut.splicing.reads import reverse_complement
+    from gamut.splicing.model import reverse_complement
 
     folder = args.data / "splice" / "celegans"
     genome = next(iter(read_fasta(folder / "chrI_2000001-3000000.fa.gz"))).sequence.upper()

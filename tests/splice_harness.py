@@ -82,7 +82,7 @@ def host_solve_gpu(harness: SpliceHarness, threads: int = 256,
 
     def solve_gpu(batch: CaseBatch, matrix, gap, **_) -> Tracebacks:
         packed = PackedBatch(batch, 8, 4)
-        last, pred = concatenated([cpu.forward_fast(c, matrix, gap) for c in batch.cases])
+        last, pred = concatenated([cpu.forward_fast(c, matrix, gap) for c in map(batch.case, range(len(batch)))])
         if edit is not None:
             edit(packed, last, pred)
         return collect_tracebacks(packed, *harness.run(packed, last, pred, matrix, gap, threads, cap))

@@ -109,6 +109,30 @@ def reference_fields(case, chain, ops):
     return bpos, tpos, "".join(b_text), "".join(t_text), spans
 
 
+def reference_cigar(bpos: list[int], tpos: list[int]) -> str:
+    """A plain walk of alignment columns: M (both), D (base only), I (target only), N for a jump
+    on the base between two base columns; runs merged."""
+    parts: list[list] = []
+
+    def add(op: str, count: int) -> None:
+        if count > 0:
+            if parts and parts[-1][0] == op:
+                parts[-1][1] += count
+            else:
+                parts.append([op, count])
+
+    previous = -1
+    for b, t in zip(bpos, tpos):
+        if b >= 0:
+            if previous >= 0:
+                add("N", b - previous - 1)
+            previous = b
+            add("M" if t >= 0 else "D", 1)
+        else:
+            add("I", 1)
+    return "".join(f"{count}{op}" for op, count in parts)
+
+
 def insertion_cases(params, seed, count=6):
     """Cases whose optimal alignment has long runs of target gaps (a random insertion of hundreds
     of symbols between two exons, or inside one) and of base gaps: horizontal walks across many

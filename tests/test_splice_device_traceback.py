@@ -149,7 +149,7 @@ def test_gpu_engine_host_side_gives_the_cpu_results(harness, monkeypatch):
     generated = paper_like_cases(25, seed=6, scale=0.2)
     cases = [make_case(g.base, g.exons, g.target, params, name=g.name) for g in generated]
     monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, threads=96, cap=128))
-    monkeypatch.setattr(engines, "GPU_BATCH_CELLS", 60_000)  # several launches
+    monkeypatch.setattr(engines, "launch_cells", lambda: 60_000)  # several launches (no device memory to ask)
     on_gpu = api.solve(cases, params, "gpu")
     on_cpu = api.solve(cases, params, "fast")
     assert len(on_gpu) == len(on_cpu) == len(cases)
@@ -170,7 +170,11 @@ def test_gpu_launch_groups_cover_the_cases_in_order(monkeypatch):
     monkeypatch.setattr(engines, "GPU_BATCH_CELLS", int(cells.max()) * 3)
     groups = engines.gpu_groups(batch)
     assert len(groups) > 1
-    assert [c for g in groups for c in g.cases] == cases
+    assert [n for g in groups for n in g.names] == [c.name for c in cases]
+    sliced = [g.case(k) for g in groups for k in range(len(g))]
+    for got, case in zip(sliced, cases):  # the same arrays as the cases (bases shared, not copied)
+        for field in ("base", "starts", "ends", "order", "target"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(case, field))
     for g in groups:
         assert len(g) == 1 or gpu_layout.state_cells(g).sum() <= engines.GPU_BATCH_CELLS
 
@@ -195,6 +199,7 @@ def small_case(params):
 def test_inconsistent_forward_arrays_are_a_device_error(harness, monkeypatch, edit, message):
     params = ScoreParams()
     monkeypatch.setattr(splice_gpu, "solve_gpu", host_solve_gpu(harness, edit=edit))
+    monkeypatch.setattr(engines, "launch_cells", lambda: engines.GPU_BATCH_CELLS)  # no device memory to ask
     with pytest.raises(DeviceError, match=f"GPU engine gave an inconsistent result.*{message}"):
         api.solve([small_case(params)], params, "gpu")
 

@@ -5,11 +5,13 @@ The GPU kernel's schedule is checked on the CPU through a NumPy emulation
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from splice_helpers import brute_force, case_lists, reference_fields, rescore
+from splice_helpers import brute_force, case_lists, reference_cigar, reference_fields, rescore
 from splice_schedule import emulate_forward
 
 from gamut.splicing import cpu
@@ -157,7 +159,7 @@ def test_gpu_batch_packing_layout():
     for i, case in enumerate(prepared):
         e0, e1 = packed.exon_off[i], packed.exon_off[i + 1]
         plan = build_plan(case.base, case.starts, case.ends, 3)
-        np.testing.assert_array_equal(packed.stream[packed.stream_off[i]:packed.stream_off[i + 1]], plan.stream)
+        np.testing.assert_array_equal(packed.stream[packed.stream_off[i]:][:packed.stream_rows[i]], plan.stream)
         assert packed.stream_off[i] % 4 == 0 and packed.stream_rows[i] == plan.rows
         np.testing.assert_array_equal(packed.target[packed.target_off[i]:packed.target_off[i + 1]], case.target)
         np.testing.assert_array_equal(packed.fin[e0:e1], plan.fin)
@@ -169,6 +171,25 @@ def test_gpu_batch_packing_layout():
         chunks = -(-(case.target.size + 1) // 128)
         assert packed.chunks[i] == chunks
         assert packed.bound_off[i + 1] - packed.bound_off[i] == chunks * plan.rows
+
+
+def test_cases_with_one_base_and_exons_share_a_stream():
+    """Targets against one base and exon set (reads of a locus) read one stream; a case on that
+    base with other exons gets its own; each case reads its own plan."""
+    from gamut.splicing.gpu_layout import PackedBatch
+    from splice_schedule import build_plan
+
+    g = paper_like_cases(2, seed=4, scale=0.1)
+    shared = make_case(g[0].base, g[0].exons, g[0].target)
+    other = make_case(g[0].base, g[0].exons[:-1], g[0].target)
+    cases = [shared, replace(shared, target=g[1].target), other, replace(shared, name="again"),
+             make_case(g[0].base[::-1], g[0].exons, g[0].target)]  # another base: its own stream
+    packed = PackedBatch(cases, cols=4, slots=2)
+    plans = [build_plan(c.base, c.starts, c.ends, 2) for c in cases]
+    assert packed.stream.size == plans[0].rows + plans[2].rows + plans[4].rows
+    assert packed.stream_off[0] == packed.stream_off[1] == packed.stream_off[3] != packed.stream_off[2]
+    for i, plan in enumerate(plans):
+        np.testing.assert_array_equal(packed.stream[packed.stream_off[i]:][:packed.stream_rows[i]], plan.stream)
 
 
 @settings(max_examples=60, deadline=None)
@@ -251,3 +272,4 @@ def test_results_hold_the_traceback_column_by_column(data):
         assert (result.alignment.base, result.alignment.target) == (b_text, t_text)
         assert result.target_spans == spans
         assert result.cells == case.cells and result.engine == "fast"
+        assert result.alignment.cigar == reference_cigar(bpos, tpos)

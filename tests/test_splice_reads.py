@@ -19,7 +19,7 @@ from gamut.splicing.simulate import simulated_genome, simulated_reads
 def simulated(tmp_path_factory):
     rng = np.random.default_rng(29)
     folder = tmp_path_factory.mktemp("reads")
-    genome = simulated_genome(rng)
+    genome = simulated_genome(rng, exons=(2, 22))  # transcripts of 1-20 exons
     (folder / "genes.gtf").write_text(genome.gtf())
     reads, paf = simulated_reads(rng, genome, 300, rate=0.01, indel_share=0.2)
     reads.append(("stray", "ACGT" * 30))
@@ -34,7 +34,7 @@ def simulated(tmp_path_factory):
 def test_loci_group_overlapping_transcripts(simulated):
     loci = annotation_loci(simulated["annotation"])
     assert len(loci) == 12
-    assert all(len(locus.transcripts) == 3 for locus in loci)
+    assert all(len(locus.transcripts) == (3 if len(locus.exons) > 2 else 2) for locus in loci)
     assert {locus.strand for locus in loci} == {1, -1}
 
 
@@ -56,15 +56,66 @@ def test_reads_get_the_transcript_they_came_from(simulated):
 def test_chains_rescore_to_their_score(simulated):
     """Each chain's alignment, scored column by column (match 1, mismatch -1, gap -2), is its score."""
     from gamut.splicing.api import splice_many
-    from gamut.splicing.reads import read_cases
+    from gamut.splicing.read_batch import read_batch
 
     loci = annotation_loci(simulated["annotation"])
-    cases, _ = read_cases(simulated["genome"], loci, simulated["reads"][:40], simulated["placements"], 100)
-    for result in splice_many(cases, device="cpu"):
+    batch = read_batch(simulated["genome"], loci, simulated["reads"][:40], simulated["placements"], 100).batch
+    assert len(batch) == 40
+    for result in splice_many([batch.case(c) for c in range(len(batch))], device="cpu"):
         a = result.alignment
         columns = [(x, y) for x, y in zip(a.base, a.target)]
         rescored = sum(-2 if "-" in (x, y) else 1 if x == y else -1 for x, y in columns)
         assert rescored == result.score
+
+
+def _cigar_runs(cigar: str) -> list[tuple[int, str]]:
+    import re
+
+    return [(int(n), op) for n, op in re.findall(r"(\d+)([MIDN])", cigar)]
+
+
+def test_cigars_spell_the_chain_on_the_genome(simulated):
+    """Each placed read's CIGAR, walked along the genome from its first exon, covers exactly the
+    chain's exons (M and D), jumps the introns (N), spells the read as the genome's strand reads it
+    (M and I), and its matching letters give the reported identity."""
+    from gamut.splicing.model import reverse_complement
+
+    chains = assign_reads(simulated["genome"], simulated["annotation"], simulated["reads"], simulated["placements"],
+                          device="cpu")
+    genome, sequences = simulated["genome"]["chr1"], dict(simulated["reads"])
+    minus = 0
+    for chain in chains:
+        if chain.locus is None:
+            continue
+        read = sequences[chain.read_id]
+        if simulated["placements"][chain.read_id].strand < 0:
+            read = reverse_complement(read)
+        g, r, blocks, matches, columns = chain.exons[0][0], 0, [], 0, 0
+        for n, op in _cigar_runs(chain.cigar):
+            if op in "MD":
+                if blocks and blocks[-1][1] == g:
+                    blocks[-1][1] += n
+                else:
+                    blocks.append([g, g + n])
+            if op == "M":
+                matches += sum(a == b for a, b in zip(genome[g:g + n], read[r:r + n]))
+            g += n if op in "MDN" else 0
+            r += n if op in "MI" else 0
+            columns += n if op != "N" else 0
+        assert [tuple(b) for b in blocks] == list(chain.exons), chain  # (no two simulated exons touch)
+        assert r == len(read) and g == chain.exons[-1][1]
+        assert matches == round(chain.identity * columns)
+        minus += chain.strand < 0
+    assert minus > 50
+
+
+def test_tsv_is_what_pandas_writes(simulated):
+    from gamut.splicing.reads import chains_tsv
+
+    chains = assign_reads(simulated["genome"], simulated["annotation"], simulated["reads"], simulated["placements"],
+                          device="cpu")
+    assert chains_tsv(chains) == chains_frame(chains).to_csv(sep="\t", index=False, na_rep="")
+    assert chains_tsv([]) == chains_frame([]).to_csv(sep="\t", index=False, na_rep="")
 
 
 def test_bad_alignment_files_are_clear_errors(tmp_path):

@@ -124,7 +124,7 @@ def run_reads(args: argparse.Namespace) -> int:
     check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments, *args.evidence))
     genome = {r.name: r.sequence.upper() for r in read_fasta(args.genome, unique=True)}
     annotation = read_annotation(args.annotation, features=args.feature_types or ("exon",))
-    reads = [(r.name, r.sequence.upper()) for r in
+    reads = [(r.name, r.sequence) for r in  # any case: the reads are encoded case-blind
              read_fasta(args.reads, unique=True, fileformat=sequence_file_format(args.reads))]
     placements = (read_placements(args.alignments) if args.alignments
                   else mapped_placements(args.genome, reads, args.threads))

@@ -7,6 +7,7 @@ on a CUDA device. A new engine is one more entry in :data:`ENGINES`.
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol, Sequence
 
@@ -19,8 +20,9 @@ from gamut.splicing.model import ScoreParams, SpliceCase
 from gamut.splicing.result import SpliceResult, Tracebacks, build_results
 
 #: GPU launches are split so that one holds at most this many 4-byte cells of device state
-#: (:func:`gamut.splicing.gpu_layout.state_cells`: last/pred, chunk edges, traceback scratch).
-GPU_BATCH_CELLS = 400_000_000
+#: (:func:`gamut.splicing.gpu_layout.state_cells`: last/pred, chunk edges, traceback scratch),
+#: and at most a quarter of the device's free memory (:func:`launch_cells`).
+GPU_BATCH_CELLS = 1_500_000_000
 
 ForwardPass = list[tuple[np.ndarray, np.ndarray]]
 
@@ -34,12 +36,44 @@ class SpliceEngine(Protocol):
     def forward(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None) -> ForwardPass:
         """``(last, pred)`` per case (downloaded from the device on the GPU)."""
 
+    def tracebacks(self, batch: CaseBatch, params: ScoreParams, threads: int | None = None,
+                   timing=None) -> Tracebacks:
+        """Forward pass and traceback of every case of ``batch`` (not yet checked)."""
+
     def solve(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None,
               timing=None) -> list[SpliceResult]:
         """Forward pass, traceback and checked results of every case."""
 
 
-class CpuEngine:
+class _Solver:
+    """``solve``: an engine's tracebacks, checked and made results (:func:`build_results`)."""
+
+    name: str
+
+    def tracebacks(self, batch: CaseBatch, params: ScoreParams, threads: int | None = None,
+                   timing=None) -> Tracebacks:
+        raise NotImplementedError
+
+    def inconsistent(self, message: str) -> Exception:
+        """The error for a traceback that fails its check."""
+        return RuntimeError(message)
+
+    def solve(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None,
+              timing=None) -> list[SpliceResult]:
+        """``timing`` (a :class:`gamut.splicing.gpu.GpuTiming`) gets the host stages ``batch`` and ``results``."""
+        clock = time.perf_counter()
+        batch = CaseBatch(cases)
+        if timing is not None:
+            timing.add("batch", time.perf_counter() - clock)
+        tracebacks = self.tracebacks(batch, params, threads, timing)
+        clock = time.perf_counter()
+        results = build_results(batch, tracebacks, params.matrix, params.gap, self.name, self.inconsistent)
+        if timing is not None:
+            timing.add("results", time.perf_counter() - clock)
+        return results
+
+
+class CpuEngine(_Solver):
     """A CPU forward pass, then the CPU traceback of several cases on ``threads`` threads (default:
     all cores; the compiled code releases the GIL)."""
 
@@ -52,12 +86,13 @@ class CpuEngine:
     def forward(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None) -> ForwardPass:
         return self._forward(cases, params, threads)
 
-    def solve(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None,
-              timing=None) -> list[SpliceResult]:
+    def tracebacks(self, batch: CaseBatch, params: ScoreParams, threads: int | None = None,
+                   timing=None) -> Tracebacks:
         def trace(item: tuple[SpliceCase, tuple[np.ndarray, np.ndarray]]):
             case, (last, pred) = item
             return cpu.traceback(case, params.matrix, params.gap, last, pred)
 
+        cases = [batch.case(c) for c in range(len(batch))]
         items = list(zip(cases, self.forward(cases, params, threads)))
         workers = min(len(items), threads or os.cpu_count() or 1)
         if workers <= 1:
@@ -65,7 +100,7 @@ class CpuEngine:
         else:
             with ThreadPoolExecutor(workers) as pool:
                 traced = list(pool.map(trace, items))
-        return build_results(CaseBatch(cases), Tracebacks.concatenate(traced), params.matrix, params.gap, self.name)
+        return Tracebacks.concatenate(traced)
 
 
 def _reference(cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None) -> ForwardPass:
@@ -78,56 +113,57 @@ def _fast(cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None)
     return cpu.forward_fast_many(cases, params.matrix, params.gap, threads)
 
 
-def gpu_groups(batch: CaseBatch) -> list[CaseBatch]:
-    """``batch`` cut into consecutive launches of at most :data:`GPU_BATCH_CELLS` cells of device
-    state each (:func:`gamut.splicing.gpu_layout.state_cells`); one launch when it fits."""
+def launch_cells() -> int:
+    """Cells of device state one launch may hold: :data:`GPU_BATCH_CELLS`, or a quarter of the
+    current device's free memory (CuPy's pool included) when that is less."""
+    import cupy as cp
+
+    free = cp.cuda.Device().mem_info[0] + cp.get_default_memory_pool().free_bytes()
+    return max(1, min(GPU_BATCH_CELLS, free // 16))
+
+
+def gpu_groups(batch: CaseBatch, limit: int | None = None) -> list[CaseBatch]:
+    """``batch`` cut into consecutive launches of at most ``limit`` (default
+    :data:`GPU_BATCH_CELLS`) cells of device state each
+    (:func:`gamut.splicing.gpu_layout.state_cells`); one launch when it fits."""
     from gamut.splicing.gpu_layout import state_cells
 
+    limit = GPU_BATCH_CELLS if limit is None else limit
     cells = np.cumsum(state_cells(batch))
-    if not len(batch) or cells[-1] <= GPU_BATCH_CELLS:
+    if not len(batch) or cells[-1] <= limit:
         return [batch] if len(batch) else []
     groups, lo = [], 0
     while lo < len(batch):
         base = cells[lo - 1] if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(cells, base + GPU_BATCH_CELLS, side="right")))
-        groups.append(CaseBatch(batch.cases[lo:hi]))
+        hi = max(lo + 1, int(np.searchsorted(cells, base + limit, side="right")))
+        groups.append(batch.slice(lo, hi))
         lo = hi
     return groups
 
 
-def _gpu_inconsistent(message: str) -> DeviceError:
-    return DeviceError(f"the GPU engine gave an inconsistent result ({message})")
-
-
-class GpuEngine:
+class GpuEngine(_Solver):
     """Forward pass and traceback on the device, in launches of many cases (split by device
     memory: :func:`gpu_groups`); an inconsistent result raises :class:`DeviceError`."""
 
     name = "gpu"
     device = "cuda"
 
+    def inconsistent(self, message: str) -> Exception:
+        return DeviceError(f"the GPU engine gave an inconsistent result ({message})")
+
     def forward(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None) -> ForwardPass:
         from gamut.splicing.gpu import forward_gpu_many
 
-        return [pair for group in gpu_groups(CaseBatch(cases))
-                for pair in forward_gpu_many(group.cases, params.matrix, params.gap)]
+        return [pair for group in gpu_groups(CaseBatch(cases), launch_cells())
+                for pair in forward_gpu_many(group, params.matrix, params.gap)]
 
-    def solve(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None,
-              timing=None) -> list[SpliceResult]:
+    def tracebacks(self, batch: CaseBatch, params: ScoreParams, threads: int | None = None,
+                   timing=None) -> Tracebacks:
         """``timing``: a :class:`gamut.splicing.gpu.GpuTiming` to add the device times to."""
         from gamut.splicing import gpu
 
-        stage = gpu.stopwatch(timing)
-        results: list[SpliceResult] = []
-        groups = gpu_groups(CaseBatch(cases))
-        stage("batch")
-        for group in groups:
-            tracebacks = gpu.solve_gpu(group, params.matrix, params.gap, timing=timing)
-            stage(None)  # solve_gpu timed its own stages
-            results.extend(build_results(group, tracebacks, params.matrix, params.gap, self.name,
-                                         _gpu_inconsistent))
-            stage("results")
-        return results
+        return Tracebacks.join([gpu.solve_gpu(group, params.matrix, params.gap, timing=timing)
+                                for group in gpu_groups(batch, launch_cells())])
 
 
 ENGINES: dict[str, SpliceEngine] = {engine.name: engine for engine in (

@@ -22,10 +22,10 @@ from gamut.cuda.device import device_attributes
 from gamut.errors import DeviceError
 from gamut.splicing.batch import CaseBatch, offsets
 from gamut.splicing.gpu_layout import (DEFAULT_COLS, FEW_CASES_COLS, MAX_WARPS, STREAM_OPTIONS, TB_MIN_BLOCKS,
-                                       TB_THREADS, TRACEBACK_OPTIONS, PackedBatch, chunk_counts, launch_shape,
+                                       TB_THREADS, TB_THREADS_MANY, TRACEBACK_OPTIONS, PackedBatch, chunk_counts, launch_shape,
                                        shared_layout, sm_occupancy, spread_layout, traceback_budget,
                                        traceback_cap, traceback_dynamic_bytes, wide_layout, wide_warps)
-from gamut.splicing.model import SpliceCase, check_score_range
+from gamut.splicing.model import SpliceCase
 from gamut.splicing.result import Tracebacks
 
 KERNEL_FILE = "splice.cu"
@@ -147,7 +147,8 @@ def _traceback_plan(dev, n_cases: int, target_len: np.ndarray, threads: int | No
     from gamut.cuda import load_module
 
     attributes = device_attributes(dev.id)
-    threads = threads or TB_THREADS
+    few = n_cases <= attributes["MultiProcessorCount"] // 4
+    threads = threads or (TB_THREADS if few else TB_THREADS_MANY)
     module = load_module(TRACEBACK_FILE, options=(f"-DTB_THREADS={threads}",
                                                   f"-DTB_MIN_BLOCKS={TB_MIN_BLOCKS.get(threads, 1)}",
                                                   *TRACEBACK_OPTIONS), device_id=dev.id)
@@ -156,9 +157,11 @@ def _traceback_plan(dev, n_cases: int, target_len: np.ndarray, threads: int | No
         static_attributes = kernel.attributes
         static = int(static_attributes.get("shared_size_bytes", 0))
         # A launch of a few cases (at most a quarter of the SMs) takes an SM per block; more cases
-        # share SMs two blocks each, as far as the registers let two blocks be resident at once.
-        few = n_cases <= attributes["MultiProcessorCount"] // 4
-        per_sm = 1 if few else max(1, min(2, sm_occupancy(static_attributes, attributes, threads, 0)))
+        # share SMs: two blocks each as far as the registers let them, more where that many are
+        # resident with the widest case in one strip.
+        whole = traceback_dynamic_bytes(traceback_cap(target_len, 1 << 30))
+        per_sm = 1 if few else max(1, min(2, sm_occupancy(static_attributes, attributes, threads, 0)),
+                                   sm_occupancy(static_attributes, attributes, threads, whole))
         cap = traceback_cap(target_len, traceback_budget(attributes, static, per_sm))
     if cap < 64 or cap % 64:
         raise ValueError("the traceback's strip columns must be a positive multiple of 64")
@@ -180,8 +183,7 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
     stage = stopwatch(timing)
 
     max_abs = int(max(np.abs(matrix).max(), abs(gap)))
-    for case in batch.cases:  # the kernel's cells are int32
-        check_score_range(case, max_abs)
+    batch.check_score_range(max_abs)  # the kernel's cells are int32
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
     sms = device_attributes(dev.id)["MultiProcessorCount"]
     if cols is None:
@@ -243,7 +245,7 @@ def _forward(batch: CaseBatch, matrix: np.ndarray, gap: int, cols: int | None, m
 
 
 def forward_gpu_many(
-    cases: Sequence[SpliceCase],
+    cases: Sequence[SpliceCase] | CaseBatch,
     matrix: np.ndarray,
     gap: int,
     *,
@@ -262,16 +264,17 @@ def forward_gpu_many(
     ``slots``: at most this many parked-row slots per warp (tests; default: what shared memory holds).
     ``max_blocks``: at most this many blocks per case (tests: chunks taken in several passes).
     """
-    if not cases:
+    batch = cases if isinstance(cases, CaseBatch) else CaseBatch(cases)
+    if not len(batch):
         return []
-    launch = _forward(CaseBatch(cases), matrix, gap, cols, max_warps, device_id, slots, max_blocks)
+    launch = _forward(batch, matrix, gap, cols, max_warps, device_id, slots, max_blocks)
     with launch.dev:
         (host_last, host_pred), _ = _download_all(launch, timing, launch.last, launch.pred)
     packed = launch.packed
     results = []
-    for index, case in enumerate(packed.cases):
+    for index in range(packed.n_cases):
         lo, hi = int(packed.out_off[index]), int(packed.out_off[index + 1])
-        shape = (case.n_exons, case.target.size + 1)
+        shape = (int(packed.batch.n_exons[index]), int(packed.batch.target_len[index]) + 1)
         results.append((host_last[lo:hi].reshape(shape), host_pred[lo:hi].reshape(shape)))
     return results
 
@@ -293,7 +296,8 @@ def solve_gpu(
     """Forward pass and traceback of every case of ``batch`` on the device (one launch each).
 
     Options as :func:`forward_gpu_many`; ``tb_threads``: threads per traceback block (default
-    :data:`gamut.splicing.gpu_layout.TB_THREADS`); ``tb_cap``: columns per
+    :data:`gamut.splicing.gpu_layout.TB_THREADS`, or ``TB_THREADS_MANY`` for a launch of many
+    cases); ``tb_cap``: columns per
     traceback strip, a multiple of 64 (default: the widest case's, as far as shared memory
     holds; tests set it small to cut cases into strips). Raises :class:`DeviceError` when the
     traceback kernel finds the forward pass's arrays inconsistent.
@@ -361,7 +365,7 @@ def collect_tracebacks(packed: PackedBatch, result: np.ndarray, ops: np.ndarray,
     if bad.size:
         c = int(bad[0])
         why = TRACEBACK_STATUS.get(int(status[c]), "the traceback kernel returned impossible counts")
-        raise DeviceError(f"the GPU engine gave an inconsistent result ({packed.cases[c].name}: {why}; "
+        raise DeviceError(f"the GPU engine gave an inconsistent result ({packed.batch.names[c]}: {why}; "
                           f"{bad.size} of {packed.n_cases} cases)")
     return Tracebacks(
         score=result[:, 0].astype(np.int64),

@@ -25,8 +25,12 @@ STREAM_OPTIONS = (f"-DROWS={ROWS}", f"-DENTRY_CODE={ENTRY_CODE}", f"-DPAD_CODE={
 #: cases bound the launch and more threads give each of them shorter rows per thread; a launch of
 #: a few cases (at most a quarter of the SM count) also takes a whole SM's shared memory per block.
 TB_THREADS = 1024
+#: Threads per traceback block in a launch of many cases (more than a quarter of the SM count):
+#: several smaller blocks per SM, each row's barrier and max-scan spanning fewer warps (100,000
+#: reads of 1-3 kb: bench/splice_reads.py).
+TB_THREADS_MANY = 128
 #: Blocks per SM the traceback kernel's registers are bounded for (__launch_bounds__), by block size.
-TB_MIN_BLOCKS = {256: 4, 512: 2, 1024: 1}
+TB_MIN_BLOCKS = {64: 16, 128: 8, 256: 4, 512: 2, 1024: 1}
 #: The walk's window of the moves matrix in the traceback kernel (rows x bytes; TB_WIN_* there).
 TB_WIN_ROWS = 128
 TB_WIN_BYTES = 64
@@ -108,10 +112,9 @@ class PackedBatch:
     def __init__(self, cases: Sequence[SpliceCase] | CaseBatch, cols: int, slots: int) -> None:
         batch = cases if isinstance(cases, CaseBatch) else CaseBatch(cases)
         self.batch = batch
-        self.cases = batch.cases
         plans = build_plans(batch.base, batch.base_off, batch.starts, batch.ends, batch.exon_off, slots)
         width = batch.target_len + 1
-        rows = np.diff(plans.stream_off)
+        rows = plans.stream_rows
         self.chunks = chunk_counts(batch.target_len, cols)
         self.stream = plans.stream
         self.stream_off = plans.stream_off
@@ -142,7 +145,7 @@ class PackedBatch:
 
     @property
     def n_cases(self) -> int:
-        return len(self.cases)
+        return len(self.batch)
 
     def bnd_off(self, cap: int) -> np.ndarray:
         """Offsets of the traceback's strip boundary values (two buffers of ``longest exon + 1``

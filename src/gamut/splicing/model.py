@@ -37,7 +37,8 @@ def _encoding_table() -> np.ndarray:
     return table
 
 
-_ENCODE = _encoding_table()
+#: Symbol code of every byte (255: not a letter of the alphabet).
+ENCODE_TABLE = _encoding_table()
 
 
 def encode(sequence: str, what: str = "sequence") -> np.ndarray:
@@ -46,12 +47,20 @@ def encode(sequence: str, what: str = "sequence") -> np.ndarray:
     Raises :class:`InputError` naming ``what`` and the first position of any other letter.
     """
     raw = np.frombuffer(sequence.encode("latin-1", errors="replace"), dtype=np.uint8)
-    codes = _ENCODE[raw]
+    codes = ENCODE_TABLE[raw]
     bad = np.flatnonzero(codes == 255)
     if bad.size:
         pos = int(bad[0])
         raise InputError(f"{what}: unknown letter '{sequence[pos]}' at position {pos + 1}")
     return codes
+
+
+_COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
+
+
+def reverse_complement(sequence: str) -> str:
+    """The reverse complement of DNA letters (other letters are kept, in reverse)."""
+    return sequence.translate(_COMPLEMENT)[::-1]
 
 
 def decode(codes: np.ndarray) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gamut.errors import UsageError
 from gamut.io.outputs import format_for_output
-from gamut.splicing.reads import ReadChain, chains_frame
+from gamut.splicing.reads import ReadChain, chains_frame, chains_tsv
 from gamut.splicing.report import gff3_value
 
 READ_FORMATS = ("tsv", "jsonl", "parquet", "bed", "gff3")
@@ -68,10 +68,10 @@ def write_read_chains(chains: list[ReadChain], path: str, fmt: str | None = None
         with atomic_output(path, "wb") as handle:
             frame.to_parquet(handle, index=False)
         return
-    if fmt in ("tsv", "jsonl"):
-        frame = chains_frame(chains)
-        text = (frame.to_csv(sep="\t", index=False, na_rep="") if fmt == "tsv"
-                else frame.to_json(orient="records", lines=True))
+    if fmt == "tsv":
+        text = chains_tsv(chains)
+    elif fmt == "jsonl":
+        text = chains_frame(chains).to_json(orient="records", lines=True)
     else:
         text = "\n".join(bed12_lines(chains) if fmt == "bed" else gff3_lines(chains)) + "\n"
     with atomic_output(path) as handle:

@@ -8,7 +8,7 @@ by matching letters) on the locus it overlaps most, and its Gelfand case is buil
 strand: base = the locus with ``flank`` letters on each side (reverse-complemented for a ``-``
 locus, exons mirrored with it), target = the read as the transcript reads (reverse-complemented
 when it aligned to the other strand). All cases are solved in batches
-(:func:`gamut.splicing.api.splice_many`, CPU or GPU), and each chain is named: the transcript
+(:mod:`gamut.splicing.read_batch`, CPU or GPU), and each chain is named: the transcript
 whose exon chain it equals, else ``novel``; a read without an alignment or a locus is
 ``unplaced`` (counted, never dropped).
 """
@@ -17,20 +17,14 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from gamut.errors import InputError
 from gamut.io.annotation import Annotation
-from gamut.splicing.model import SpliceCase
-
-_COMPLEMENT = str.maketrans("ACGTNacgtn", "TGCANtgcan")
-
-
-def reverse_complement(sequence: str) -> str:
-    return sequence.translate(_COMPLEMENT)[::-1]
-
+from gamut.splicing.model import reverse_complement  # noqa: F401  (part of this module's API)
 
 @dataclass(frozen=True)
 class Locus:
@@ -181,12 +175,13 @@ def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str
     return best
 
 
-@dataclass(frozen=True)
-class ReadChain:
+class ReadChain(NamedTuple):
     """A read's assignment: its locus (None: unplaced), the locus' strand, the chain as genome
     exons (ascending), the transcript it equals (``novel``, ``unplaced``), the chain's score, the
     alignment's identity (matches over aligned columns), the junctions (genome ``end-start``
-    intron bounds) that no transcript of the locus has, and the transcripts it is part of."""
+    intron bounds) that no transcript of the locus has, the transcripts it is part of, the chain's
+    exons as 1-based numbers of the locus' distinct exons (by genome position) and the read's
+    alignment as a spliced CIGAR on the genome's forward strand (M, I, D, N)."""
 
     read_id: str
     locus: str | None
@@ -199,76 +194,8 @@ class ReadChain:
     #: Transcripts whose exon chains hold the chain as a run of consecutive exons (a partial read:
     #: an EST covering part of a transcript), the equal one included.
     compatible: tuple[str, ...] = ()
-
-
-class LocusIndex:
-    """The loci of each chromosome by start, with the running maximum of their ends, to find the
-    loci a span overlaps in O(log n + hits)."""
-
-    def __init__(self, loci: list[Locus]) -> None:
-        by_chrom: dict[str, list[Locus]] = defaultdict(list)
-        for locus in loci:
-            by_chrom[locus.chrom].append(locus)
-        self.loci = {c: sorted(items, key=lambda x: (x.start, x.end)) for c, items in by_chrom.items()}
-        self.starts = {c: np.array([x.start for x in items], np.int64) for c, items in self.loci.items()}
-        self.reach = {c: np.maximum.accumulate(np.array([x.end for x in items], np.int64))
-                      for c, items in self.loci.items()}
-
-    def best(self, chrom: str, start: int, end: int) -> Locus | None:
-        """The locus ``start..end`` overlaps most (the first of equals by start), or None."""
-        if chrom not in self.loci:
-            return None
-        items, reach = self.loci[chrom], self.reach[chrom]
-        best, most = None, 0
-        k = int(np.searchsorted(self.starts[chrom], end)) - 1  # the last locus starting before the span ends
-        while k >= 0 and reach[k] > start:
-            overlap = min(items[k].end, end) - max(items[k].start, start)
-            if overlap > most or (overlap == most and overlap > 0):
-                best, most = items[k], overlap
-            k -= 1
-        return best
-
-
-def read_cases(genome: dict[str, str], loci: list[Locus], reads: list[tuple[str, str]],
-               placements: dict[str, ReadPlacement], flank: int) -> tuple[list[SpliceCase], list[tuple]]:
-    """The Gelfand case of each placed read (its exons are the locus' rows, mirrored on a ``-``
-    locus), and per read its ``(locus, base_start)`` or None when unplaced (in the order of
-    ``reads``). A locus' base and exons are prepared once and shared by its reads' cases."""
-    from gamut.splicing.model import encode
-
-    index = LocusIndex(loci)
-    prepared: dict[str, tuple[SpliceCase, int]] = {}  # locus -> its case without a target, genome start
-    cases, where = [], []
-    for read_id, sequence in reads:
-        placed = placements.get(read_id)
-        locus = None if placed is None else index.best(placed.chrom, placed.start, placed.end)
-        if locus is None or locus.chrom not in genome:
-            where.append(None)
-            continue
-        if locus.name not in prepared:
-            prepared[locus.name] = _locus_case(genome[locus.chrom], locus, flank)
-        shared, lo = prepared[locus.name]
-        # The read as the transcript reads it: as given when it aligned on the transcript's strand.
-        target = encode(sequence if placed.strand == locus.strand else reverse_complement(sequence),
-                        f"read {read_id}")
-        if target.size == 0:
-            raise InputError(f"read {read_id}: empty sequence")
-        cases.append(replace(shared, target=target, name=read_id))
-        where.append((locus, lo))
-    return cases, where
-
-
-def _locus_case(chrom: str, locus: Locus, flank: int) -> tuple[SpliceCase, int]:
-    """A locus' case, checked, with a placeholder target (base: symbol codes, reverse-complemented
-    on a ``-`` locus with its exons mirrored; the exons keep the locus' row order), and its genome
-    start."""
-    from gamut.splicing.model import make_case
-
-    lo, hi = max(0, locus.start - flank), min(len(chrom), locus.end + flank)
-    base, exons = chrom[lo:hi], locus.exons - lo
-    if locus.strand < 0:
-        base, exons = reverse_complement(base), len(base) - exons[:, ::-1]
-    return make_case(base, np.ascontiguousarray(exons, np.int64), "N", name=f"locus {locus.name}"), lo
+    exon_ids: tuple[int, ...] = ()
+    cigar: str = ""
 
 
 def _compatible(locus: Locus, chain: tuple[int, ...]) -> tuple[str, ...]:
@@ -290,58 +217,153 @@ def _name_chain(locus: Locus, chain: tuple[int, ...]) -> tuple[str, tuple[tuple[
     return "novel", tuple(j for j in junctions if j not in known)
 
 
+#: Placed reads per engine call: GPU launches of many loci, progress steps on the CPU.
+GPU_READS_PER_CALL = 8192
+CPU_READS_PER_CALL = 256
+
+
 def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tuple[str, str]],
                  placements: dict[str, ReadPlacement], *, flank: int = 100, device: str = "auto",
                  threads: int | None = None, progress: Callable[[int], None] | None = None,
-                 evidence: list[tuple[str, int, int]] = (), **scores) -> list[ReadChain]:
+                 evidence: list[tuple[str, int, int]] = (), engine: str | None = None,
+                 batch_size: int | None = None, timing=None, **scores) -> list[ReadChain]:
     """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``evidence``
     adds candidate exons (:func:`annotation_loci`); ``progress`` is called with the number of
-    reads done (the unplaced ones first, then each batch solved); ``scores`` are :func:`gamut.splicing.api.splice_many`'s
-    ``match``, ``mismatch``, ``gap``, ``matrix``."""
-    from gamut.splicing.api import splice_many
+    reads done (the unplaced ones first, then each batch solved); ``scores`` are
+    :class:`gamut.splicing.model.ScoreParams`' ``match``, ``mismatch``, ``gap``, ``matrix``;
+    ``timing``: a :class:`gamut.splicing.gpu.GpuTiming` to add the device times to.
+
+    All placed reads form one :class:`~gamut.splicing.batch.CaseBatch`
+    (:func:`gamut.splicing.read_batch.read_batch`), solved ``batch_size`` reads per engine call
+    and checked (:func:`gamut.splicing.result.check_tracebacks`); reads at one locus with one
+    chain share its naming. The next batch is solved while the last one is checked."""
+    from gamut.splicing.engines import ENGINES, choose_engine
+    from gamut.splicing.model import ScoreParams
+    from gamut.splicing.read_batch import read_batch
 
     if flank < 0:
         raise InputError(f"flank must be >= 0, got {flank}")
-    loci = annotation_loci(annotation, evidence)
-    cases, where = read_cases(genome, loci, reads, placements, flank)
-    if progress is not None and len(cases) < len(reads):
-        progress(len(reads) - len(cases))  # the unplaced ones are done
-    results = iter(splice_many(cases, device=device, threads=threads, progress=progress, **scores))
+    params = ScoreParams(**scores)
+    solver = ENGINES[choose_engine(device, engine)]
+    placed = read_batch(genome, annotation_loci(annotation, evidence), reads, placements, flank)
+    placed.batch.check_score_range(params.max_abs)
+    if progress is not None and len(placed.batch) < len(reads):
+        progress(len(reads) - len(placed.batch))  # the unplaced ones are done
+    size = batch_size or (GPU_READS_PER_CALL if solver.device == "cuda" else CPU_READS_PER_CALL)
+    solved = _solve(placed, solver, params, threads, size, progress, timing)
+    named: dict[tuple[int, tuple[int, ...]], tuple] = {}
     out = []
-    for (read_id, _), placed in zip(reads, where):
-        if placed is None:
+    for (read_id, _), k, c in zip(reads, placed.locus.tolist(), placed.case.tolist()):
+        if c < 0:
             out.append(ReadChain(read_id, None, 0, (), "unplaced", None, None))
             continue
-        locus = placed[0]
-        result = next(results)
-        chain = tuple(sorted(result.chain))  # rows of the case's exons are the locus' (mirrored or not)
-        transcript, novel = _name_chain(locus, chain)
-        aligned = result.alignment
-        columns = len(aligned.base)
-        identity = aligned.matches / columns if columns else 0.0
-        exons = tuple((int(locus.exons[k, 0]), int(locus.exons[k, 1])) for k in chain)
-        out.append(ReadChain(read_id, locus.name, locus.strand, exons, transcript, int(result.score),
-                             identity, novel, _compatible(locus, chain)))
+        locus, chain = placed.loci[k], solved.chains[c]
+        key = (k, chain)
+        if key not in named:
+            transcript, novel = _name_chain(locus, chain)
+            exons = tuple((int(locus.exons[x, 0]), int(locus.exons[x, 1])) for x in chain)
+            named[key] = (transcript, exons, novel, _compatible(locus, chain), tuple(x + 1 for x in chain))
+        transcript, exons, novel, compatible, ids = named[key]
+        out.append(ReadChain(read_id, locus.name, locus.strand, exons, transcript, solved.score[c],
+                             solved.identity[c], novel, compatible, ids, solved.cigar[c]))
     return out
 
 
-def chains_frame(chains: list[ReadChain]):
-    """The assignments as a DataFrame: ``read_id locus strand transcript score identity exons
-    novel_junctions compatible`` (exons and junctions as ``start-end`` lists, 0-based half-open
-    genome; compatible transcripts comma-separated)."""
-    import pandas as pd
+class _Solved(NamedTuple):
+    """Per placed read: score, identity, chain (the locus' exon rows, ascending) and CIGAR."""
 
-    def spans(items) -> str:
-        return ",".join(f"{a}-{b}" for a, b in items)
+    score: list[int]
+    identity: list[float]
+    chains: list[tuple[int, ...]]
+    cigar: list[str]
 
-    return pd.DataFrame({
+
+def _solve(placed, solver, params, threads: int | None, size: int,
+           progress: Callable[[int], None] | None, timing=None) -> _Solved:
+    """The placed reads' cases solved ``size`` at a time by ``solver`` (on a thread of its own,
+    one batch ahead) and checked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch = placed.batch
+    strand = np.array([x.strand for x in placed.loci] or [0], np.int64)
+    minus = strand[placed.locus[placed.case >= 0]] < 0  # per case: CIGAR runs reversed onto the genome
+    spans = [(lo, min(len(batch), lo + size)) for lo in range(0, len(batch), size)]
+    out = _Solved([], [], [], [])
+
+    def solve(span: tuple[int, int]):
+        part = batch.slice(*span)
+        return part, solver.tracebacks(part, params, threads, timing)
+
+    with ThreadPoolExecutor(1) as ahead:
+        pending = ahead.submit(solve, spans[0]) if spans else None
+        for k, (lo, hi) in enumerate(spans):
+            part, tb = pending.result()
+            if k + 1 < len(spans):
+                pending = ahead.submit(solve, spans[k + 1])
+            _collect(out, part, tb, solver, params, minus[lo:hi])
+            if progress is not None:
+                progress(len(part))
+    return out
+
+
+def _collect(out: _Solved, part, tb, solver, params, minus: np.ndarray) -> None:
+    """One solved batch, checked, appended to ``out``."""
+    from gamut.splicing.result import check_tracebacks
+
+    checked = check_tracebacks(part, tb, params.matrix, params.gap, solver.inconsistent)
+    out.score.extend(tb.score.tolist())
+    out.identity.extend((checked.matches / np.maximum(np.diff(tb.ops_off), 1)).tolist())
+    owner = np.repeat(np.arange(len(part)), np.diff(tb.chain_off))
+    rows = part.order[part.exon_off[owner] + tb.chain]  # the cases' input indices: locus rows
+    rows = rows[np.lexsort((rows, owner))].tolist()
+    bounds = tb.chain_off.tolist()
+    out.chains.extend(tuple(rows[bounds[c]:bounds[c + 1]]) for c in range(len(part)))
+    out.cigar.extend(checked.cigars(minus))
+
+
+def chain_columns(chains: list[ReadChain]) -> dict[str, list]:
+    """The assignments as columns of text and numbers: ``read_id locus strand transcript score
+    identity exons exon_ids novel_junctions compatible cigar`` (exons and junctions as
+    ``start-end`` lists, 0-based half-open genome; ids and compatible transcripts comma-separated;
+    score None and identity NaN for an unplaced read). Lists are formatted once per distinct value."""
+    texts: dict[tuple, str] = {}
+
+    def text(items: tuple, spans: bool = False) -> str:
+        found = texts.get(items)
+        if found is None:
+            found = texts[items] = ",".join(f"{a}-{b}" for a, b in items) if spans else ",".join(map(str, items))
+        return found
+
+    return {
         "read_id": [c.read_id for c in chains],
         "locus": [c.locus or "" for c in chains],
         "strand": ["+" if c.strand > 0 else "-" if c.strand < 0 else "" for c in chains],
         "transcript": [c.transcript for c in chains],
-        "score": pd.array([c.score for c in chains], dtype="Int64"),
+        "score": [c.score for c in chains],
         "identity": [np.nan if c.identity is None else round(c.identity, 4) for c in chains],
-        "exons": [spans(c.exons) for c in chains],
-        "novel_junctions": [spans(c.novel_junctions) for c in chains],
-        "compatible": [",".join(c.compatible) for c in chains],
-    })
+        "exons": [text(c.exons, True) for c in chains],
+        "exon_ids": [text(c.exon_ids) for c in chains],
+        "novel_junctions": [text(c.novel_junctions, True) for c in chains],
+        "compatible": [text(c.compatible) for c in chains],
+        "cigar": [c.cigar for c in chains],
+    }
+
+
+def chains_frame(chains: list[ReadChain]):
+    """The assignments as a DataFrame (:func:`chain_columns`; score as nullable integers)."""
+    import pandas as pd
+
+    columns = chain_columns(chains)
+    columns["score"] = pd.array(columns["score"], dtype="Int64")
+    return pd.DataFrame(columns)
+
+
+def chains_tsv(chains: list[ReadChain]) -> str:
+    """The assignments as tab-separated text with a header (:func:`chain_columns`; empty fields
+    for an unplaced read's score and identity), as pandas' ``to_csv`` writes the frame."""
+    columns = chain_columns(chains)
+    columns["score"] = ["" if v is None else str(v) for v in columns["score"]]
+    columns["identity"] = ["" if v != v else repr(v) for v in columns["identity"]]
+    lines = ["\t".join(columns)]
+    lines.extend(map("\t".join, zip(*columns.values())))
+    return "\n".join(lines) + "\n"

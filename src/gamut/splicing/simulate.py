@@ -9,9 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gamut.splicing.reads import reverse_complement
+from gamut.splicing.model import reverse_complement
 
 LETTERS = np.array(list("ACGT"))
+_ASCII = np.frombuffer(b"ACGT", np.uint8)
+_CODES = np.zeros(256, np.int64)
+_CODES[_ASCII] = np.arange(4)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,10 @@ class SimulatedGenome:
         return text if strand == "+" else reverse_complement(text)
 
 
+def _random_letters(rng: np.random.Generator, count: int) -> str:
+    return _ASCII[rng.integers(0, 4, count)].tobytes().decode("ascii")
+
+
 def simulated_genome(rng: np.random.Generator, genes: int = 12, exon_length: tuple[int, int] = (40, 200),
                      exons: tuple[int, int] = (3, 9)) -> SimulatedGenome:
     """``genes`` genes (alternating strands) of ``exons`` (low, high exclusive) exons, a fifth of
@@ -40,7 +47,7 @@ def simulated_genome(rng: np.random.Generator, genes: int = 12, exon_length: tup
     pieces, transcripts, pos = [], {}, 0
     for g in range(genes):
         gap = int(rng.integers(300, 800))
-        pieces.append("".join(LETTERS[rng.integers(0, 4, gap)]))
+        pieces.append(_random_letters(rng, gap))
         pos += gap
         n = int(rng.integers(*exons))
         lengths = np.where(rng.random(n) < 0.2, rng.integers(3, 12, n), rng.integers(*exon_length, n))
@@ -49,42 +56,48 @@ def simulated_genome(rng: np.random.Generator, genes: int = 12, exon_length: tup
         for k in range(n):
             spans.append((cursor, cursor + int(lengths[k])))
             cursor += int(lengths[k]) + int(introns[k])
-        pieces.append("".join(LETTERS[rng.integers(0, 4, cursor - pos)]))
+        pieces.append(_random_letters(rng, cursor - pos))
         pos = cursor
         strand = "+" if g % 2 == 0 else "-"
         transcripts[f"g{g}.1"] = (strand, spans[:-1])
         if n > 2:
             transcripts[f"g{g}.2"] = (strand, [e for k, e in enumerate(spans[:-1]) if k != 1])
         transcripts[f"g{g}.3"] = (strand, spans[:-2] + [spans[-1]])
-    pieces.append("".join(LETTERS[rng.integers(0, 4, 500)]))
+    pieces.append(_random_letters(rng, 500))
     return SimulatedGenome("".join(pieces), transcripts)
 
 
 def mutated(rng: np.random.Generator, sequence: str, rate: float, indel_share: float = 0.0) -> str:
-    """``sequence`` with errors at ``rate`` per letter: substitutions, and with ``indel_share`` that
-    share of them 1-nt insertions or deletions instead."""
-    out = []
-    for letter in sequence:
-        if rng.random() >= rate:
-            out.append(letter)
-        elif rng.random() < indel_share:
-            if rng.random() < 0.5:
-                out.append(letter + str(LETTERS[rng.integers(0, 4)]))  # insertion after it
-        else:
-            out.append(str(LETTERS[(int(np.searchsorted(LETTERS, letter)) + int(rng.integers(1, 4))) % 4]))
-    return "".join(out)
+    """``sequence`` (ACGT) with errors at ``rate`` per letter: substitutions, and with ``indel_share``
+    that share of them 1-nt insertions (a random letter after it) or deletions instead, half each."""
+    codes = _CODES[np.frombuffer(sequence.encode("ascii"), np.uint8)]
+    n = codes.size
+    error = rng.random(n) < rate
+    indel = error & (rng.random(n) < indel_share)
+    insert = indel & (rng.random(n) < 0.5)
+    substitute = error & ~indel
+    codes[substitute] = (codes[substitute] + rng.integers(1, 4, int(substitute.sum()))) % 4
+    copies = (~(indel & ~insert)).astype(np.int64) + insert  # deleted: 0, kept: 1, kept + inserted: 2
+    out = np.repeat(codes, copies)
+    inserted = np.cumsum(copies)[insert] - 1  # the letter after each kept one that gains an insertion
+    out[inserted] = rng.integers(0, 4, inserted.size)
+    return _ASCII[out].tobytes().decode("ascii")
 
 
 def simulated_reads(rng: np.random.Generator, genome: SimulatedGenome, count: int, rate: float = 0.01,
-                    indel_share: float = 0.0) -> tuple[list[tuple[str, str]], list[str]]:
-    """``count`` reads ``r<k>_<transcript>`` (transcripts in turn, half of them reverse-complemented)
-    and their PAF lines."""
-    names = list(genome.transcripts)
+                    indel_share: float = 0.0, lengths: tuple[int, int] | None = None
+                    ) -> tuple[list[tuple[str, str]], list[str]]:
+    """``count`` reads ``r<k>_<transcript>`` (transcripts in turn, only those of ``lengths`` (low,
+    high inclusive) letters when given; half of the reads reverse-complemented) and their PAF lines."""
+    letters = {name: genome.transcript_letters(name) for name in genome.transcripts}
+    names = [n for n, text in letters.items() if lengths is None or lengths[0] <= len(text) <= lengths[1]]
+    if not names:
+        raise ValueError(f"no simulated transcript has {lengths[0]}-{lengths[1]} letters")
     reads, paf = [], []
     for k in range(count):
         name = names[k % len(names)]
         strand, exons = genome.transcripts[name]
-        read = mutated(rng, genome.transcript_letters(name), rate, indel_share)
+        read = mutated(rng, letters[name], rate, indel_share)
         flipped = bool(rng.random() < 0.5)
         if flipped:
             read = reverse_complement(read)

@@ -58,28 +58,59 @@ def _assign_slots(elig, slots):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _plans(base, base_off, starts, ends, exon_off, slots, rows):  # pragma: no cover - compiled
-    """Streams and fold plans of a batch of cases (see :func:`build_plans`), one pass per case."""
+def _same_exons(starts, ends, exon_off, a, b):  # pragma: no cover - compiled
+    """Whether cases ``a`` and ``b`` have the same exons."""
+    n = exon_off[a + 1] - exon_off[a]
+    if exon_off[b + 1] - exon_off[b] != n:
+        return False
+    for i in range(n):
+        if starts[exon_off[a] + i] != starts[exon_off[b] + i] or ends[exon_off[a] + i] != ends[exon_off[b] + i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _plans(base, base_off, starts, ends, exon_off, same_base, slots, rows):  # pragma: no cover - compiled
+    """Streams and fold plans of a batch of cases (see :func:`build_plans`), one pass per case. A
+    case shares the stream of an earlier case with its base and exons: ``same_base[c]`` is the
+    previous case on its base (or -1), and the last 16 distinct exon sets there are tried."""
     n_cases = exon_off.shape[0] - 1
     k_all = starts.shape[0]
     seg_row = np.empty(k_all, np.int64)
     stream_off = np.zeros(n_cases + 1, np.int64)
+    stream_rows = np.empty(n_cases, np.int64)
+    owner = np.arange(n_cases)  # the case whose stream case c reads
     elig = np.empty(k_all, np.int64)
     fin = np.empty(k_all, np.int32)
     n_fold = 0
+    total = 0
     for c in range(n_cases):
         lo, hi = exon_off[c], exon_off[c + 1]
         acc = 0
         for k in range(lo, hi):
             seg_row[k] = acc
             acc += (ends[k] - starts[k] + rows) // rows * rows
-        stream_off[c + 1] = stream_off[c] + acc
+        stream_rows[c] = acc
+        p, tries = same_base[c], 0
+        while p >= 0 and tries < 16:  # earlier cases on the same base, each stream once
+            if owner[p] == p:
+                if _same_exons(starts, ends, exon_off, p, c):
+                    owner[c] = p
+                    break
+                tries += 1
+            p = same_base[p]
+        if owner[c] != c:
+            stream_off[c] = stream_off[owner[c]]
+        else:
+            stream_off[c] = total
+            total += acc
         elig[lo:hi] = np.searchsorted(starts[lo:hi], ends[lo:hi])  # side="left"
         fin[lo:hi] = _assign_slots(elig[lo:hi], slots)
         for k in range(lo, hi):
             if fin[k] >= FOLD_GLOBAL:
                 n_fold += 1
-    stream = np.full(stream_off[n_cases], PAD_CODE, np.uint8)
+    stream_off[n_cases] = total
+    stream = np.full(total, PAD_CODE, np.uint8)
     fold_ptr = np.zeros(k_all + n_cases, np.int32)
     fold = np.empty((n_fold, 2), np.int32)
     f = 0
@@ -87,6 +118,8 @@ def _plans(base, base_off, starts, ends, exon_off, slots, rows):  # pragma: no c
         lo, hi = exon_off[c], exon_off[c + 1]
         b = base_off[c]
         for k in range(lo, hi):
+            if owner[c] != c:
+                break
             row = stream_off[c] + seg_row[k]
             stream[row] = ENTRY_CODE
             length = ends[k] - starts[k]
@@ -112,14 +145,15 @@ def _plans(base, base_off, starts, ends, exon_off, slots, rows):  # pragma: no c
                 fold[pos[e], 0] = k - lo
                 fold[pos[e], 1] = fin[k]
                 pos[e] += 1
-    return stream, stream_off, seg_row, fin, fold_ptr, fold
+    return stream, stream_off, stream_rows, seg_row, fin, fold_ptr, fold
 
 
 @dataclass(frozen=True)
 class StreamPlans:
     """Streams and fold plans of a batch, concatenated (arrays as the kernels read them).
 
-    Case ``c``'s stream is ``stream[stream_off[c]:stream_off[c + 1]]``; exon ``k`` (an index
+    Case ``c``'s stream is ``stream_rows[c]`` rows from ``stream_off[c]`` (cases with the same
+    base and exons share one; ``stream_off[C]`` is the stream's size); exon ``k`` (an index
     into the batch's concatenated exons) has its entry row at ``seg_row[k]`` of its case's
     stream and finish action ``fin[k]``; the ``K + 1`` fold pointers of case ``c`` start at
     ``fold_ptr[exon_off[c] + c]`` and index ``fold`` (rows ``(exon within the case, slot)``).
@@ -127,6 +161,7 @@ class StreamPlans:
 
     stream: np.ndarray  # uint8
     stream_off: np.ndarray  # int64 (C + 1,)
+    stream_rows: np.ndarray  # int64 (C,)
     seg_row: np.ndarray  # int64 (K,)
     fin: np.ndarray  # int32 (K,)
     fold_ptr: np.ndarray  # int32 (K + C,)
@@ -136,7 +171,14 @@ class StreamPlans:
 def build_plans(base: np.ndarray, base_off: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                 exon_off: np.ndarray, slots: int, rows: int = ROWS) -> StreamPlans:
     """Streams and fold plans of concatenated cases: case ``c`` has sorted exons
-    ``starts/ends[exon_off[c]:exon_off[c + 1]]`` on the base that begins at ``base[base_off[c]]``."""
-    out = _plans(np.ascontiguousarray(base, np.uint8), np.asarray(base_off, np.int64), np.asarray(starts, np.int64),
-                 np.asarray(ends, np.int64), np.asarray(exon_off, np.int64), int(slots), int(rows))
+    ``starts/ends[exon_off[c]:exon_off[c + 1]]`` on the base that begins at ``base[base_off[c]]``;
+    cases with the same base and exons share one stream."""
+    base_off = np.asarray(base_off, np.int64)
+    by_base = np.argsort(base_off, kind="stable")
+    same_base = np.full(base_off.size, -1, np.int64)  # the previous case on the same base
+    if base_off.size > 1:
+        repeat = base_off[by_base[1:]] == base_off[by_base[:-1]]
+        same_base[by_base[1:][repeat]] = by_base[:-1][repeat]
+    out = _plans(np.ascontiguousarray(base, np.uint8), base_off, np.asarray(starts, np.int64),
+                 np.asarray(ends, np.int64), np.asarray(exon_off, np.int64), same_base, int(slots), int(rows))
     return StreamPlans(*out)
