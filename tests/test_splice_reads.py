@@ -53,13 +53,23 @@ def test_reads_get_the_transcript_they_came_from(simulated):
     assert (frame["transcript"] == "unplaced").sum() == 2
 
 
+def test_batches_of_reads_give_the_same_chains(simulated):
+    """Reads taken a few at a time (from a generator: a file read as needed) get the same chains
+    as all at once, unplaced ones included, in their order."""
+    args = (simulated["genome"], simulated["annotation"])
+    whole = assign_reads(*args, simulated["reads"], simulated["placements"], device="cpu")
+    streamed = assign_reads(*args, (read for read in simulated["reads"]), simulated["placements"], device="cpu",
+                            batch_size=7)
+    assert streamed == whole and len(whole) == len(simulated["reads"])
+
+
 def test_chains_rescore_to_their_score(simulated):
     """Each chain's alignment, scored column by column (match 1, mismatch -1, gap -2), is its score."""
     from gamut.splicing.api import splice_many
-    from gamut.splicing.read_batch import read_batch
+    from gamut.splicing.read_batch import LocusTable, read_batch
 
-    loci = annotation_loci(simulated["annotation"])
-    batch = read_batch(simulated["genome"], loci, simulated["reads"][:40], simulated["placements"], 100).batch
+    table = LocusTable(annotation_loci(simulated["annotation"]))
+    batch = read_batch(simulated["genome"], table, simulated["reads"][:40], simulated["placements"], 100).batch
     assert len(batch) == 40
     for result in splice_many([batch.case(c) for c in range(len(batch))], device="cpu"):
         a = result.alignment
@@ -107,6 +117,19 @@ def test_cigars_spell_the_chain_on_the_genome(simulated):
         assert matches == round(chain.identity * columns)
         minus += chain.strand < 0
     assert minus > 50
+
+
+def test_a_bad_letter_in_a_placed_read_is_an_error_naming_it(simulated):
+    """A placed read with a letter outside the alphabet is an error naming the read and position;
+    the same letter in a read that is not placed is never read."""
+    reads = [(name, seq) for name, seq in simulated["reads"][:5]]
+    name, seq = reads[2]
+    reads[2] = (name, seq[:7] + "J" + seq[8:])
+    with pytest.raises(InputError, match=f"read {name}: unknown letter 'J' at position 8"):
+        assign_reads(simulated["genome"], simulated["annotation"], reads, simulated["placements"], device="cpu")
+    reads[2] = ("lost", seq[:7] + "J" + seq[8:])  # no alignment: unplaced
+    chains = assign_reads(simulated["genome"], simulated["annotation"], reads, simulated["placements"], device="cpu")
+    assert chains[2].transcript == "unplaced"
 
 
 def test_tsv_is_what_pandas_writes(simulated):

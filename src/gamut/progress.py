@@ -71,10 +71,10 @@ def _columns(label: str, unit: str) -> list:
 
 
 @contextlib.contextmanager
-def progress_bar(label: str, total: int, show: bool, *, unit: str = "",
+def progress_bar(label: str, total: int | None, show: bool, *, unit: str = "",
                  console: Console | None = None) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(n)``: a transient rich bar on stderr (or ``console``) counting ``unit``
-    (``cells``, ``pairs``, ...) up to ``total`` when ``show``, else a no-op."""
+    (``cells``, ``pairs``, ...) up to ``total`` (None: not known ahead) when ``show``, else a no-op."""
     if not show:
         yield lambda n: None
         return

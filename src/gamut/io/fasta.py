@@ -10,8 +10,7 @@ import io
 import lzma
 import os
 import sys
-from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator, NamedTuple
 
 import dnaio
 from xopen import xopen
@@ -89,8 +88,7 @@ def read_input_bytes(path: str | os.PathLike) -> bytes:
             raise InputError(f"{os.fspath(path)}: cannot read ({_reason(exc)})") from None
 
 
-@dataclass(frozen=True)
-class FastaRecord:
+class FastaRecord(NamedTuple):
     """One FASTA record: ``name`` is the id (up to the first whitespace), ``description`` the rest."""
 
     name: str

@@ -124,12 +124,16 @@ def run_reads(args: argparse.Namespace) -> int:
     check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments, *args.evidence))
     genome = {r.name: r.sequence.upper() for r in read_fasta(args.genome, unique=True)}
     annotation = read_annotation(args.annotation, features=args.feature_types or ("exon",))
-    reads = [(r.name, r.sequence) for r in  # any case: the reads are encoded case-blind
-             read_fasta(args.reads, unique=True, fileformat=sequence_file_format(args.reads))]
-    placements = (read_placements(args.alignments) if args.alignments
-                  else mapped_placements(args.genome, reads, args.threads))
+    # Any case: the reads are encoded case-blind. Read as they are aligned, unless minimap2 places them first.
+    reads = ((r.name, r.sequence) for r in read_fasta(args.reads, unique=True,
+                                                       fileformat=sequence_file_format(args.reads)))
+    if args.alignments:
+        placements = read_placements(args.alignments)
+    else:
+        reads = list(reads)
+        placements = mapped_placements(args.genome, reads, args.threads)
     evidence = [exon for path in args.evidence for exon in evidence_exons(path)]
-    with progress_bar("reads to exon chains", len(reads), len(reads) > 100 and sys.stderr.isatty(),
+    with progress_bar("reads to exon chains", None, len(placements) > 100 and sys.stderr.isatty(),
                       unit="reads") as advance:
         chains = assign_reads(genome, annotation, reads, placements, flank=args.flank, device=args.device,
                               threads=args.threads, progress=advance, evidence=evidence, match=args.match,

@@ -14,9 +14,11 @@ whose exon chain it equals, else ``novel``; a read without an alignment or a loc
 """
 from __future__ import annotations
 
+import itertools
 import os
+import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -82,8 +84,7 @@ def _locus(chrom: str, strand: int, cluster: list, evidence: list[tuple[int, int
                  np.asarray(distinct, np.int64).reshape(-1, 2), transcripts)
 
 
-@dataclass(frozen=True)
-class ReadPlacement:
+class ReadPlacement(NamedTuple):
     """A read's best alignment to the genome: chromosome, the strand the read aligned on (+1: as
     given, -1: its reverse complement), 0-based half-open span, matching letters."""
 
@@ -106,7 +107,7 @@ def alignment_records(path: str | os.PathLike) -> Iterator[tuple[str, ReadPlacem
     if not psl and not name.endswith(".paf"):
         raise InputError(f"{path}: read alignments must be PSL (.psl) or PAF (.paf), gzip allowed")
     for number, line in text_lines(path):
-        fields = line.split("\t")
+        fields = line.split("\t", 21 if psl else 12)
         if not line.strip() or (psl and (len(fields) < 21 or not fields[0].strip().isdigit())):
             continue  # blank, or psLayout header lines
         try:
@@ -222,131 +223,161 @@ GPU_READS_PER_CALL = 8192
 CPU_READS_PER_CALL = 256
 
 
-def assign_reads(genome: dict[str, str], annotation: Annotation, reads: list[tuple[str, str]],
+def assign_reads(genome: dict[str, str], annotation: Annotation, reads: Iterable[tuple[str, str]],
                  placements: dict[str, ReadPlacement], *, flank: int = 100, device: str = "auto",
                  threads: int | None = None, progress: Callable[[int], None] | None = None,
                  evidence: list[tuple[str, int, int]] = (), engine: str | None = None,
                  batch_size: int | None = None, timing=None, **scores) -> list[ReadChain]:
     """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``evidence``
     adds candidate exons (:func:`annotation_loci`); ``progress`` is called with the number of
-    reads done (the unplaced ones first, then each batch solved); ``scores`` are
-    :class:`gamut.splicing.model.ScoreParams`' ``match``, ``mismatch``, ``gap``, ``matrix``;
-    ``timing``: a :class:`gamut.splicing.gpu.GpuTiming` to add the device times to.
+    reads done after each batch; ``scores`` are :class:`gamut.splicing.model.ScoreParams`'
+    ``match``, ``mismatch``, ``gap``, ``matrix``; ``timing``: a
+    :class:`gamut.splicing.gpu.GpuTiming` to add the device times to.
 
-    All placed reads form one :class:`~gamut.splicing.batch.CaseBatch`
-    (:func:`gamut.splicing.read_batch.read_batch`), solved ``batch_size`` reads per engine call
-    and checked (:func:`gamut.splicing.result.check_tracebacks`); reads at one locus with one
-    chain share its naming. The next batch is solved while the last one is checked."""
+    ``reads`` (any iterable: a file's records are read as they are needed) go ``batch_size`` at a
+    time (default :data:`GPU_READS_PER_CALL` on the GPU, :data:`CPU_READS_PER_CALL` on CPUs): the
+    placed ones of a batch form one :class:`~gamut.splicing.batch.CaseBatch`
+    (:func:`gamut.splicing.read_batch.read_batch`), solved on a thread of its own while the next
+    batch is read and prepared and the last one is checked
+    (:func:`gamut.splicing.result.check_tracebacks`) and named (once per locus and chain)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from gamut.splicing.engines import ENGINES, choose_engine
     from gamut.splicing.model import ScoreParams
-    from gamut.splicing.read_batch import read_batch
+    from gamut.splicing.read_batch import LocusTable, read_batch
 
     if flank < 0:
         raise InputError(f"flank must be >= 0, got {flank}")
     params = ScoreParams(**scores)
     solver = ENGINES[choose_engine(device, engine)]
-    placed = read_batch(genome, annotation_loci(annotation, evidence), reads, placements, flank)
-    placed.batch.check_score_range(params.max_abs)
-    if progress is not None and len(placed.batch) < len(reads):
-        progress(len(reads) - len(placed.batch))  # the unplaced ones are done
+    table = LocusTable(annotation_loci(annotation, evidence), genome)
     size = batch_size or (GPU_READS_PER_CALL if solver.device == "cuda" else CPU_READS_PER_CALL)
-    solved = _solve(placed, solver, params, threads, size, progress, timing)
-    named: dict[tuple[int, tuple[int, ...]], tuple] = {}
-    out = []
-    for (read_id, _), k, c in zip(reads, placed.locus.tolist(), placed.case.tolist()):
-        if c < 0:
-            out.append(ReadChain(read_id, None, 0, (), "unplaced", None, None))
-            continue
-        locus, chain = placed.loci[k], solved.chains[c]
+    names = _ChainNames(table.loci)
+    cases: dict = {}
+    out: list[ReadChain] = []
+
+    def solve(placed):
+        return placed, solver.tracebacks(placed.batch, params, threads, timing)
+
+    def collect(pending) -> None:
+        placed, tb = pending.result()
+        out.extend(names.collect(placed, tb, solver, params))
+        if progress is not None:
+            progress(len(placed.names))
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 1e-4))  # the solver thread gets the GIL back promptly between its steps
+    try:
+        with ThreadPoolExecutor(1) as ahead:
+            pending = None
+            for chunk in _chunks(reads, size):  # read, placed and encoded while the last chunk is solved
+                placed = read_batch(genome, table, chunk, placements, flank, cases)
+                placed.batch.check_score_range(params.max_abs)
+                submitted = ahead.submit(solve, placed)
+                if pending is not None:
+                    collect(pending)
+                pending = submitted
+            if pending is not None:
+                collect(pending)
+    finally:
+        sys.setswitchinterval(switch)
+    return out
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last may be shorter)."""
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+class _ChainNames:
+    """Solved batches of reads (:class:`~gamut.splicing.read_batch.ReadBatch`) as
+    :class:`ReadChain` objects; the naming of a chain (transcript, exons, novel junctions,
+    compatible transcripts) is made once per locus and chain."""
+
+    def __init__(self, loci: list[Locus]) -> None:
+        self.loci = loci
+        self.minus = np.array([x.strand < 0 for x in loci] + [False], np.bool_)
+        self.named: dict[tuple[int, tuple[int, ...]], tuple] = {}
+
+    def name(self, k: int, chain: tuple[int, ...]) -> tuple:
         key = (k, chain)
-        if key not in named:
+        found = self.named.get(key)
+        if found is None:
+            locus = self.loci[k]
             transcript, novel = _name_chain(locus, chain)
             exons = tuple((int(locus.exons[x, 0]), int(locus.exons[x, 1])) for x in chain)
-            named[key] = (transcript, exons, novel, _compatible(locus, chain), tuple(x + 1 for x in chain))
-        transcript, exons, novel, compatible, ids = named[key]
-        out.append(ReadChain(read_id, locus.name, locus.strand, exons, transcript, solved.score[c],
-                             solved.identity[c], novel, compatible, ids, solved.cigar[c]))
+            found = self.named[key] = (locus.name, locus.strand, exons, transcript, novel,
+                                       _compatible(locus, chain), tuple(x + 1 for x in chain))
+        return found
+
+    def collect(self, placed, tb, solver, params) -> list[ReadChain]:
+        """The chains of the reads of ``placed`` (its cases solved as ``tb``), checked."""
+        from gamut.splicing.result import check_tracebacks
+
+        part = placed.batch
+        reads = np.flatnonzero(placed.case >= 0)  # the read of each case
+        checked = check_tracebacks(part, tb, params.matrix, params.gap, solver.inconsistent)
+        score = tb.score.tolist()
+        identity = (checked.matches / np.maximum(np.diff(tb.ops_off), 1)).tolist()
+        cigar = checked.cigars(self.minus[placed.locus[reads]])
+        owner = np.repeat(np.arange(len(part)), np.diff(tb.chain_off))
+        rows = part.order[part.exon_off[owner] + tb.chain]  # the cases' input indices: locus rows
+        rows = rows[np.lexsort((rows, owner))].tolist()
+        bounds = tb.chain_off.tolist()
+        out = [ReadChain(name, None, 0, (), "unplaced", None, None) for name in placed.names]
+        for c, (r, k) in enumerate(zip(reads.tolist(), placed.locus[reads].tolist())):
+            locus, strand, exons, transcript, novel, compatible, ids = self.name(k, tuple(rows[bounds[c]:bounds[c + 1]]))
+            out[r] = ReadChain(out[r].read_id, locus, strand, exons, transcript, score[c], identity[c], novel,
+                               compatible, ids, cigar[c])
+        return out
+
+
+def _chain_texts(chains: list[ReadChain]) -> list[tuple[str, str, str, str]]:
+    """Per read, its exons (``start-end`` list, 0-based half-open genome), exon ids, novel
+    junctions and compatible transcripts as text (comma-separated), formatted once per locus and chain."""
+    texts: dict[tuple, tuple[str, str, str, str]] = {}
+
+    def spans(items) -> str:
+        return ",".join(f"{a}-{b}" for a, b in items)
+
+    out = []
+    for c in chains:
+        key = (c.locus, c.exons)
+        found = texts.get(key)
+        if found is None:
+            found = texts[key] = (spans(c.exons), ",".join(map(str, c.exon_ids)), spans(c.novel_junctions),
+                                  ",".join(c.compatible))
+        out.append(found)
     return out
 
 
-class _Solved(NamedTuple):
-    """Per placed read: score, identity, chain (the locus' exon rows, ascending) and CIGAR."""
-
-    score: list[int]
-    identity: list[float]
-    chains: list[tuple[int, ...]]
-    cigar: list[str]
-
-
-def _solve(placed, solver, params, threads: int | None, size: int,
-           progress: Callable[[int], None] | None, timing=None) -> _Solved:
-    """The placed reads' cases solved ``size`` at a time by ``solver`` (on a thread of its own,
-    one batch ahead) and checked."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    batch = placed.batch
-    strand = np.array([x.strand for x in placed.loci] or [0], np.int64)
-    minus = strand[placed.locus[placed.case >= 0]] < 0  # per case: CIGAR runs reversed onto the genome
-    spans = [(lo, min(len(batch), lo + size)) for lo in range(0, len(batch), size)]
-    out = _Solved([], [], [], [])
-
-    def solve(span: tuple[int, int]):
-        part = batch.slice(*span)
-        return part, solver.tracebacks(part, params, threads, timing)
-
-    with ThreadPoolExecutor(1) as ahead:
-        pending = ahead.submit(solve, spans[0]) if spans else None
-        for k, (lo, hi) in enumerate(spans):
-            part, tb = pending.result()
-            if k + 1 < len(spans):
-                pending = ahead.submit(solve, spans[k + 1])
-            _collect(out, part, tb, solver, params, minus[lo:hi])
-            if progress is not None:
-                progress(len(part))
-    return out
-
-
-def _collect(out: _Solved, part, tb, solver, params, minus: np.ndarray) -> None:
-    """One solved batch, checked, appended to ``out``."""
-    from gamut.splicing.result import check_tracebacks
-
-    checked = check_tracebacks(part, tb, params.matrix, params.gap, solver.inconsistent)
-    out.score.extend(tb.score.tolist())
-    out.identity.extend((checked.matches / np.maximum(np.diff(tb.ops_off), 1)).tolist())
-    owner = np.repeat(np.arange(len(part)), np.diff(tb.chain_off))
-    rows = part.order[part.exon_off[owner] + tb.chain]  # the cases' input indices: locus rows
-    rows = rows[np.lexsort((rows, owner))].tolist()
-    bounds = tb.chain_off.tolist()
-    out.chains.extend(tuple(rows[bounds[c]:bounds[c + 1]]) for c in range(len(part)))
-    out.cigar.extend(checked.cigars(minus))
+#: The columns of the read-chain table, in order.
+CHAIN_COLUMNS = ("read_id", "locus", "strand", "transcript", "score", "identity", "exons", "exon_ids",
+                 "novel_junctions", "compatible", "cigar")
 
 
 def chain_columns(chains: list[ReadChain]) -> dict[str, list]:
-    """The assignments as columns of text and numbers: ``read_id locus strand transcript score
-    identity exons exon_ids novel_junctions compatible cigar`` (exons and junctions as
-    ``start-end`` lists, 0-based half-open genome; ids and compatible transcripts comma-separated;
-    score None and identity NaN for an unplaced read). Lists are formatted once per distinct value."""
-    texts: dict[tuple, str] = {}
-
-    def text(items: tuple, spans: bool = False) -> str:
-        found = texts.get(items)
-        if found is None:
-            found = texts[items] = ",".join(f"{a}-{b}" for a, b in items) if spans else ",".join(map(str, items))
-        return found
-
+    """The assignments as columns (:data:`CHAIN_COLUMNS`): lists of :func:`_chain_texts`, score
+    None and identity NaN for an unplaced read, identity rounded to 4 decimals."""
+    texts = _chain_texts(chains)
     return {
         "read_id": [c.read_id for c in chains],
         "locus": [c.locus or "" for c in chains],
-        "strand": ["+" if c.strand > 0 else "-" if c.strand < 0 else "" for c in chains],
+        "strand": [_STRAND[c.strand] for c in chains],
         "transcript": [c.transcript for c in chains],
         "score": [c.score for c in chains],
         "identity": [np.nan if c.identity is None else round(c.identity, 4) for c in chains],
-        "exons": [text(c.exons, True) for c in chains],
-        "exon_ids": [text(c.exon_ids) for c in chains],
-        "novel_junctions": [text(c.novel_junctions, True) for c in chains],
-        "compatible": [text(c.compatible) for c in chains],
+        "exons": [t[0] for t in texts],
+        "exon_ids": [t[1] for t in texts],
+        "novel_junctions": [t[2] for t in texts],
+        "compatible": [t[3] for t in texts],
         "cigar": [c.cigar for c in chains],
     }
+
+
+_STRAND = {1: "+", -1: "-", 0: ""}
 
 
 def chains_frame(chains: list[ReadChain]):
@@ -359,11 +390,12 @@ def chains_frame(chains: list[ReadChain]):
 
 
 def chains_tsv(chains: list[ReadChain]) -> str:
-    """The assignments as tab-separated text with a header (:func:`chain_columns`; empty fields
-    for an unplaced read's score and identity), as pandas' ``to_csv`` writes the frame."""
-    columns = chain_columns(chains)
-    columns["score"] = ["" if v is None else str(v) for v in columns["score"]]
-    columns["identity"] = ["" if v != v else repr(v) for v in columns["identity"]]
-    lines = ["\t".join(columns)]
-    lines.extend(map("\t".join, zip(*columns.values())))
+    """The assignments as tab-separated text with a header (:data:`CHAIN_COLUMNS`; empty fields
+    for an unplaced read's score and identity), as pandas' ``to_csv`` writes :func:`chains_frame`."""
+    lines = ["\t".join(CHAIN_COLUMNS)]
+    for c, (exons, ids, novel, compatible) in zip(chains, _chain_texts(chains)):
+        score = "" if c.score is None else str(c.score)
+        identity = "" if c.identity is None else repr(round(c.identity, 4))
+        lines.append(f"{c.read_id}\t{c.locus or ''}\t{_STRAND[c.strand]}\t{c.transcript}\t{score}\t{identity}\t"
+                     f"{exons}\t{ids}\t{novel}\t{compatible}\t{c.cigar}")
     return "\n".join(lines) + "\n"
