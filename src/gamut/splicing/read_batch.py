@@ -18,16 +18,16 @@ _COMPLEMENT_CODES = np.array([3, 2, 1, 0, N_CODE], np.uint8)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _encoded_targets(raw, off, take, flip, out_off, table, complement):  # pragma: no cover - compiled
-    """Reads ``take`` of ``raw`` (letters end to end, read ``k`` at ``off[k]``) as symbol codes end
-    to end (read ``j`` at ``out_off[j]``), each reverse-complemented where ``flip``; ``bad[j]``: the
-    first position of a letter outside the alphabet in read ``j``, else -1. Reads in parallel."""
-    out = np.empty(out_off[-1], np.uint8)
-    bad = np.full(take.shape[0], -1, np.int64)
-    for j in prange(take.shape[0]):
-        a, n, p = off[take[j]], off[take[j] + 1] - off[take[j]], out_off[j]
+def _encoded_targets(raw, off, flip, table, complement):  # pragma: no cover - compiled
+    """The reads of ``raw`` (letters end to end, read ``j`` at ``off[j]``) as symbol codes in place,
+    each reverse-complemented where ``flip``; ``bad[j]``: the first position of a letter outside
+    the alphabet in read ``j``, else -1. Reads in parallel."""
+    out = np.empty(off[-1], np.uint8)
+    bad = np.full(flip.shape[0], -1, np.int64)
+    for j in prange(flip.shape[0]):
+        p, n = off[j], off[j + 1] - off[j]
         for i in range(n):
-            code = table[raw[a + i]]
+            code = table[raw[p + i]]
             if code == 255:
                 if bad[j] < 0:
                     bad[j] = i
@@ -49,8 +49,7 @@ def encoded_targets(reads: list[tuple[str, str]], take: np.ndarray, flip: np.nda
     # latin-1 with "?" for anything else: one byte per letter, and "?" is not in the alphabet.
     raw = np.frombuffer("".join([reads[k][1] for k in take.tolist()]).encode("latin-1", errors="replace"), np.uint8)
     off = offsets(lengths)
-    codes, bad = _encoded_targets(raw, off, np.arange(take.size), np.asarray(flip, np.bool_), off, ENCODE_TABLE,
-                                  _COMPLEMENT_CODES)
+    codes, bad = _encoded_targets(raw, off, np.asarray(flip, np.bool_), ENCODE_TABLE, _COMPLEMENT_CODES)
     wrong = np.flatnonzero(bad >= 0)
     if wrong.size:
         name, sequence = reads[int(take[wrong[0]])]

@@ -109,9 +109,9 @@ PROBLEMS = {
 }
 
 
-#: CIGAR letters by run code: the walk's codes of OP_MATCH, OP_TARGET_GAP, OP_BASE_GAP, and an intron.
+#: The walk's CIGAR runs are coded 0..3: M (both), I (a target letter), D (a base letter), N (intron).
 _CIGAR_LETTERS = np.frombuffer(b"MIDN", np.uint8)
-_RUN_CODE = np.array([0, 2, 1], np.uint8)  # by OP_*: match M, base gap D, target gap I
+_RUN_CODE = np.array([0, 2, 1], np.uint8)  # the run code of each OP_*: OP_MATCH M, OP_BASE_GAP D, OP_TARGET_GAP I
 _INTRON = 3
 
 
