@@ -141,13 +141,51 @@ def test_tsv_is_what_pandas_writes(simulated):
     assert chains_tsv([]) == chains_frame([]).to_csv(sep="\t", index=False, na_rep="")
 
 
+def test_sam_alignments_place_reads_and_give_blocks(tmp_path, simulated):
+    """SAM records (minimap2 -a, STAR, HISAT2): a spliced CIGAR gives the span and the blocks, the
+    reverse flag the strand, NM the mismatches; unmapped records and headers are skipped; the best
+    record of a read wins; a SAM of the simulated reads places them as their PAF does."""
+    from gamut.splicing.reads import alignment_records, evidence_exons
+
+    sam = tmp_path / "reads.sam"
+    sam.write_text("@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:5000\n"
+                   "a\t0\tchr1\t101\t60\t5S10M2I3M100N20M1D5M\t*\t0\t0\t*\t*\tNM:i:4\n"
+                   "a\t272\tchr1\t2001\t0\t40M\t*\t0\t0\t*\t*\tNM:i:0\n"
+                   "b\t16\tchr1\t11\t60\t4=1X5=\t*\t0\t0\t*\t*\n"
+                   "c\t4\t*\t0\t0\t*\t*\t0\t0\tACGT\t*\n")
+    records = list(alignment_records(sam))
+    assert [r for r, _, _ in records] == ["a", "a", "b"]
+    _, placed, blocks = records[0]
+    assert (placed.chrom, placed.strand, placed.start, placed.end) == ("chr1", 1, 100, 239)
+    assert blocks == [(100, 113), (213, 239)] and placed.matches == 13 + 25 - (4 - 3)
+    assert records[2][1].strand == -1 and records[2][1].matches == 9
+    assert read_placements(sam)["a"].end == 2040  # the secondary record matches more letters (40 > 37)
+    assert evidence_exons(sam)[:2] == [("chr1", 100, 113), ("chr1", 213, 239)]
+    bad = tmp_path / "bad.sam"
+    bad.write_text("a\t0\tchr1\t101\t60\t10Q\t*\t0\t0\t*\t*\n")
+    with pytest.raises(InputError, match=r"bad.sam: line 1: not a SAM line"):
+        read_placements(bad)
+    # The simulated reads as SAM (one block per exon, in transcript order on the genome).
+    lines = []
+    for read_id, seq in simulated["reads"][:60]:
+        if read_id not in simulated["placements"]:
+            continue
+        placed = simulated["placements"][read_id]
+        lines.append(f"{read_id}\t{16 if placed.strand < 0 else 0}\tchr1\t{placed.start + 1}\t60\t"
+                     f"{placed.end - placed.start}M\t*\t0\t0\t*\t*")
+    (tmp_path / "sim.sam").write_text("\n".join(lines) + "\n")
+    by_sam = read_placements(tmp_path / "sim.sam")
+    assert {k: (p.chrom, p.strand, p.start, p.end) for k, p in by_sam.items()} == {
+        k: (p.chrom, p.strand, p.start, p.end) for k, p in simulated["placements"].items() if k in by_sam}
+
+
 def test_bad_alignment_files_are_clear_errors(tmp_path):
     bad = tmp_path / "reads.paf"
     bad.write_text("r1\t100\t0\tx\n")
     with pytest.raises(InputError, match=r"reads.paf: line 1: not a PAF line"):
         read_placements(bad)
-    with pytest.raises(InputError, match="PSL .* or PAF"):
-        read_placements(tmp_path / "reads.sam")
+    with pytest.raises(InputError, match="PSL .*, PAF .* or SAM"):
+        read_placements(tmp_path / "reads.bam")
 
 
 def test_cli_reads_mode_writes_every_format(simulated, tmp_path, capsys):

@@ -16,7 +16,7 @@ record, with linear gaps. Exons: BED (0-based), GFF3 (1-based; types exon/CDS) o
 chain, CIGAR, alignment); --gff3 and --table write the chains.
 
 Reads mode (docs/splice.md): gamut splice --genome G.fa --annotation A.gtf|gff3|bed --reads R.fa|fq
---alignments R.psl|paf -o chains.tsv|jsonl|parquet|bed|gff3 assigns each read to the exon chain of
+--alignments R.psl|paf|sam -o chains.tsv|jsonl|parquet|bed|gff3 assigns each read to the exon chain of
 its locus that explains it best, and names the annotated transcript it equals (or novel, or
 unplaced)."""
 
@@ -31,10 +31,10 @@ def register(subparsers) -> None:
     reads.add_argument("--genome", help="genome FASTA (gzip allowed)")
     reads.add_argument("--annotation", help="transcripts: GTF, GFF3 or BED12 (gzip allowed)")
     reads.add_argument("--reads", help="reads: FASTA or FASTQ (.fq/.fastq; gzip allowed)")
-    reads.add_argument("--alignments", help="the reads' alignments to the genome: PSL (BLAT) or PAF (minimap2); "
+    reads.add_argument("--alignments", help="the reads' alignments to the genome: PSL (BLAT), PAF or SAM (minimap2, STAR, HISAT2); "
                        "without it, minimap2's Python binding places them (pip install mappy)")
     reads.add_argument("--evidence", action="append", default=[], metavar="FILE",
-                       help="more candidate exons: a PSL of alignments (their blocks) or another annotation "
+                       help="more candidate exons: a PSL or SAM of alignments (their blocks) or another annotation "
                        "(GTF, GFF3, BED12); repeatable")
     reads.add_argument("--flank", type=int, default=100, help="genome letters around a locus (default 100)")
     reads.add_argument("--format", choices=("tsv", "jsonl", "parquet", "bed", "gff3"),

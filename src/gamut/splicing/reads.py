@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -95,37 +96,76 @@ class ReadPlacement(NamedTuple):
     matches: int
 
 
+#: Read-alignment formats by file suffix (a compression suffix ignored).
+ALIGNMENT_FORMATS = {".psl": "PSL", ".paf": "PAF", ".sam": "SAM"}
+
+
 def alignment_records(path: str | os.PathLike) -> Iterator[tuple[str, ReadPlacement, list[tuple[int, int]]]]:
-    """``(read id, placement, genome blocks)`` of every line of a PSL (``.psl``, BLAT; blocks from
-    ``blockSizes``/``tStarts``) or PAF (``.paf``, minimap2; no blocks) file, gzip allowed; a
-    malformed line is an :class:`InputError` naming the file and line."""
+    """``(read id, placement, genome blocks)`` of every alignment in a PSL (``.psl``, BLAT; blocks
+    from ``blockSizes``/``tStarts``), PAF (``.paf``, minimap2; no blocks) or SAM (``.sam``:
+    minimap2 ``-a``, STAR, HISAT2; blocks and span from the CIGAR, matching letters = aligned
+    columns less the mismatches that ``NM`` counts; unmapped records skipped) file, gzip allowed;
+    a malformed line is an :class:`InputError` naming the file and line."""
     from gamut.io.fasta import text_lines, uncompressed_name
 
     path = os.fspath(path)
-    name = uncompressed_name(path)
-    psl = name.endswith(".psl")
-    if not psl and not name.endswith(".paf"):
-        raise InputError(f"{path}: read alignments must be PSL (.psl) or PAF (.paf), gzip allowed")
+    fmt = next((f for suffix, f in ALIGNMENT_FORMATS.items() if uncompressed_name(path).endswith(suffix)), None)
+    if fmt is None:
+        raise InputError(f"{path}: read alignments must be PSL (.psl), PAF (.paf) or SAM (.sam), gzip allowed")
     for number, line in text_lines(path):
-        fields = line.split("\t", 21 if psl else 12)
-        if not line.strip() or (psl and (len(fields) < 21 or not fields[0].strip().isdigit())):
-            continue  # blank, or psLayout header lines
+        fields = line.split("\t", {"PSL": 21, "PAF": 12}.get(fmt, -1))
+        if not line.strip() or (fmt == "PSL" and (len(fields) < 21 or not fields[0].strip().isdigit())) or (
+                fmt == "SAM" and line.startswith("@")):
+            continue  # blank, psLayout header or SAM header lines
         try:
-            if psl:
+            if fmt == "PSL":
                 read, placed = fields[9], ReadPlacement(fields[13], 1 if fields[8][-1] == "+" else -1,
                                                         int(fields[15]), int(fields[16]), int(fields[0]))
                 sizes = [int(x) for x in fields[18].rstrip(",").split(",")]
                 starts = [int(x) for x in fields[20].rstrip(",").split(",")]
                 blocks = [(t, t + n) for t, n in zip(starts, sizes)]
-            else:
+            elif fmt == "PAF":
                 read, placed = fields[0], ReadPlacement(fields[5], 1 if fields[4] == "+" else -1,
                                                         int(fields[7]), int(fields[8]), int(fields[9]))
                 blocks = []
+            else:
+                flag = int(fields[1])
+                if flag & 4 or fields[2] == "*" or fields[5] == "*":
+                    continue  # unmapped
+                read, (placed, blocks) = fields[0], _sam_alignment(fields, flag)
         except (IndexError, ValueError):
-            raise InputError(f"{path}: line {number}: not a {'PSL' if psl else 'PAF'} line") from None
+            raise InputError(f"{path}: line {number}: not a {fmt} line") from None
         if placed.start < 0 or placed.end < placed.start:
             raise InputError(f"{path}: line {number}: alignment span {placed.start}-{placed.end} is not valid")
         yield read, placed, blocks
+
+
+_CIGAR = re.compile(r"(\d+)([MIDNSHP=X])")
+
+
+def _sam_alignment(fields: list[str], flag: int) -> tuple[ReadPlacement, list[tuple[int, int]]]:
+    """A mapped SAM record's placement and genome blocks (the CIGAR's runs on the genome between
+    introns, ``N``); a CIGAR that does not parse whole is a ValueError."""
+    cigar = fields[5]
+    runs = [(int(n), op) for n, op in _CIGAR.findall(cigar)]
+    if sum(len(n) + 1 for n, _ in _CIGAR.findall(cigar)) != len(cigar):
+        raise ValueError(cigar)
+    start = int(fields[3]) - 1
+    g, blocks, aligned, indels, differ = start, [], 0, 0, 0
+    for n, op in runs:
+        if op in "M=XD":
+            if blocks and blocks[-1][1] == g:
+                blocks[-1] = (blocks[-1][0], g + n)
+            else:
+                blocks.append((g, g + n))
+        if op in "M=XDN":
+            g += n
+        aligned += n if op in "M=X" else 0
+        indels += n if op in "ID" else 0
+        differ += n if op == "X" else 0
+    tags = {f[:2]: f[5:] for f in fields[11:] if len(f) > 5 and f[2:5] == ":i:"}
+    mismatches = int(tags["NM"]) - indels if "NM" in tags else differ
+    return ReadPlacement(fields[2], -1 if flag & 16 else 1, start, g, aligned - mismatches), blocks
 
 
 def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
@@ -138,12 +178,12 @@ def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
 
 
 def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
-    """Candidate exons ``(chrom, start, end)`` from a PSL file (every alignment's blocks) or an
-    annotation (GTF, GFF3, BED12: every transcript's exons), gzip allowed."""
+    """Candidate exons ``(chrom, start, end)`` from a PSL or SAM file (every alignment's blocks) or
+    an annotation (GTF, GFF3, BED12: every transcript's exons), gzip allowed."""
     from gamut.io.annotation import read_annotation
     from gamut.io.fasta import uncompressed_name
 
-    if uncompressed_name(path).endswith(".psl"):
+    if uncompressed_name(path).endswith((".psl", ".sam")):
         return [(placed.chrom, a, b) for _, placed, blocks in alignment_records(path) for a, b in blocks]
     annotation = read_annotation(path)
     return [(annotation.chroms[annotation.chrom[k]], int(a), int(b)) for k in range(len(annotation))
