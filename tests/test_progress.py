@@ -10,7 +10,7 @@ import pytest
 from gamut.progress import human_count, human_rate, progress_bar
 
 
-def _render(label: str, total: int, steps: list[int], unit: str = "", width: int = 160) -> str:
+def _render(label: str, total: int | None, steps: list[int], unit: str = "", width: int = 160) -> str:
     from rich.console import Console
 
     sink = io.StringIO()
@@ -40,6 +40,12 @@ def test_small_counts_stay_whole_numbers():
     text = _render("folding [records]", 9, [3, 4], unit="records")
     assert "folding [records]" in text
     assert "7/9 records" in text
+
+
+def test_an_unknown_total_counts_what_is_done():
+    """A stream of unknown length (reads mode reads its file as it goes): the count, no total."""
+    text = _render("reads to exon chains", None, [8192, 8192], unit="reads")
+    assert "16.4 k reads " in text and "/16" not in text
 
 
 def test_markup_like_labels_are_not_interpreted():
