@@ -273,3 +273,4 @@ def test_results_hold_the_traceback_column_by_column(data):
         assert result.target_spans == spans
         assert result.cells == case.cells and result.engine == "fast"
         assert result.alignment.cigar == reference_cigar(bpos, tpos)
+        assert result.alignment.matches == sum(b == t and b not in "-N" for b, t in zip(b_text, t_text))

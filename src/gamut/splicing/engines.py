@@ -7,7 +7,6 @@ on a CUDA device. A new engine is one more entry in :data:`ENGINES`.
 from __future__ import annotations
 
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol, Sequence
 
@@ -61,15 +60,15 @@ class _Solver:
     def solve(self, cases: Sequence[SpliceCase], params: ScoreParams, threads: int | None = None,
               timing=None) -> list[SpliceResult]:
         """``timing`` (a :class:`gamut.splicing.gpu.GpuTiming`) gets the host stages ``batch`` and ``results``."""
-        clock = time.perf_counter()
+        from gamut.splicing.gpu import stopwatch
+
+        stage = stopwatch(timing)
         batch = CaseBatch(cases)
-        if timing is not None:
-            timing.add("batch", time.perf_counter() - clock)
+        stage("batch")
         tracebacks = self.tracebacks(batch, params, threads, timing)
-        clock = time.perf_counter()
+        stage(None)  # the engine timed its own stages
         results = build_results(batch, tracebacks, params.matrix, params.gap, self.name, self.inconsistent)
-        if timing is not None:
-            timing.add("results", time.perf_counter() - clock)
+        stage("results")
         return results
 
 

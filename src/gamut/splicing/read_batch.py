@@ -38,11 +38,12 @@ def _encoded_targets(raw, off, flip, table, complement):  # pragma: no cover - c
     return out, bad
 
 
-def encoded_targets(reads: list[tuple[str, str]], take: np.ndarray, flip: np.ndarray) -> np.ndarray:
-    """Reads ``take`` (indices into ``reads``) as codes end to end (:func:`gamut.splicing.model.encode`'s
-    alphabet), reverse-complemented where ``flip``; an unknown letter is an :class:`InputError`
-    naming the read and position, an empty read one naming the read."""
-    lengths = np.array([len(reads[k][1]) for k in take.tolist()], np.int64)
+def encoded_targets(reads: list[tuple[str, str]], take: np.ndarray, lengths: np.ndarray,
+                    flip: np.ndarray) -> np.ndarray:
+    """Reads ``take`` (indices into ``reads``, of ``lengths`` letters) as codes end to end
+    (:func:`gamut.splicing.model.encode`'s alphabet), reverse-complemented where ``flip``; an
+    unknown letter is an :class:`InputError` naming the read and position, an empty read one
+    naming the read."""
     empty = np.flatnonzero(lengths == 0)
     if empty.size:
         raise InputError(f"read {reads[int(take[empty[0]])][0]}: empty sequence")
@@ -95,7 +96,9 @@ class LocusTable:
     loci on these chromosomes (those of the genome)."""
 
     def __init__(self, loci: list, chroms=None) -> None:
-        self.loci = sorted((x for x in loci if chroms is None or x.chrom in chroms), key=lambda x: (x.chrom, x.start, x.end))
+        self.loci = sorted((x for x in loci if chroms is None or x.chrom in chroms),
+                           key=lambda x: (x.chrom, x.start, x.end))
+        self.strand = np.array([x.strand for x in self.loci], np.int64)
         self.starts = np.array([x.start for x in self.loci], np.int64)
         self.ends = np.array([x.end for x in self.loci], np.int64)
         self.reach = self.ends.copy()
@@ -138,9 +141,9 @@ def read_batch(genome: dict[str, str], table: LocusTable, reads: list[tuple[str,
     where = np.full(len(reads), -1, np.int64)
     where[placed] = table.best([p.chrom for p in spans], [p.start for p in spans], [p.end for p in spans])
     take = np.flatnonzero(where >= 0)
-    strand = np.array([x.strand for x in table.loci], np.int64)
-    flip = np.array([found[k].strand for k in take.tolist()], np.int64) != strand[where[take]]
-    target = encoded_targets(reads, take, flip)
+    flip = np.array([found[k].strand for k in take.tolist()], np.int64) != table.strand[where[take]]
+    target_len = np.array([len(reads[k][1]) for k in take.tolist()], np.int64)
+    target = encoded_targets(reads, take, target_len, flip)
     used, which = np.unique(where[take], return_inverse=True)
     for k in used.tolist():
         if k not in cases:
@@ -158,7 +161,7 @@ def read_batch(genome: dict[str, str], table: LocusTable, reads: list[tuple[str,
     batch = CaseBatch.from_arrays(
         base=concat("base").astype(np.uint8), base_off=offsets(base_len)[:-1][which], base_len=base_len[which],
         n_exons=n_exons, starts=concat("starts")[rows], ends=concat("ends")[rows], order=concat("order")[rows],
-        target_len=np.array([len(reads[k][1]) for k in take.tolist()], np.int64), target=target,
+        target_len=target_len, target=target,
         names=[reads[k][0] for k in take.tolist()])
     case = np.full(len(reads), -1, np.int64)
     case[take] = np.arange(take.size)

@@ -29,6 +29,7 @@ from gamut.errors import InputError
 from gamut.io.annotation import Annotation
 from gamut.splicing.model import reverse_complement  # noqa: F401  (part of this module's API)
 
+
 @dataclass(frozen=True)
 class Locus:
     """Overlapping transcripts of one chromosome and strand: their span (0-based half-open), the
@@ -100,16 +101,24 @@ class ReadPlacement(NamedTuple):
 ALIGNMENT_FORMATS = {".psl": "PSL", ".paf": "PAF", ".sam": "SAM"}
 
 
+def alignment_format(path: str | os.PathLike) -> str | None:
+    """``PSL``, ``PAF`` or ``SAM`` by the file's suffix (:data:`ALIGNMENT_FORMATS`), else None."""
+    from gamut.io.fasta import uncompressed_name
+
+    name = uncompressed_name(path)
+    return next((fmt for suffix, fmt in ALIGNMENT_FORMATS.items() if name.endswith(suffix)), None)
+
+
 def alignment_records(path: str | os.PathLike) -> Iterator[tuple[str, ReadPlacement, list[tuple[int, int]]]]:
     """``(read id, placement, genome blocks)`` of every alignment in a PSL (``.psl``, BLAT; blocks
     from ``blockSizes``/``tStarts``), PAF (``.paf``, minimap2; no blocks) or SAM (``.sam``:
     minimap2 ``-a``, STAR, HISAT2; blocks and span from the CIGAR, matching letters = aligned
     columns less the mismatches that ``NM`` counts; unmapped records skipped) file, gzip allowed;
     a malformed line is an :class:`InputError` naming the file and line."""
-    from gamut.io.fasta import text_lines, uncompressed_name
+    from gamut.io.fasta import text_lines
 
     path = os.fspath(path)
-    fmt = next((f for suffix, f in ALIGNMENT_FORMATS.items() if uncompressed_name(path).endswith(suffix)), None)
+    fmt = alignment_format(path)
     if fmt is None:
         raise InputError(f"{path}: read alignments must be PSL (.psl), PAF (.paf) or SAM (.sam), gzip allowed")
     for number, line in text_lines(path):
@@ -140,16 +149,17 @@ def alignment_records(path: str | os.PathLike) -> Iterator[tuple[str, ReadPlacem
         yield read, placed, blocks
 
 
-_CIGAR = re.compile(r"(\d+)([MIDNSHP=X])")
+_CIGAR_RUN = re.compile(r"(\d+)([MIDNSHP=X])")
+_CIGAR = re.compile(r"(?:\d+[MIDNSHP=X])+")
 
 
 def _sam_alignment(fields: list[str], flag: int) -> tuple[ReadPlacement, list[tuple[int, int]]]:
     """A mapped SAM record's placement and genome blocks (the CIGAR's runs on the genome between
     introns, ``N``); a CIGAR that does not parse whole is a ValueError."""
     cigar = fields[5]
-    runs = [(int(n), op) for n, op in _CIGAR.findall(cigar)]
-    if sum(len(n) + 1 for n, _ in _CIGAR.findall(cigar)) != len(cigar):
+    if not _CIGAR.fullmatch(cigar):
         raise ValueError(cigar)
+    runs = [(int(n), op) for n, op in _CIGAR_RUN.findall(cigar)]
     start = int(fields[3]) - 1
     g, blocks, aligned, indels, differ = start, [], 0, 0, 0
     for n, op in runs:
@@ -168,22 +178,26 @@ def _sam_alignment(fields: list[str], flag: int) -> tuple[ReadPlacement, list[tu
     return ReadPlacement(fields[2], -1 if flag & 16 else 1, start, g, aligned - mismatches), blocks
 
 
-def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
-    """Each read's best alignment (most matching letters) in a PSL or PAF file (:func:`alignment_records`)."""
+def _best_placements(placements: Iterable[tuple[str, ReadPlacement]]) -> dict[str, ReadPlacement]:
+    """Each read's placement with the most matching letters (the first of equals)."""
     best: dict[str, ReadPlacement] = {}
-    for read, placed, _ in alignment_records(path):
+    for read, placed in placements:
         if read not in best or placed.matches > best[read].matches:
             best[read] = placed
     return best
+
+
+def read_placements(path: str | os.PathLike) -> dict[str, ReadPlacement]:
+    """Each read's best alignment (most matching letters) in a PSL, PAF or SAM file (:func:`alignment_records`)."""
+    return _best_placements((read, placed) for read, placed, _ in alignment_records(path))
 
 
 def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
     """Candidate exons ``(chrom, start, end)`` from a PSL or SAM file (every alignment's blocks) or
     an annotation (GTF, GFF3, BED12: every transcript's exons), gzip allowed."""
     from gamut.io.annotation import read_annotation
-    from gamut.io.fasta import uncompressed_name
 
-    if uncompressed_name(path).endswith((".psl", ".sam")):
+    if alignment_format(path) in ("PSL", "SAM"):
         return [(placed.chrom, a, b) for _, placed, blocks in alignment_records(path) for a, b in blocks]
     annotation = read_annotation(path)
     return [(annotation.chroms[annotation.chrom[k]], int(a), int(b)) for k in range(len(annotation))
@@ -201,19 +215,14 @@ def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str
     try:
         import mappy
     except ImportError:
-        raise UsageError("placing reads needs their alignments (--alignments: PSL from BLAT or PAF from "
+        raise UsageError("placing reads needs their alignments (--alignments: PSL from BLAT, PAF or SAM from "
                          "minimap2) or minimap2's Python binding: pip install mappy") from None
     aligner = mappy.Aligner(os.fspath(genome_path), preset="splice", n_threads=threads or os.cpu_count() or 1)
     if not aligner:
         raise InputError(f"{os.fspath(genome_path)}: minimap2 could not read or index the genome")
-    best: dict[str, ReadPlacement] = {}
     buffer = mappy.ThreadBuffer()
-    for read_id, sequence in reads:
-        for hit in aligner.map(sequence, buf=buffer):
-            placed = ReadPlacement(hit.ctg, hit.strand, hit.r_st, hit.r_en, hit.mlen)
-            if read_id not in best or placed.matches > best[read_id].matches:
-                best[read_id] = placed
-    return best
+    return _best_placements((read_id, ReadPlacement(hit.ctg, hit.strand, hit.r_st, hit.r_en, hit.mlen))
+                            for read_id, sequence in reads for hit in aligner.map(sequence, buf=buffer))
 
 
 class ReadChain(NamedTuple):
@@ -292,7 +301,7 @@ def assign_reads(genome: dict[str, str], annotation: Annotation, reads: Iterable
     solver = ENGINES[choose_engine(device, engine)]
     table = LocusTable(annotation_loci(annotation, evidence), genome)
     size = batch_size or (GPU_READS_PER_CALL if solver.device == "cuda" else CPU_READS_PER_CALL)
-    names = _ChainNames(table.loci)
+    names = _ChainNames(table)
     cases: dict = {}
     out: list[ReadChain] = []
 
@@ -336,9 +345,9 @@ class _ChainNames:
     :class:`ReadChain` objects; the naming of a chain (transcript, exons, novel junctions,
     compatible transcripts) is made once per locus and chain."""
 
-    def __init__(self, loci: list[Locus]) -> None:
-        self.loci = loci
-        self.minus = np.array([x.strand < 0 for x in loci] + [False], np.bool_)
+    def __init__(self, table) -> None:
+        self.loci = table.loci
+        self.minus = table.strand < 0
         self.named: dict[tuple[int, tuple[int, ...]], tuple] = {}
 
     def name(self, k: int, chain: tuple[int, ...]) -> tuple:
@@ -354,7 +363,7 @@ class _ChainNames:
 
     def collect(self, placed, tb, solver, params) -> list[ReadChain]:
         """The chains of the reads of ``placed`` (its cases solved as ``tb``), checked."""
-        from gamut.splicing.result import check_tracebacks
+        from gamut.splicing.result import chain_inputs, check_tracebacks
 
         part = placed.batch
         reads = np.flatnonzero(placed.case >= 0)  # the read of each case
@@ -362,8 +371,7 @@ class _ChainNames:
         score = tb.score.tolist()
         identity = (checked.matches / np.maximum(np.diff(tb.ops_off), 1)).tolist()
         cigar = checked.cigars(self.minus[placed.locus[reads]])
-        owner = np.repeat(np.arange(len(part)), np.diff(tb.chain_off))
-        rows = part.order[part.exon_off[owner] + tb.chain]  # the cases' input indices: locus rows
+        rows, owner = chain_inputs(part, tb)  # the cases' input indices: locus rows
         rows = rows[np.lexsort((rows, owner))].tolist()
         bounds = tb.chain_off.tolist()
         out = [ReadChain(name, None, 0, (), "unplaced", None, None) for name in placed.names]
@@ -432,10 +440,7 @@ def chains_frame(chains: list[ReadChain]):
 def chains_tsv(chains: list[ReadChain]) -> str:
     """The assignments as tab-separated text with a header (:data:`CHAIN_COLUMNS`; empty fields
     for an unplaced read's score and identity), as pandas' ``to_csv`` writes :func:`chains_frame`."""
-    lines = ["\t".join(CHAIN_COLUMNS)]
-    for c, (exons, ids, novel, compatible) in zip(chains, _chain_texts(chains)):
-        score = "" if c.score is None else str(c.score)
-        identity = "" if c.identity is None else repr(round(c.identity, 4))
-        lines.append(f"{c.read_id}\t{c.locus or ''}\t{_STRAND[c.strand]}\t{c.transcript}\t{score}\t{identity}\t"
-                     f"{exons}\t{ids}\t{novel}\t{compatible}\t{c.cigar}")
-    return "\n".join(lines) + "\n"
+    columns = chain_columns(chains)
+    columns["score"] = ["" if v is None else str(v) for v in columns["score"]]
+    columns["identity"] = ["" if v != v else repr(v) for v in columns["identity"]]  # NaN: unplaced
+    return "\n".join(["\t".join(CHAIN_COLUMNS), *map("\t".join, zip(*columns.values()))]) + "\n"

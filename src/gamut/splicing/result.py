@@ -33,13 +33,8 @@ class SpliceAlignment:
     target_pos: np.ndarray = field(repr=False)
     #: The target's alignment on the base as a spliced CIGAR (M, I, D, and N for a jump between exons).
     cigar: str = ""
-
-    @property
-    def matches(self) -> int:
-        """Columns where base and target hold the same letter (gaps and N never match)."""
-        base = np.frombuffer(self.base.encode("ascii"), np.uint8)
-        target = np.frombuffer(self.target.encode("ascii"), np.uint8)
-        return int(np.count_nonzero((base == target) & (base != ord("-")) & (base != ord("N"))))
+    #: Columns where base and target hold the same letter (gaps and N never match).
+    matches: int = 0
 
 
 @dataclass(frozen=True)
@@ -306,6 +301,12 @@ def check_tracebacks(batch: CaseBatch, tracebacks: Tracebacks, matrix: np.ndarra
                         tchars, span_lo, span_hi)
 
 
+def chain_inputs(batch: CaseBatch, tracebacks: Tracebacks) -> tuple[np.ndarray, np.ndarray]:
+    """Each chain entry of the tracebacks as an input index of its case's exons, and its case."""
+    owner = np.repeat(np.arange(len(batch)), np.diff(tracebacks.chain_off))
+    return batch.order[batch.exon_off[owner] + tracebacks.chain], owner
+
+
 def build_results(batch: CaseBatch, tracebacks: Tracebacks, matrix: np.ndarray, gap: int, engine: str,
                   error: Callable[[str], Exception] = RuntimeError) -> list[SpliceResult]:
     """The :class:`SpliceResult` of every case of ``batch`` from its traceback, each checked first
@@ -315,9 +316,10 @@ def build_results(batch: CaseBatch, tracebacks: Tracebacks, matrix: np.ndarray, 
     bpos, tpos, bchars, tchars = columns.bpos, columns.tpos, columns.bchars, columns.tchars
     span_lo, span_hi = columns.span_lo, columns.span_hi
     cigars = columns.cigars()
-    owner = np.repeat(np.arange(len(batch)), np.diff(tb.chain_off))
+    matches = columns.matches.tolist()
+    chain_in, owner = chain_inputs(batch, tb)
+    chain_in = chain_in.tolist()
     chain_global = batch.exon_off[owner] + tb.chain
-    chain_in = batch.order[chain_global].tolist()
     exon_pairs = list(zip(batch.starts[chain_global].tolist(), batch.ends[chain_global].tolist()))
     spans = list(zip(span_lo.tolist(), span_hi.tolist()))
     base_text = bchars.tobytes()
@@ -336,7 +338,7 @@ def build_results(batch: CaseBatch, tracebacks: Tracebacks, matrix: np.ndarray, 
             exons=exon_pairs[a:b],
             target_spans=spans[a:b],
             alignment=SpliceAlignment(base_text[lo:hi].decode("ascii"), target_text[lo:hi].decode("ascii"),
-                                      bpos[lo:hi], tpos[lo:hi], cigars[c]),
+                                      bpos[lo:hi], tpos[lo:hi], cigars[c], matches[c]),
             name=name,
             engine=engine,
             cells=cells[c],
