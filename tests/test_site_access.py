@@ -128,3 +128,26 @@ def test_run_directories_of_scans_without_accessibility_keep_their_options():
     assert "site_access" not in scan_options(ScanParams(), "miranda", False, False)["params"]
     with_access = scan_options(ScanParams(site_access=SiteAccess(window=60)), "tsv", False, False)["params"]
     assert with_access["site_access"]["window"] == 60
+
+
+def test_sites_are_folded_where_the_scan_aligns(monkeypatch):
+    from types import SimpleNamespace
+
+    from gamut.cuda import device
+    from gamut.scanning.site_access import folding_device
+
+    assert folding_device(SimpleNamespace(name="simd")) == ("cpu", 0)
+    verified = device.VERIFIED_GPU_ENGINES
+    monkeypatch.setattr(device, "VERIFIED_GPU_ENGINES", verified | {"access"})
+    assert folding_device(SimpleNamespace(name="cuda", gpu_ids=[2, 3])) == ("cuda", 2)
+    monkeypatch.setattr(device, "VERIFIED_GPU_ENGINES", verified - {"access"})
+    assert folding_device(SimpleNamespace(name="cuda", gpu_ids=[2, 3])) == ("cpu", 0)
+
+
+@pytest.mark.gpu
+def test_a_gpu_scan_folds_its_sites_on_the_gpu_with_the_same_columns(accessible, monkeypatch):
+    from gamut.cuda import device
+
+    monkeypatch.setattr(device, "VERIFIED_GPU_ENGINES", device.VERIFIED_GPU_ENGINES | {"access"})
+    on_gpu = gamut.scan(str(QUERIES), str(TARGETS), device="cuda", accessibility=True)
+    assert on_gpu.equals(accessible)

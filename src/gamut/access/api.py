@@ -8,7 +8,7 @@ import numpy as np
 
 from gamut.access.model import (DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams, energy_to_open,
                                  widened_site)
-from gamut.errors import DeviceError, UsageError
+from gamut.errors import UsageError
 from gamut.io.fasta import named_records
 
 if TYPE_CHECKING:
@@ -66,20 +66,18 @@ def accessibility(sequences: Any, window: int = DEFAULT_WINDOW, span: int = DEFA
                   max_unpaired: int = DEFAULT_MAX_UNPAIRED, device: str = "auto", threads: int | None = None,
                   name: str = "sequence") -> Accessibility | list[Accessibility]:
     """Accessibility of one sequence (an :class:`Accessibility`) or of a list of sequences or
-    ``(name, sequence)`` pairs (a list, folded on ``threads`` processes, default every core).
+    ``(name, sequence)`` pairs (a list, folded in batches).
 
     ``window``, ``span`` and ``max_unpaired`` are RNAplfold's ``-W``, ``-L`` and ``-u``. ``device``:
-    ``auto`` or ``cpu`` (ViennaRNA); the GPU engine is not built yet (``cuda`` is an error).
+    ``cpu`` folds with ViennaRNA on ``threads`` processes (default every core), ``cuda`` with our
+    kernels on the GPU (the same numbers to about 1e-12), ``auto`` takes the GPU where one is usable.
     """
-    params = AccessParams(window, span, max_unpaired)
-    if device not in ("auto", "cpu", "cuda"):
-        raise UsageError(f"device must be auto, cpu or cuda, got {device!r}")
-    if device == "cuda":
-        raise DeviceError("the GPU accessibility engine is not available yet; use device='cpu' (ViennaRNA)")
-    from gamut.access.cpu import unpaired_many
+    from gamut.access.engines import make_folder
 
+    params = AccessParams(window, span, max_unpaired)
     single = isinstance(sequences, str)
     records = [(name, sequences)] if single else named_records(sequences)
-    folded = unpaired_many([seq for _, seq in records], params, threads)
+    with make_folder(params, device, threads) as folder:
+        folded = folder.fold([seq for _, seq in records])
     results = [Accessibility(rec_name, seq, params, up) for (rec_name, seq), up in zip(records, folded)]
     return results[0] if single else results

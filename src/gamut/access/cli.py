@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 
 from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams
 from gamut.access.sinks import DEFAULT_FORMAT, FORMAT_BY_SUFFIX, SINKS
+from gamut.cuda.device import resolve_device
 from gamut.errors import UsageError, option_errors
 from gamut.io import atomic_output
 from gamut.io.fasta import records_or_sequence
@@ -35,7 +37,8 @@ def register(subparsers) -> None:
                    help="tsv (one row per position and u), parquet, or lunp (RNAplfold's _lunp layout) "
                    "(default: the output's suffix, else tsv)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto and cpu fold with ViennaRNA on the CPU; the GPU engine is not built yet")
+                   help="cpu: ViennaRNA on every core; cuda: gamut's kernels on the GPU (the same numbers); "
+                   "auto: the GPU where one is usable (default)")
     p.add_argument("--threads", default=None, metavar="N", help="processes, at least 1 (default: all cores)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on in a terminal for several records)")
@@ -47,16 +50,15 @@ def check_options(args: argparse.Namespace) -> AccessParams:
     args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, DEFAULT_FORMAT)
     if args.format == "parquet" and is_stdout(args.output):
         raise UsageError("--format parquet needs an output file (-o FILE)")
-    if args.device == "cuda":
-        raise UsageError("--device cuda: the GPU accessibility engine is not available yet; use --device cpu")
     args.threads = parse_threads(args.threads)
+    args.device = resolve_device(args.device, "access")  # --device cuda without a GPU: an error now
     return AccessParams(args.window, args.span, args.max_unpaired)
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """``gamut access``: a bad option is reported through ``parser`` (exit status 2) when given."""
     from gamut.access.api import Accessibility
-    from gamut.access.cpu import CpuFolder
+    from gamut.access.engines import make_folder
 
     with option_errors(parser):
         params = check_options(args)
@@ -64,18 +66,40 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     records = records_or_sequence(args.input)
     show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())
     sink = SINKS[args.format]()
-    folder = CpuFolder(params, args.threads)
-    batch = 4 * folder.workers
-    with atomic_output(args.output, sink.mode) as out, folder, progress_bar("accessibility", len(records), show,
-                                                                            unit="records") as advance:
+    folder = make_folder(params, args.device, args.threads)
+    with atomic_output(args.output, sink.mode) as out, folder, \
+            progress_bar(f"accessibility [{folder.name}]", len(records), show, unit="records") as advance:
         sink.start(out)
-        for a in range(0, len(records), batch):  # batches: memory bounded, output in input order
-            part = records[a:a + batch]
+        for part in record_batches(records, folder):  # memory bounded, output in input order
             for (name, seq), up in zip(part, folder.fold([s for _, s in part])):
                 sink.write(Accessibility(name, seq, params, up))
             advance(len(part))
         sink.close()
     return 0
+
+
+#: Letters per batch of records on the GPU (the tables of a batch are held until written).
+GPU_BATCH_LETTERS = 2_000_000
+
+
+def record_batches(records: list[tuple[str, str]], folder) -> Iterator[list[tuple[str, str]]]:
+    """Consecutive batches of records: four per process on the CPU, about
+    :data:`GPU_BATCH_LETTERS` letters on the GPU."""
+    if folder.name != "cuda":
+        size = 4 * folder.workers
+        for a in range(0, len(records), size):
+            yield records[a:a + size]
+        return
+    part: list[tuple[str, str]] = []
+    letters = 0
+    for record in records:
+        part.append(record)
+        letters += len(record[1])
+        if letters >= GPU_BATCH_LETTERS:
+            yield part
+            part, letters = [], 0
+    if part:
+        yield part
 
 
 __all__ = ["check_options", "register", "run"]

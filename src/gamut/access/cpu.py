@@ -68,6 +68,8 @@ class CpuFolder:
     folder's life (a ``with`` block): ViennaRNA holds Python's lock while it folds, and worker
     processes are spawned (forking a process with threads is unsafe), so they are started once."""
 
+    name = "cpu"
+
     def __init__(self, params: AccessParams, threads: int | None = None) -> None:
         self.params = params
         self.workers = max(1, threads or os.cpu_count() or 1)

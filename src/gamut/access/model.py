@@ -9,6 +9,7 @@ the span is at most the window, as RNAplfold itself does.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,9 +93,12 @@ class SiteAccess:
             object.__setattr__(self, "ddg_threshold", value)
 
 
+#: a, c, g, u, t and T as the model reads them.
+_TO_RNA = str.maketrans("acgutT", "ACGUUU")
+_NOT_RNA = re.compile("[^ACGU]")
+
+
 def rna_letters(sequence: str) -> str:
-    """A sequence as the model reads it: upper case, T as U, any other letter as N (pairs with nothing)."""
-    upper = sequence.upper().replace("T", "U")
-    if all(c in "ACGU" for c in upper):
-        return upper
-    return "".join(c if c in "ACGU" else "N" for c in upper)
+    """A sequence as the model reads it, letter for letter: A, C, G and U (or T) in either case as
+    upper-case RNA, anything else as N (pairs with nothing)."""
+    return _NOT_RNA.sub("N", sequence.translate(_TO_RNA))

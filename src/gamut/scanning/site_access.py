@@ -5,10 +5,11 @@ A hit's site is its reference span (1-based ``ref_start..ref_end``) widened by t
 :class:`~gamut.access.model.SiteAccess` as far as the reference goes; ``dG_open`` is ``-RT ln P``
 of that stretch being unpaired under RNAplfold's local partition function of the (scanned)
 reference. Every reference is folded once: a first pass aligns every chunk and keeps only the
-hits' spans (no energies, no text), the references that have hits are folded on every core
-(:class:`~gamut.access.cpu.CpuFolder`) and only the stretches the hits need are kept (one number
-per distinct span); the scan itself then looks each hit up. Memory: 16 bytes per distinct span,
-never a reference's whole table.
+hits' spans (no energies, no text), the references that have hits are folded on the device the
+scan aligns on (the GPU engine of :mod:`gamut.access.gpu` when the scan runs on CUDA, ViennaRNA on
+every core otherwise: :func:`gamut.access.engines.make_folder`) and only the stretches the hits
+need are kept (one number per distinct span); the scan itself then looks each hit up. Memory: 16
+bytes per distinct span, never a reference's whole table.
 """
 from __future__ import annotations
 
@@ -72,10 +73,11 @@ def hit_spans(results: Iterable) -> np.ndarray:
 
 
 def site_energies(scan_input: ScanInput, spans: np.ndarray, access: SiteAccess, threads: int | None = None,
-                  show_progress: bool = False) -> SiteEnergies:
+                  show_progress: bool = False, device: str = "cpu", device_id: int = 0) -> SiteEnergies:
     """``dG_open`` of the hit ``spans`` (:func:`hit_spans`) of the scan, each reference with hits
-    folded once, with a progress bar over the letters folded when ``show_progress``."""
-    from gamut.access.cpu import CpuFolder
+    folded once on ``device`` (``cpu``: ``threads`` processes; ``cuda``: GPU ``device_id``), with a
+    progress bar over the letters folded when ``show_progress``."""
+    from gamut.access.engines import make_folder
     from gamut.progress import progress_bar
 
     references = scan_input.reference_set
@@ -91,13 +93,26 @@ def site_energies(scan_input: ScanInput, spans: np.ndarray, access: SiteAccess, 
     bounds = np.append(cut, ref.size)
     folded_refs = ref[cut].tolist()
     sequences = [references.sequence(k).decode("latin-1") for k in folded_refs]
-    with CpuFolder(AccessParams(access.window, access.span, 1), threads) as folder, \
-            progress_bar("accessibility [cpu]", sum(map(len, sequences)), show_progress, unit="nt") as tracker:
+    with make_folder(AccessParams(access.window, access.span, 1), device, threads, device_id) as folder, \
+            progress_bar(f"accessibility [{folder.name}]", sum(map(len, sequences)), show_progress,
+                         unit="nt") as tracker:
         done = folder.stretches(sequences, [last[a:b] for a, b in zip(bounds[:-1], bounds[1:])],
                                 [size[a:b] for a, b in zip(bounds[:-1], bounds[1:])], tracker)
     for a, b, values in zip(bounds[:-1], bounds[1:], done):
         energies[a:b] = values
     return SiteEnergies(SiteEnergies.encode(ref, start, end, base), energies, base)
+
+
+def folding_device(engine) -> tuple[str, int]:
+    """Where a scan's references are folded: the first GPU of a CUDA alignment ``engine`` once the
+    accessibility GPU engine is verified on hardware (``access`` in
+    :data:`~gamut.cuda.device.VERIFIED_GPU_ENGINES`), else the CPU."""
+    from gamut.cuda.device import VERIFIED_GPU_ENGINES
+
+    gpu_ids = getattr(engine, "gpu_ids", None)
+    if getattr(engine, "name", None) == "cuda" and gpu_ids and "access" in VERIFIED_GPU_ENGINES:
+        return "cuda", int(gpu_ids[0])
+    return "cpu", 0
 
 
 def apply_site_access(hits: HitTable, refs: np.ndarray, table: SiteEnergies, access: SiteAccess,

@@ -36,7 +36,9 @@ def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFacto
         from gamut.scanning import site_access
 
         spans = site_access.hit_spans(run_scan(site_access.first_pass_input(si), engine, threads=job.threads))
-        site_energies = site_access.site_energies(si, spans, si.params.site_access, job.threads, job.show_progress())
+        device, device_id = site_access.folding_device(engine)
+        site_energies = site_access.site_energies(si, spans, si.params.site_access, job.threads, job.show_progress(),
+                                                  device, device_id)
     with contextlib.ExitStack() as stack:
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)

@@ -1,0 +1,118 @@
+"""Boltzmann factors of the accessibility model for the GPU kernels (``cuda/kernels/plfold.cu``).
+
+The factors are ViennaRNA's own (``RNA.exp_param`` for Turner 2004 at 37 C, dangles=2: the model of
+the CPU engine), copied once into two flat buffers, doubles and ints, whose offsets reach the kernels
+as ``-D`` options. Taking ViennaRNA's tables rather than exponentiating the energies ourselves keeps
+its rounding and its smoothing of dangle and mismatch terms, so both engines weigh every loop alike.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+#: Letter codes as ViennaRNA's of the model's letters (:func:`gamut.access.model.rna_letters`): A, C,
+#: G and U (or T) in either case are 1..4, anything else is 0 (N: pairs with nothing).
+CODES = np.zeros(256, np.int8)
+for _code, _letters in enumerate(("Aa", "Cc", "Gg", "UuTt"), start=1):
+    for _letter in _letters:
+        CODES[ord(_letter)] = _code
+#: The pair type of (j, i) for the type of (i, j).
+RTYPE = np.array([0, 2, 1, 4, 3, 6, 5, 7], np.int32)
+#: Longest hairpin, bulge and interior loop ViennaRNA tabulates (MAXLOOP).
+MAXLOOP = 30
+
+
+class PlfoldTables(NamedTuple):
+    """Flat tables and their layout (``defines``: ``-DT_*``/``-DI_*`` offsets and counts)."""
+
+    doubles: np.ndarray
+    ints: np.ndarray
+    defines: tuple[str, ...]
+
+
+def _doubles(value, shape: tuple[int, ...]) -> np.ndarray:
+    """A copy of a ViennaRNA double table (a C pointer under SWIG) of ``shape``."""
+    count = int(np.prod(shape))
+    view = (ctypes.c_double * count).from_address(int(value))
+    return np.ctypeslib.as_array(view).astype(np.float64).reshape(shape).copy()
+
+
+def _loop_keys(loops: str, width: int) -> np.ndarray:
+    """Special hairpins (closing pair and loop, ``width`` letters each) as base-5 numbers of their codes."""
+    keys = []
+    for loop in loops.split():
+        if len(loop) != width:
+            raise ValueError(f"unexpected special hairpin {loop!r} (wanted {width} letters)")
+        key = 0
+        for letter in loop:
+            key = key * 5 + int(CODES[ord(letter)])
+        keys.append(key)
+    return np.array(keys, np.int64)
+
+
+@functools.lru_cache(maxsize=1)
+def plfold_tables() -> PlfoldTables:
+    """The model's Boltzmann factors, read from ViennaRNA once per process."""
+    import RNA
+
+    from gamut.scanning.energy.tables import _vienna_defaults, vienna_model_details
+
+    md = vienna_model_details("vienna2004")
+    md.pf_smooth = 1  # RNAplfold's default, whatever the library's global setting now is
+    with _vienna_defaults("vienna2004"):
+        E = RNA.exp_param(md)
+    pair = np.array(md.pair, np.int64)[:5, :5]
+    tetra, tri, hexa = _loop_keys(E.Tetraloops, 6), _loop_keys(E.Triloops, 5), _loop_keys(E.Hexaloops, 8)
+    doubles = [
+        ("STACK", _doubles(E.expstack, (8, 8))),
+        ("HP", _doubles(E.exphairpin, (MAXLOOP + 1,))),
+        ("BULGE", _doubles(E.expbulge, (MAXLOOP + 1,))),
+        ("INT", _doubles(E.expinternal, (MAXLOOP + 1,))),
+        ("NINIO", _doubles(E.expninio, (5, MAXLOOP + 1))[2]),
+        ("MMH", _doubles(E.expmismatchH, (8, 5, 5))),
+        ("MMI", _doubles(E.expmismatchI, (8, 5, 5))),
+        ("MM1N", _doubles(E.expmismatch1nI, (8, 5, 5))),
+        ("MM23", _doubles(E.expmismatch23I, (8, 5, 5))),
+        ("MMM", _doubles(E.expmismatchM, (8, 5, 5))),
+        ("MMEXT", _doubles(E.expmismatchExt, (8, 5, 5))),
+        ("D5", _doubles(E.expdangle5, (8, 5))),
+        ("D3", _doubles(E.expdangle3, (8, 5))),
+        ("INT11", _doubles(E.expint11, (8, 8, 5, 5))),
+        ("INT21", _doubles(E.expint21, (8, 8, 5, 5, 5))),
+        ("INT22", _doubles(E.expint22, (8, 8, 5, 5, 5, 5))),
+        ("MLINTERN", _doubles(E.expMLintern, (8,))),
+        ("SCALARS", np.array([E.expTermAU, E.expMLclosing, E.expMLbase, E.lxc, E.kT])),
+        ("TETRA_E", _doubles(E.exptetra, (max(1, tetra.size),))),
+        ("TRI_E", _doubles(E.exptri, (max(1, tri.size),))),
+        ("HEX_E", _doubles(E.exphex, (max(1, hexa.size),))),
+    ]
+    # Generic interior loops of n1 x n2 unpaired letters: the size and asymmetry factors, whose product
+    # the kernels multiply by the two mismatches (precomputed per pair).
+    internal, ninio = dict(doubles)["INT"], dict(doubles)["NINIO"]
+    n1, n2 = np.meshgrid(np.arange(MAXLOOP + 1), np.arange(MAXLOOP + 1), indexing="ij")
+    size = np.minimum(n1 + n2, MAXLOOP)
+    doubles.append(("GEN", np.where(n1 + n2 <= MAXLOOP, internal[size] * ninio[np.abs(n1 - n2)], 0.0)))
+    ints = [("PAIR", pair), ("RTYPE", RTYPE), ("TETRA", tetra), ("TRI", tri), ("HEX", hexa)]
+    defines = [f"-DN_TETRA={tetra.size}", f"-DN_TRI={tri.size}", f"-DN_HEX={hexa.size}"]
+    buffers = []
+    for prefix, part in (("T", doubles), ("I", ints)):
+        arrays, offset = [], 0
+        for name, arr in part:
+            flat = np.ascontiguousarray(arr).ravel()
+            defines.append(f"-D{prefix}_{name}={offset}")
+            arrays.append(flat)
+            offset += flat.size
+        buffers.append(np.concatenate(arrays))
+    doubles_buf = buffers[0].astype(np.float64)
+    ints_buf = buffers[1].astype(np.int32)
+    for b in (doubles_buf, ints_buf):
+        b.setflags(write=False)
+    return PlfoldTables(doubles_buf, ints_buf, tuple(defines))
+
+
+def encode(sequence: str) -> np.ndarray:
+    """int8 codes of a sequence as the model reads it (the codes of :func:`gamut.access.model.rna_letters`)."""
+    return CODES[np.frombuffer(sequence.encode("ascii", "replace"), np.uint8)]

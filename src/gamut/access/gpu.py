@@ -1,0 +1,321 @@
+"""The GPU accessibility engine: RNAplfold's unpaired probabilities with our CUDA kernels
+(``gamut/cuda/kernels/plfold.cu``, whose header gives the model and the algorithm), in double
+precision, many sequences per launch.
+
+Sequences are laid end to end in batches that fit the device's memory. A sequence too long for one
+batch is cut into pieces that overlap by a window and a letter on each side: every window that
+holds a stretch of a piece's core, with its neighbouring letters, lies in the piece, so a piece
+gives exactly the numbers of the whole sequence there. :class:`GpuFolder` has the interface of
+:class:`~gamut.access.cpu.CpuFolder`; the work of one batch is a :class:`BatchRunner`
+(:class:`CupyRunner` on a GPU, a host build of the same kernels in the tests).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from gamut.access.model import AccessParams, energy_to_open
+from gamut.errors import DeviceError
+
+#: The kernels of plfold.cu, in launch order.
+KERNELS = ("plf_inside", "plf_exterior", "plf_outside", "plf_suffix", "plf_unpaired", "plf_stretches")
+#: The phases of a batch, as :attr:`CupyRunner.phase_s` times them.
+PHASES = ("inside", "exterior", "outside", "unpaired")
+#: Shared-memory doubles per thread of ``plf_outside`` (its interior-loop sums by gap).
+OUTSIDE_SCRATCH_DOUBLES = 31
+#: Threads per block of every plfold kernel.
+BLOCK = 128
+#: Most positions in one batch (the work area holds about 6.6 KB per position at W=80, L=40).
+MAX_BATCH_POSITIONS = 8_000_000
+#: Share of the free device memory one batch's work area may take.
+MEMORY_SHARE = 0.6
+
+
+def work_doubles(positions: int, window: int, span: int) -> int:
+    """Doubles of a batch's work area (``plf_work_doubles`` in plfold.cu)."""
+    return positions * (15 * span + 2 * 31 + 2 * (window + 1))
+
+
+def check_batch(bad: bool, window: int) -> None:
+    """Refuse a batch whose kernels flagged a value that is not a probability: the weights of a
+    window of ``window`` letters left the range of doubles (the kernels do not rescale them, as
+    ViennaRNA does; a few hundred letters of strong pairs can do it)."""
+    if bad:
+        raise DeviceError(f"the GPU accessibility engine's Boltzmann weights overflowed with a window of {window} "
+                          "letters; use a smaller window (-W) or --device cpu (ViennaRNA rescales them)")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Letters ``lo..hi-1`` of sequence ``seq`` folded as one sequence, whose results are kept for
+    the stretches ending in ``core_lo..core_hi-1``."""
+
+    seq: int
+    lo: int
+    hi: int
+    core_lo: int
+    core_hi: int
+
+
+def pieces(lengths: Sequence[int], window: int, most: int) -> list[Piece]:
+    """Every sequence as one piece, or, when longer than ``most`` letters, as overlapping pieces of
+    at most ``most`` letters whose cores cover it (margins of ``window + 1`` letters)."""
+    margin = window + 1
+    core = most - 2 * margin
+    if core < 1:
+        raise ValueError(f"pieces of {most} letters cannot hold a window of {window} with its margins")
+    out = []
+    for seq, n in enumerate(lengths):
+        if n <= most:
+            out.append(Piece(seq, 0, n, 0, n))
+            continue
+        for core_lo in range(0, n, core):
+            core_hi = min(n, core_lo + core)
+            out.append(Piece(seq, max(0, core_lo - margin), min(n, core_hi + margin), core_lo, core_hi))
+    return out
+
+
+@dataclass(frozen=True)
+class PackedBatch:
+    """Pieces end to end: letter codes ``S`` and each position's piece bounds ``SB``/``SE``;
+    ``starts[x]``: where piece x begins."""
+
+    pieces: list[Piece]
+    S: np.ndarray
+    SB: np.ndarray
+    SE: np.ndarray
+    starts: np.ndarray
+
+    @property
+    def positions(self) -> int:
+        return int(self.S.shape[0])
+
+    @classmethod
+    def pack(cls, group: list[Piece], codes: Sequence[np.ndarray]) -> PackedBatch:
+        """``group`` of pieces of the sequences whose letter codes are ``codes``."""
+        sizes = np.array([p.hi - p.lo for p in group], np.int64)
+        starts = np.zeros(len(group) + 1, np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        S = np.concatenate([codes[p.seq][p.lo:p.hi] for p in group]) if group else np.zeros(0, np.int8)
+        SB = np.repeat(starts[:-1], sizes).astype(np.int32)
+        SE = np.repeat(starts[1:], sizes).astype(np.int32)
+        return cls(group, np.ascontiguousarray(S, np.int8), SB, SE, starts[:-1])
+
+
+def batches(plan: list[Piece], most: int) -> Iterator[list[Piece]]:
+    """Consecutive groups of pieces of at most ``most`` letters in all (a longer piece alone)."""
+    group: list[Piece] = []
+    size = 0
+    for piece in plan:
+        n = piece.hi - piece.lo
+        if group and size + n > most:
+            yield group
+            group, size = [], 0
+        group.append(piece)
+        size += n
+    if group:
+        yield group
+
+
+class BatchRunner(Protocol):
+    """Folds one packed batch with window ``window`` and span ``span`` (both at most the longest
+    piece): ``table(batch, ...)`` returns the (positions, ``width``) unpaired probabilities (NaN
+    where a stretch does not fit); ``stretches`` only those of ``ends`` and ``lengths``."""
+
+    def free_bytes(self) -> int: ...
+
+    def release(self) -> None: ...
+
+    def table(self, batch: PackedBatch, window: int, span: int, width: int) -> np.ndarray: ...
+
+    def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray,
+                  lengths: np.ndarray) -> np.ndarray: ...
+
+
+class CupyRunner:
+    """:class:`BatchRunner` on CUDA device ``device_id`` (CuPy; the kernels compiled once per process)."""
+
+    def __init__(self, device_id: int = 0, block: int = BLOCK) -> None:
+        import cupy
+
+        from gamut.access.boltzmann import plfold_tables
+        from gamut.cuda.kernels import load_module
+
+        self.cp = cupy
+        self.device_id = int(device_id)
+        self.block = int(block)
+        tables = plfold_tables()
+        with cupy.cuda.Device(self.device_id):
+            module = load_module("plfold.cu", options=tables.defines, device_id=self.device_id)
+            self.kernels = {name: module.get_function(name) for name in KERNELS}
+            self.T = cupy.asarray(tables.doubles)
+            self.I = cupy.asarray(tables.ints)
+        #: Seconds in the kernels (device events), summed over batches, in all and by phase.
+        self.kernel_s = 0.0
+        self.phase_s: dict[str, float] = {}
+
+    def free_bytes(self) -> int:
+        with self.cp.cuda.Device(self.device_id):
+            pool = self.cp.get_default_memory_pool()
+            return int(self.cp.cuda.runtime.memGetInfo()[0]) + int(pool.free_bytes())
+
+    def release(self) -> None:
+        """Give the memory pool's unused blocks back to the device (a folder's batches are large, and
+        a scan aligns again after folding)."""
+        with self.cp.cuda.Device(self.device_id):
+            self.cp.get_default_memory_pool().free_all_blocks()
+
+    def _fold(self, batch: PackedBatch, window: int, span: int, finish: Callable) -> np.ndarray:
+        cp = self.cp
+        n = batch.positions
+        with cp.cuda.Device(self.device_id):
+            args = [self.T, self.I, cp.asarray(batch.S), cp.asarray(batch.SB), cp.asarray(batch.SE), np.int64(n),
+                    np.int32(window), np.int32(span), cp.zeros(work_doubles(n, window, span), cp.float64)]
+            block = self.block
+            grid = ((n + block - 1) // block,)
+            marks = [cp.cuda.Event() for _ in range(5)]
+            marks[0].record()
+            for d in range(span):
+                self.kernels["plf_inside"](grid, (block,), (*args, np.int32(d)))
+            marks[1].record()
+            self.kernels["plf_exterior"](grid, (block,), tuple(args))
+            marks[2].record()
+            scratch = OUTSIDE_SCRATCH_DOUBLES * block * 8
+            for d in range(span - 1, -1, -1):
+                self.kernels["plf_outside"](grid, (block,), (*args, np.int32(d)), shared_mem=scratch)
+            marks[3].record()
+            self.kernels["plf_suffix"](grid, (block,), tuple(args))
+            bad = cp.zeros(1, cp.int32)
+            out = finish(args, bad)
+            marks[4].record()
+            marks[4].synchronize()
+            for name, a, b in zip(PHASES, marks, marks[1:]):
+                self.phase_s[name] = self.phase_s.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b) / 1000.0
+            self.kernel_s += cp.cuda.get_elapsed_time(marks[0], marks[4]) / 1000.0
+            del args
+            check_batch(bool(int(bad.get()[0])), window)
+            return cp.asnumpy(out)
+
+    def table(self, batch: PackedBatch, window: int, span: int, width: int) -> np.ndarray:
+        cp = self.cp
+
+        def finish(args, bad):
+            out = cp.full(batch.positions * width, np.nan)
+            count = batch.positions * width
+            self.kernels["plf_unpaired"](((count + self.block - 1) // self.block,), (self.block,),
+                                         (*args, np.int32(width), out, bad))
+            return out
+
+        return self._fold(batch, window, span, finish).reshape(batch.positions, width)
+
+    def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        cp = self.cp
+
+        def finish(args, bad):
+            count = int(ends.shape[0])
+            out = cp.full(max(count, 1), np.nan)
+            if count:
+                self.kernels["plf_stretches"](((count + self.block - 1) // self.block,), (self.block,),
+                                              (*args, cp.asarray(ends, np.int64), cp.asarray(lengths, np.int32),
+                                               np.int64(count), out, bad))
+            return out[:count]
+
+        return self._fold(batch, window, span, finish)
+
+
+class GpuFolder:
+    """Folds sequences on a GPU (:class:`CupyRunner` on ``device_id``, or any ``runner``), with the
+    interface of :class:`~gamut.access.cpu.CpuFolder`; ``batch_positions`` caps the letters per batch."""
+
+    name = "cuda"
+
+    def __init__(self, params: AccessParams, device_id: int = 0, *, runner: BatchRunner | None = None,
+                 batch_positions: int | None = None) -> None:
+        self.params = params
+        self.runner = runner if runner is not None else CupyRunner(device_id)
+        self._batch_positions = batch_positions
+
+    def __enter__(self) -> GpuFolder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.runner.release()
+
+    def _batch_positions_for(self) -> int:
+        if self._batch_positions is not None:
+            return self._batch_positions
+        per = 8 * (work_doubles(1, self.params.window, min(self.params.span, self.params.window)) + 2 * 20) + 16
+        fit = int(self.runner.free_bytes() * MEMORY_SHARE) // per
+        return max(4 * (self.params.window + 1), min(MAX_BATCH_POSITIONS, fit))
+
+    def _plan(self, sequences: Sequence[str]) -> tuple[list[np.ndarray], Iterator[PackedBatch]]:
+        from gamut.access.boltzmann import encode
+
+        codes = [encode(s) for s in sequences]
+        most = self._batch_positions_for()
+        plan = pieces([c.shape[0] for c in codes], self.params.window, most)
+
+        def packed() -> Iterator[PackedBatch]:
+            for group in batches([p for p in plan if p.hi > p.lo], most):
+                yield PackedBatch.pack(group, codes)
+
+        return codes, packed()
+
+    def _shape(self, batch: PackedBatch) -> tuple[int, int]:
+        """The batch's window and span arrays (at most its longest piece: see plfold.cu)."""
+        longest = max(p.hi - p.lo for p in batch.pieces)
+        window = min(self.params.window, longest)
+        return window, min(self.params.span, window)
+
+    def fold(self, sequences: Sequence[str]) -> list[np.ndarray]:
+        """Unpaired probabilities of every sequence, (n, max_unpaired) each, in order (NaN where a
+        stretch does not fit: before the sequence's start or longer than its window). A sequence
+        folded whole is a view into its batch's table (no copy)."""
+        width = self.params.max_unpaired
+        codes, packed = self._plan(sequences)
+        out: list[np.ndarray | None] = [None] * len(codes)
+        for batch in packed:
+            window, span = self._shape(batch)
+            table = self.runner.table(batch, window, span, min(width, window))
+            if table.shape[1] < width:  # every sequence of the batch shorter than max_unpaired
+                table = np.concatenate([table, np.full((table.shape[0], width - table.shape[1]), np.nan)], axis=1)
+            for piece, start in zip(batch.pieces, batch.starts.tolist()):
+                rows = table[start + piece.core_lo - piece.lo:start + piece.core_hi - piece.lo]
+                if piece.core_lo == 0 and piece.core_hi == codes[piece.seq].shape[0]:
+                    out[piece.seq] = rows
+                    continue
+                if out[piece.seq] is None:
+                    out[piece.seq] = np.empty((codes[piece.seq].shape[0], width))
+                out[piece.seq][piece.core_lo:piece.core_hi] = rows
+        return [np.full((0, width), np.nan) if o is None else o for o in out]
+
+    def stretches(self, sequences: Sequence[str], ends: Sequence[np.ndarray], lengths: Sequence[np.ndarray],
+                  progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+        """Opening energies (kcal/mol) of the stretches of ``lengths`` letters ending at 0-based
+        ``ends`` of every sequence, in order (NaN for a stretch longer than the window)."""
+        codes, packed = self._plan(sequences)
+        ends = [np.asarray(e, np.int64) for e in ends]
+        lengths = [np.asarray(n, np.int64) for n in lengths]
+        out = [np.full(e.shape[0], np.nan) for e in ends]
+        for batch in packed:
+            window, span = self._shape(batch)
+            picks, where = [], []
+            for piece, start in zip(batch.pieces, batch.starts.tolist()):
+                e = ends[piece.seq]
+                mine = np.flatnonzero((e >= piece.core_lo) & (e < piece.core_hi))
+                picks.append(mine)
+                where.append((piece.seq, start - piece.lo))
+            pos = np.concatenate([ends[s][m] + shift for (s, shift), m in zip(where, picks)])
+            size = np.concatenate([lengths[s][m] for (s, _), m in zip(where, picks)])
+            probs = self.runner.stretches(batch, window, span, pos, np.minimum(size, 2**31 - 1).astype(np.int32))
+            energies = energy_to_open(probs)
+            at = 0
+            for (s, _), m in zip(where, picks):
+                out[s][m] = energies[at:at + m.shape[0]]
+                at += m.shape[0]
+            if progress is not None:
+                progress(int(sum(p.core_hi - p.core_lo for p in batch.pieces)))
+        return out

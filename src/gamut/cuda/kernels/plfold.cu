@@ -1,0 +1,487 @@
+// Accessibility: RNAplfold's local partition function (Turner 2004, 37 C, dangles=2), in double
+// precision, for many sequences at once (gamut.access.gpu drives it; docs/accessibility.md).
+//
+// The model. A sequence of n letters has windows [s, s + W - 1], s = 0 .. n - W (W = min(W, n)); in a
+// window, pairs span at most L letters (L = min(L, W)) and every letter outside it is unpaired (so
+// stems at the window's edge see the letters beyond it as dangles). The probability that a stretch
+// [a, b] is unpaired is the mean, over the windows holding the stretch, of its probability in each.
+//
+// The algorithm (ours). Inside quantities do not depend on the window: Qb (pair (i, j) closed), Qm1
+// (one multiloop stem starting at i), Qm (one or more stems), Qm2 (two or more) are filled by span
+// d = j - i, one launch per span, one thread per i. Per window, the exterior loop's prefix F and
+// suffix B partition functions are filled by one thread per window. Outside, by decreasing span,
+// every pair's probability summed over the windows (P; Pt = P / Qb) comes from the exterior
+// (windows holding it), interior loops and multiloops (through G0/G1/G2: the closing pairs' weights
+// summed over their 3' ends). The unpaired stretch [a, b] lies in exactly one loop: exterior (per
+// window), a hairpin, one side of an interior loop (IL/IR: interior loop probabilities by the gap's
+// ends) or a multiloop; each part is a sum of positive terms.
+//
+// Arrays over (span d, position i) are stored d-major: X[d * N + i] (adjacent threads, adjacent i).
+// The host test build (tests/host/plfold_host.cu) compiles this file with PLF_HOST: the kernels'
+// bodies as plain functions over all threads in turn.
+
+#ifdef PLF_HOST
+#define DEV static inline
+#else
+#define DEV __device__ __forceinline__
+#endif
+
+#define PLF_MAXLOOP 30
+#define PLF_TURN 3
+#define N_ARRAYS 15  // [L][N] arrays in the work area, before IL, IR, F and Bz
+
+struct Plf {
+    const double* T;        // Boltzmann factors (offsets T_*)
+    const int* I;           // pair types and special hairpins (offsets I_*)
+    const signed char* S;   // letter codes 0..4, all sequences end to end
+    const int* SB;          // per position: its sequence's first position
+    const int* SE;          // ... and one past its last
+    long long N;            // positions
+    int W, L;               // window and span asked for (per sequence at most its length)
+    double* work;
+};
+
+DEV long long plf_work_doubles(long long N, int L, int W) {
+    return N * ((long long)N_ARRAYS * L + 2LL * (PLF_MAXLOOP + 1) + 2LL * (W + 1));
+}
+
+// Work-area arrays. QbI/QbI1: Qb times the pair's mismatch seen from a generic or 1xn interior loop
+// around it; PtO/PtO1: Pt times the pair's own mismatch towards a generic or 1xn loop inside it.
+struct Arrays {
+    double *Qb, *QbE, *QbI, *QbI1, *Qm1, *Qm, *Qm2, *Pt, *PtO, *PtO1, *Pml, *Hw, *G0, *G1, *G2, *IL, *IR, *F, *Bz;
+};
+
+DEV Arrays plf_arrays(const Plf& p) {
+    const long long LN = (long long)p.L * p.N;
+    double* w = p.work;
+    Arrays a;
+    double** named[N_ARRAYS] = {&a.Qb, &a.QbE, &a.QbI, &a.QbI1, &a.Qm1, &a.Qm, &a.Qm2, &a.Pt,
+                                &a.PtO, &a.PtO1, &a.Pml, &a.Hw, &a.G0, &a.G1, &a.G2};
+    for (int x = 0; x < N_ARRAYS; ++x) *named[x] = w + x * LN;
+    a.IL = w + N_ARRAYS * LN;
+    a.IR = a.IL + (PLF_MAXLOOP + 1) * p.N;
+    a.F = a.IR + (PLF_MAXLOOP + 1) * p.N;
+    a.Bz = a.F + (long long)(p.W + 1) * p.N;
+    return a;
+}
+
+DEV long long at(const Plf& p, int d, long long i) { return (long long)d * p.N + i; }
+
+// ---- loop weights (ViennaRNA's exp_E_* semantics, our code) -------------------------------------
+DEV int pair_type(const Plf& p, int a, int b) { return p.I[I_PAIR + 5 * a + b]; }
+DEV int rtype(const Plf& p, int t) { return p.I[I_RTYPE + t]; }
+
+DEV double stem_weight(const Plf& p, int type, int s5, int s3, bool multi) {
+    const double* T = p.T;
+    double q;
+    if (s5 >= 0 && s3 >= 0) q = T[(multi ? T_MMM : T_MMEXT) + 25 * type + 5 * s5 + s3];
+    else if (s5 >= 0) q = T[T_D5 + 5 * type + s5];
+    else if (s3 >= 0) q = T[T_D3 + 5 * type + s3];
+    else q = 1.0;
+    if (type > 2) q *= T[T_SCALARS + 0];
+    if (multi) q *= T[T_MLINTERN + type];
+    return q;
+}
+
+DEV int loop_key(const signed char* S, long long from, int width) {
+    int key = 0;
+    for (int x = 0; x < width; ++x) key = key * 5 + S[from + x];
+    return key;
+}
+
+DEV int find_key(const int* keys, int count, int key) {
+    for (int x = 0; x < count; ++x)
+        if (keys[x] == key) return x;
+    return -1;
+}
+
+// Hairpin closed by (i, j) of pair type `type`.
+DEV double hairpin_weight(const Plf& p, long long i, long long j, int type) {
+    const double* T = p.T;
+    const int u = (int)(j - i - 1);
+    double q = u <= PLF_MAXLOOP ? T[T_HP + u]
+                                : T[T_HP + PLF_MAXLOOP] * exp(-(T[T_SCALARS + 3] * log(u / 30.)) * 10. / T[T_SCALARS + 4]);
+    if (u == 4) {
+        const int x = find_key(p.I + I_TETRA, N_TETRA, loop_key(p.S, i, 6));
+        if (x >= 0) return T[T_TETRA_E + x];
+    } else if (u == 6) {
+        const int x = find_key(p.I + I_HEX, N_HEX, loop_key(p.S, i, 8));
+        if (x >= 0) return T[T_HEX_E + x];
+    } else if (u == 3) {
+        const int x = find_key(p.I + I_TRI, N_TRI, loop_key(p.S, i, 5));
+        if (x >= 0) return T[T_TRI_E + x];
+        return type > 2 ? q * T[T_SCALARS + 0] : q;
+    }
+    return q * T[T_MMH + 25 * type + 5 * p.S[i + 1] + p.S[j - 1]];
+}
+
+// Interior loop (stack, bulge or interior) closed by (i, j) of type `type` around (k, l), whose
+// type seen from the loop is `type2` (the type of (l, k)).
+DEV double interior_weight(const Plf& p, long long i, long long j, long long k, long long l, int type, int type2) {
+    const double* T = p.T;
+    const signed char* S = p.S;
+    const int n1 = (int)(k - i - 1), n2 = (int)(j - l - 1);
+    const int nl = n1 > n2 ? n1 : n2, ns = n1 > n2 ? n2 : n1;
+    if (nl == 0) return T[T_STACK + 8 * type + type2];
+    if (ns == 0) {
+        double z = T[T_BULGE + nl];
+        if (nl == 1) return z * T[T_STACK + 8 * type + type2];
+        if (type > 2) z *= T[T_SCALARS + 0];
+        if (type2 > 2) z *= T[T_SCALARS + 0];
+        return z;
+    }
+    const int si1 = S[i + 1], sj1 = S[j - 1], sp1 = S[k - 1], sq1 = S[l + 1];
+    if (ns == 1) {
+        if (nl == 1) return T[T_INT11 + 25 * (8 * type + type2) + 5 * si1 + sj1];
+        if (nl == 2) {
+            if (n1 == 1) return T[T_INT21 + 125 * (8 * type + type2) + 25 * si1 + 5 * sq1 + sj1];
+            return T[T_INT21 + 125 * (8 * type2 + type) + 25 * sq1 + 5 * si1 + sp1];
+        }
+        return T[T_INT + nl + 1] * T[T_MM1N + 25 * type + 5 * si1 + sj1] * T[T_MM1N + 25 * type2 + 5 * sq1 + sp1] *
+               T[T_NINIO + nl - 1];
+    }
+    if (ns == 2) {
+        if (nl == 2) return T[T_INT22 + 625 * (8 * type + type2) + 125 * si1 + 25 * sp1 + 5 * sq1 + sj1];
+        if (nl == 3)
+            return T[T_INT + 5] * T[T_MM23 + 25 * type + 5 * si1 + sj1] * T[T_MM23 + 25 * type2 + 5 * sq1 + sp1] *
+                   T[T_NINIO + 1];
+    }
+    return T[T_INT + nl + ns] * T[T_MMI + 25 * type + 5 * si1 + sj1] * T[T_MMI + 25 * type2 + 5 * sq1 + sp1] *
+           T[T_NINIO + nl - ns];
+}
+
+DEV int eff_window(const Plf& p, long long i) {
+    const int n = p.SE[i] - p.SB[i];
+    return p.W < n ? p.W : n;
+}
+
+DEV int eff_span(const Plf& p, int w) { return p.L < w ? p.L : w; }
+
+// Interior loops by their gaps n1 (5') and n2 (3'), n1 + n2 <= 30: a generic loop weighs
+// GEN[n1][n2] times the two mismatches (MMI), a 1xn loop likewise with MM1N; stacks, bulges and the
+// tabulated small loops (1x1, 1x2, 2x2, 2x3) go through interior_weight.
+DEV int loop_kind(int n1, int n2) {
+    if (n1 >= 2 && n2 >= 2 && n1 + n2 >= 6) return 0;                  // generic
+    if ((n1 == 1 && n2 >= 3) || (n2 == 1 && n1 >= 3)) return 1;         // 1xn
+    return 2;                                                           // the rest
+}
+
+// Sum over interior loops closed by (i, j) (type `type`) of their weight times Qb of the inner pair.
+DEV double inside_interior(const Plf& p, const Arrays& a, long long i, long long j, int type) {
+    const double* T = p.T;
+    const signed char* S = p.S;
+    const int d = (int)(j - i), m = 5 * S[i + 1] + S[j - 1];
+    const double o_gen = T[T_MMI + 25 * type + m], o_1n = T[T_MM1N + 25 * type + m];
+    double gen = 0.0, one = 0.0, rest = 0.0;
+    for (int n1 = 0; n1 <= PLF_MAXLOOP && n1 <= d - 6; ++n1) {
+        const long long k = i + 1 + n1;
+        int n2max = PLF_MAXLOOP - n1;
+        if (n2max > d - 6 - n1) n2max = d - 6 - n1;
+        const double* g = T + T_GEN + (PLF_MAXLOOP + 1) * n1;
+        for (int n2 = 0; n2 <= n2max; ++n2) {
+            const long long cell = at(p, d - 2 - n1 - n2, k);
+            const int kind = loop_kind(n1, n2);
+            if (kind == 0) {
+                gen += a.QbI[cell] * g[n2];
+            } else if (kind == 1) {
+                one += a.QbI1[cell] * g[n2];
+            } else {
+                const double q = a.Qb[cell];
+                if (q != 0.0) {
+                    const long long l = j - 1 - n2;
+                    rest += q * interior_weight(p, i, j, k, l, type, rtype(p, pair_type(p, S[k], S[l])));
+                }
+            }
+        }
+    }
+    return gen * o_gen + one * o_1n + rest;
+}
+
+// ---- inside: span d, position i ------------------------------------------------------------------
+DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
+    const long long sb = p.SB[i], se = p.SE[i], j = i + d;
+    if (j >= se) return;
+    const int Le = eff_span(p, eff_window(p, i));
+    if (d >= Le) return;
+    const double* T = p.T;
+    const signed char* S = p.S;
+    const double ml_base = T[T_SCALARS + 2];
+    const int type = d > PLF_TURN ? pair_type(p, S[i], S[j]) : 0;
+    double qb = 0.0;
+    if (type) {
+        qb = hairpin_weight(p, i, j, type);
+        qb += inside_interior(p, a, i, j, type);
+        if (d >= 2)
+            qb += a.Qm2[at(p, d - 2, i + 1)] * T[T_SCALARS + 1] * stem_weight(p, rtype(p, type), S[j - 1], S[i + 1], true);
+    }
+    a.Qb[at(p, d, i)] = qb;
+    a.QbE[at(p, d, i)] = qb == 0.0 ? 0.0 : qb * stem_weight(p, type, i > sb ? S[i - 1] : -1, j + 1 < se ? S[j + 1] : -1, false);
+    if (qb != 0.0 && i > sb && j + 1 < se) {  // seen from an interior loop around it
+        const int t2 = rtype(p, type), m = 5 * S[j + 1] + S[i - 1];
+        a.QbI[at(p, d, i)] = qb * T[T_MMI + 25 * t2 + m];
+        a.QbI1[at(p, d, i)] = qb * T[T_MM1N + 25 * t2 + m];
+    }
+    // One stem starting at i, then unpaired letters to j.
+    double m1 = d > 0 ? a.Qm1[at(p, d - 1, i)] * ml_base : 0.0;
+    if (qb != 0.0) m1 += qb * stem_weight(p, type, i > sb ? S[i - 1] : -1, j + 1 < se ? S[j + 1] : -1, true);
+    a.Qm1[at(p, d, i)] = m1;
+    // One or more stems (Qm), two or more (Qm2): the last stem starts at u.
+    double qm = 0.0, qm2 = 0.0, lead = 1.0;
+    for (long long u = i; u <= j; ++u) {
+        const double last = a.Qm1[at(p, (int)(j - u), u)];
+        const double before = u > i ? a.Qm[at(p, (int)(u - 1 - i), i)] : 0.0;
+        qm += (lead + before) * last;
+        qm2 += before * last;
+        lead *= ml_base;
+    }
+    a.Qm[at(p, d, i)] = qm;
+    a.Qm2[at(p, d, i)] = qm2;
+}
+
+// ---- exterior loop of the window starting at s: F (prefixes), Bz (suffixes / Z) -----------------
+DEV void exterior_window(const Plf& p, const Arrays& a, long long s) {
+    const long long se = p.SE[s];
+    const int We = eff_window(p, s), Le = eff_span(p, We);
+    if (s + We > se) return;  // not a window start
+    const long long N = p.N, e = s + We - 1;
+    a.F[s] = 1.0;
+    for (int x = 1; x <= We; ++x) {  // F[x]: letters s .. s + x - 1
+        const long long j = s + x - 1;
+        double f = a.F[(long long)(x - 1) * N + s];
+        long long kmin = j - Le + 1 > s ? j - Le + 1 : s;
+        for (long long k = kmin; k <= j - PLF_TURN - 1; ++k) f += a.F[(k - s) * N + s] * a.QbE[at(p, (int)(j - k), k)];
+        a.F[(long long)x * N + s] = f;
+    }
+    a.Bz[(long long)We * N + s] = 1.0;
+    for (int x = We - 1; x >= 0; --x) {  // B[x]: letters s + x .. e
+        const long long i = s + x;
+        double b = a.Bz[(long long)(x + 1) * N + s];
+        long long lmax = i + Le - 1 < e ? i + Le - 1 : e;
+        for (long long l = i + PLF_TURN + 1; l <= lmax; ++l) b += a.QbE[at(p, (int)(l - i), i)] * a.Bz[(l + 1 - s) * N + s];
+        a.Bz[(long long)x * N + s] = b;
+    }
+    const double z = a.F[(long long)We * N + s];
+    for (int x = 0; x <= We; ++x) a.Bz[(long long)x * N + s] /= z;
+}
+
+// ---- outside: span d, position k (pair (k, l)); G0/G1/G2 of (k, k + d) first --------------------
+// A thread's scratch of PLF_MAXLOOP + 1 doubles: at[g * stride]. On the GPU, in shared memory with
+// the block's threads interleaved (a local array would live in slow local memory).
+struct Scratch {
+    double* at;
+    int stride;
+};
+
+DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch scratch) {
+    const long long sb = p.SB[k], se = p.SE[k], l = k + d;
+    if (l >= se) return;
+    const int We = eff_window(p, k), Le = eff_span(p, We);
+    if (d >= Le) return;
+    const double* T = p.T;
+    const signed char* S = p.S;
+    const double ml_base = T[T_SCALARS + 2];
+    {   // Multiloops closed by (k, j), j > l, summed with what lies between l and j.
+        double g0 = 0.0, g1 = 0.0, g2 = 0.0, run = 1.0;
+        long long jmax = k + Le - 1 < se - 1 ? k + Le - 1 : se - 1;
+        for (long long j = l + 1; j <= jmax; ++j) {
+            const double w = a.Pml[at(p, (int)(j - k), k)];
+            if (w != 0.0) {
+                g0 += w * run;
+                if (j - 1 >= l + 1) {
+                    g1 += w * a.Qm[at(p, (int)(j - 2 - l), l + 1)];
+                    g2 += w * a.Qm2[at(p, (int)(j - 2 - l), l + 1)];
+                }
+            }
+            run *= ml_base;
+        }
+        a.G0[at(p, d, k)] = g0;
+        a.G1[at(p, d, k)] = g1;
+        a.G2[at(p, d, k)] = g2;
+    }
+    if (d <= PLF_TURN) return;
+    const int type = pair_type(p, S[k], S[l]);
+    const double qb = a.Qb[at(p, d, k)];
+    if (!type || qb == 0.0) return;
+    // Exterior: every window holding (k, l).
+    double pe = 0.0;
+    {
+        long long s0 = l - We + 1 > sb ? l - We + 1 : sb;
+        long long s1 = k < se - We ? k : se - We;
+        for (long long s = s0; s <= s1; ++s) pe += a.F[(k - s) * p.N + s] * a.Bz[(l + 1 - s) * p.N + s];
+        pe *= a.QbE[at(p, d, k)];
+    }
+    // Interior loops closed by (i, j) around (k, l); their probabilities also go to IL (by the
+    // 5' gap's ends) and IR (by the 3' gap's ends) for the stretches inside the gaps.
+    double pi = 0.0;
+    const int type2 = rtype(p, type);
+    if (k > sb && l + 1 < se) {
+        const int m = 5 * S[l + 1] + S[k - 1];
+        const double i_gen = T[T_MMI + 25 * type2 + m], i_1n = T[T_MM1N + 25 * type2 + m];
+        double* ir = scratch.at;  // ir[g * scratch.stride]: this thread's IR sums by 3' gap
+        for (int g = 0; g <= PLF_MAXLOOP; ++g) ir[g * scratch.stride] = 0.0;
+        for (int n1 = 0; n1 <= PLF_MAXLOOP && k - 1 - n1 >= sb; ++n1) {
+            const long long i = k - 1 - n1;
+            long long jmax = l + 1 + (PLF_MAXLOOP - n1);
+            if (jmax > i + Le - 1) jmax = i + Le - 1;
+            if (jmax > se - 1) jmax = se - 1;
+            const double* g = T + T_GEN + (PLF_MAXLOOP + 1) * n1;
+            double il = 0.0;
+            for (int n2 = 0; n2 <= (int)(jmax - l - 1); ++n2) {
+                const long long j = l + 1 + n2;
+                const long long cell = at(p, d + 2 + n1 + n2, i);
+                const int kind = loop_kind(n1, n2);
+                double c;
+                if (kind == 0) {
+                    c = a.PtO[cell] * g[n2] * i_gen;
+                } else if (kind == 1) {
+                    c = a.PtO1[cell] * g[n2] * i_1n;
+                } else {
+                    const double pt = a.Pt[cell];
+                    c = pt == 0.0 ? 0.0 : pt * interior_weight(p, i, j, k, l, pair_type(p, S[i], S[j]), type2);
+                }
+                il += c;
+                ir[n2 * scratch.stride] += c;
+            }
+            pi += il;
+            if (n1 > 0) a.IL[(long long)n1 * p.N + k] += il * qb;
+        }
+        for (int g = 1; g <= PLF_MAXLOOP; ++g) a.IR[(long long)g * p.N + l] += ir[g * scratch.stride] * qb;
+    }
+    // Multiloops closed by (i, j): (k, l) and at least one more stem inside.
+    double pm = 0.0;
+    if (k > sb) {
+        long long imin = l + 2 - Le > sb ? l + 2 - Le : sb;
+        double lead = 1.0;  // ml_base^(k - 1 - i)
+        for (long long i = k - 1; i >= imin; --i) {
+            const long long at_il = at(p, (int)(l - i), i);
+            const double g0 = a.G0[at_il], g1 = a.G1[at_il];
+            const double left = k - 1 >= i + 1 ? a.Qm[at(p, (int)(k - 2 - i), i + 1)] : 0.0;
+            pm += left * (g0 + g1) + lead * g1;
+            lead *= ml_base;
+        }
+        pm *= stem_weight(p, type, S[k - 1], S[l + 1], true);
+    }
+    const double prob = pe + qb * (pi + pm);
+    const double pt = prob / qb;
+    a.Pt[at(p, d, k)] = pt;
+    a.Pml[at(p, d, k)] = pt * T[T_SCALARS + 1] * stem_weight(p, type2, S[l - 1], S[k + 1], true);
+    a.Hw[at(p, d, k)] = pt * hairpin_weight(p, k, l, type);
+    const int m = 5 * S[k + 1] + S[l - 1];
+    a.PtO[at(p, d, k)] = pt * T[T_MMI + 25 * type + m];
+    a.PtO1[at(p, d, k)] = pt * T[T_MM1N + 25 * type + m];
+}
+
+// ---- suffix sums for the stretches: Hw over spans, IL and IR over gaps ----------------------------
+DEV void suffix_position(const Plf& p, const Arrays& a, long long i) {
+    double run = 0.0;
+    for (int d = p.L - 1; d >= 0; --d) {  // Hw(i, d) := sum of the hairpins (i, i + d'), d' > d
+        const double h = a.Hw[at(p, d, i)];
+        a.Hw[at(p, d, i)] = run;
+        run += h;
+    }
+    double il = 0.0, ir = 0.0;
+    for (int g = PLF_MAXLOOP; g >= 1; --g) {  // gaps of g or more letters
+        il += a.IL[(long long)g * p.N + i];
+        a.IL[(long long)g * p.N + i] = il;
+        ir += a.IR[(long long)g * p.N + i];
+        a.IR[(long long)g * p.N + i] = ir;
+    }
+}
+
+// ---- probability that the u letters ending at b are unpaired -------------------------------------
+DEV double unpaired_stretch(const Plf& p, const Arrays& a, long long b, int u) {
+    const long long sb = p.SB[b], se = p.SE[b], aa = b - u + 1;
+    const int We = eff_window(p, b), Le = eff_span(p, We);
+    const long long N = p.N;
+    const double ml_base = p.T[T_SCALARS + 2];
+    long long s0 = b - We + 1 > sb ? b - We + 1 : sb;
+    long long s1 = aa < se - We ? aa : se - We;
+    double pe = 0.0;
+    for (long long s = s0; s <= s1; ++s) pe += a.F[(aa - s) * N + s] * a.Bz[(b + 1 - s) * N + s];
+    // Hairpins and multiloops closed by (i, j), i < aa, j > b.
+    double ph = 0.0, pm = 0.0, lead = 1.0;  // lead: ml_base^(aa - 1 - i)
+    long long imin = b + 2 - Le > sb ? b + 2 - Le : sb;
+    for (long long i = aa - 1; i >= imin; --i) {
+        const long long ib = at(p, (int)(b - i), i);
+        ph += a.Hw[ib];
+        double left = 0.0, left2 = 0.0;
+        if (aa - 1 >= i + 1) {
+            left = a.Qm[at(p, (int)(aa - 2 - i), i + 1)];
+            left2 = a.Qm2[at(p, (int)(aa - 2 - i), i + 1)];
+        }
+        pm += left * a.G1[ib] + left2 * a.G0[ib] + lead * a.G2[ib];
+        lead *= ml_base;
+    }
+    double run = 1.0;
+    for (int x = 0; x < u; ++x) run *= ml_base;
+    pm *= run;
+    // Interior loops with the stretch in their 5' gap (i, k) or 3' gap (l, j).
+    double pi = 0.0;
+    for (long long k = b + 1; k < se && k - aa <= PLF_MAXLOOP; ++k) pi += a.IL[(k - aa) * N + k];
+    for (long long l = aa - 1; l >= sb && b - l <= PLF_MAXLOOP; --l) pi += a.IR[(b - l) * N + l];
+    const double windows = (double)(s1 - s0 + 1);
+    return (pe + ph + pm + pi) / windows;
+}
+
+// A stretch of u letters ending at b lies in its sequence and in one window.
+DEV bool stretch_fits(const Plf& p, long long b, int u) { return u >= 1 && b - u + 1 >= p.SB[b] && u <= eff_window(p, b); }
+
+// A probability as the host gets it: one that is not in [0, 1] (to rounding) or not a number (the
+// Boltzmann weights of a very large window left the double range) raises *bad for the host to
+// refuse the batch.
+DEV double checked(double v, int* bad) {
+    if (!(v >= 0.0 && v <= 1.0 + 1e-9)) *bad = 1;
+    return v;
+}
+
+#ifndef PLF_HOST
+#define PLF_ARGS                                                                                    \
+    const double *T, const int *I, const signed char *S, const int *SB, const int *SE, long long N, \
+        int W, int L, double *work
+#define PLF_MAKE Plf p{T, I, S, SB, SE, N, W, L, work}; const Arrays a = plf_arrays(p)
+
+extern "C" __global__ void plf_inside(PLF_ARGS, int d) {
+    PLF_MAKE;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) inside_cell(p, a, d, i);
+}
+
+extern "C" __global__ void plf_exterior(PLF_ARGS) {
+    PLF_MAKE;
+    const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < N) exterior_window(p, a, s);
+}
+
+// Dynamic shared memory: (PLF_MAXLOOP + 1) * blockDim.x doubles.
+extern "C" __global__ void plf_outside(PLF_ARGS, int d) {
+    PLF_MAKE;
+    extern __shared__ double shared_scratch[];
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < N) outside_cell(p, a, d, k, Scratch{shared_scratch + threadIdx.x, (int)blockDim.x});
+}
+
+extern "C" __global__ void plf_suffix(PLF_ARGS) {
+    PLF_MAKE;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) suffix_position(p, a, i);
+}
+
+// out[b * U + u - 1] for stretches that fit (u <= b - SB[b] + 1 and u <= the window); others untouched;
+// *bad set where one is not a probability (see checked).
+extern "C" __global__ void plf_unpaired(PLF_ARGS, int U, double* out, int* bad) {
+    PLF_MAKE;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // adjacent threads: adjacent b
+    if (t >= N * U) return;
+    const int u = (int)(t / N) + 1;
+    const long long b = t - (long long)(u - 1) * N;
+    if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(unpaired_stretch(p, a, b, u), bad);
+}
+
+// out[t]: the stretch of len[t] letters ending at pos[t], for those that fit; others untouched.
+extern "C" __global__ void plf_stretches(PLF_ARGS, const long long* pos, const int* len, long long count, double* out,
+                                         int* bad) {
+    PLF_MAKE;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < count && stretch_fits(p, pos[t], len[t])) out[t] = checked(unpaired_stretch(p, a, pos[t], len[t]), bad);
+}
+#endif

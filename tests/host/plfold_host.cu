@@ -1,0 +1,28 @@
+// Host (CPU) build of plfold.cu for tests without a GPU, compiled with g++ by tests/host_build.py with
+// the table layout as -D options (gamut.access.boltzmann.plfold_tables). The launches of
+// gamut.access.gpu, in the same order, as loops over every thread.
+#include <cmath>
+
+#define PLF_HOST 1
+#include "plfold.cu"
+
+extern "C" long long host_plfold_work_doubles(long long N, int L, int W) { return plf_work_doubles(N, L, W); }
+
+// Unpaired probabilities of the sequences laid end to end in S (SB/SE: each position's sequence),
+// into out[b * U + u - 1] (stretches that do not fit are left as they are; *bad set where one is not a
+// probability); work: zeroed, of host_plfold_work_doubles doubles.
+extern "C" void host_plfold(const double* T, const int* I, const signed char* S, const int* SB, const int* SE,
+                            long long N, int W, int L, int U, double* work, double* out, int* bad) {
+    const Plf p{T, I, S, SB, SE, N, W, L, work};
+    const Arrays a = plf_arrays(p);
+    for (int d = 0; d < L; ++d)
+        for (long long i = 0; i < N; ++i) inside_cell(p, a, d, i);
+    for (long long s = 0; s < N; ++s) exterior_window(p, a, s);
+    double scratch[PLF_MAXLOOP + 1];
+    for (int d = L - 1; d >= 0; --d)
+        for (long long k = 0; k < N; ++k) outside_cell(p, a, d, k, Scratch{scratch, 1});
+    for (long long i = 0; i < N; ++i) suffix_position(p, a, i);
+    for (long long b = 0; b < N; ++b)
+        for (int u = 1; u <= U; ++u)
+            if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(unpaired_stretch(p, a, b, u), bad);
+}
