@@ -226,3 +226,21 @@ def test_fixed_text_of_integers_is_printf(values, decimals, dtype):
     b = TextBuilder()
     b.records(np.arange(len(values)), 0, 0, [b.fixed(np.array(values, dtype), decimals), ";"])
     assert b.render().decode() == "".join(f"{float(v):.{decimals}f};" for v in values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=False, width=64),
+                          st.floats(-100, 100), st.integers(-10_000, 10_000).map(lambda v: v / 100),
+                          st.sampled_from([0.0, -0.0, -0.001, 0.005, 2.5, 1e15, -1e16, 123456789.125])),
+                min_size=1, max_size=30), st.sampled_from([1, 2, 3]), st.booleans())
+def test_decimal_text_is_python_s(values, decimals, json_number):
+    """``decimals``: f"{x:.2f}" (TSV) or json.dumps(round(x, 2)) (JSON lines) of every value, the
+    null text where NaN, as the table sinks wrote them in Python before (one call per value)."""
+    import json
+    import math
+
+    b = TextBuilder()
+    b.records(np.arange(len(values)), 0, 0, [b.decimals(np.array(values), decimals, "null", json_number), ";"])
+    expected = "".join(("null" if math.isnan(v) else json.dumps(round(v, decimals)) if json_number
+                        else f"{v:.{decimals}f}") + ";" for v in values)
+    assert b.render().decode() == expected

@@ -11,6 +11,7 @@ per distinct value, so their cost follows the number of distinct values, not of 
 """
 from __future__ import annotations
 
+import json
 import math
 from typing import Callable, Sequence, Union
 
@@ -341,6 +342,32 @@ class TextBuilder:
             bad = np.flatnonzero(~ok)
             spec = f".{decimals}f"
             starts[bad], lengths[bad] = self.formatted(values[bad], lambda v: format(v, spec))
+        return starts, lengths
+
+    def decimals(self, values: np.ndarray, decimals: int, null: str,
+                 json_number: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Text of every value with ``decimals`` decimals, ``f"{x:.{decimals}f}"`` (with
+        ``json_number``: the number ``round(x, decimals)`` as :func:`json.dumps` writes it, i.e.
+        without zeros after the first decimal), and ``null`` where NaN; in compiled code but for
+        values beyond its range (Python formats those)."""
+        values = np.ascontiguousarray(values, np.float64)
+        nan = np.isnan(values)
+        finite = np.where(nan, 0.0, values)
+        buf, starts, lengths, ok = run_kernel(_fixed_text, values.shape[0], self.parallel, finite, decimals)
+        if json_number:
+            ok &= np.abs(finite) < 1e15  # json.dumps writes larger numbers with an exponent
+            for _ in range(decimals - 1):  # '2.50' -> '2.5', '3.00' -> '3.0' (repr of the rounded float)
+                if buf.size == 0:
+                    break
+                end = np.maximum(starts + lengths - 1, 1)
+                lengths -= ok & (lengths > 2) & (buf[end] == 48) & (buf[end - 1] != 46)
+        starts, lengths = self.buffer(buf, starts, lengths)
+        rest = np.flatnonzero(~ok & ~nan)
+        if rest.size:
+            fmt = (lambda v: json.dumps(round(v, decimals))) if json_number else (lambda v: format(v, f".{decimals}f"))
+            starts[rest], lengths[rest] = self.formatted(values[rest], fmt)
+        if nan.any():
+            starts[nan], lengths[nan] = self.const(null)
         return starts, lengths
 
     def formatted(self, values: np.ndarray, fmt: Callable[[float], str]) -> tuple[np.ndarray, np.ndarray]:

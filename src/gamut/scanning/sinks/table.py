@@ -4,7 +4,6 @@ hit, a chunk at a time."""
 from __future__ import annotations
 
 import json
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,8 +92,7 @@ class _TableSink(TextSink):
 
     def decimals(self, b: TextBuilder, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Numbers with 2 decimals (JSON: the number rounded to 2 decimals), empty/null where NaN."""
-        return b.formatted(values, lambda v: self.null if math.isnan(v) else
-                           (json.dumps(round(float(v), 2)) if self.as_json else f"{v:.2f}"))
+        return b.decimals(values, 2, self.null, json_number=self.as_json)
 
     def layout(self, values: list) -> list:
         raise NotImplementedError
