@@ -244,3 +244,17 @@ def test_decimal_text_is_python_s(values, decimals, json_number):
     expected = "".join(("null" if math.isnan(v) else json.dumps(round(v, decimals)) if json_number
                         else f"{v:.{decimals}f}") + ";" for v in values)
     assert b.render().decode() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.floats(0, 1),
+                          st.floats(1e-30, 1e-3), st.floats(-500, 500),
+                          st.sampled_from([0.0, -0.0, 1.0, 0.5, 1e-4, 9.9999995e-5, 0.00099999995, 9999999.5,
+                                           12345675.0, 1e7, 5e-324, 1.7976931348623157e308, 0.1, 123.456])),
+                min_size=1, max_size=40), st.sampled_from([1, 3, 7, 12]))
+def test_general_text_is_python_s(values, digits):
+    """``general``: f"{x:.{digits}g}" of every value (RNAplfold prints probabilities with %.7g)."""
+    b = TextBuilder()
+    b.records(np.arange(len(values)), 0, 0, [b.general(np.array(values), digits, "NA"), ";"])
+    expected = "".join(("NA" if v != v else format(v, f".{digits}g")) + ";" for v in values)
+    assert b.render().decode() == expected

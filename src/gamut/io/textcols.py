@@ -270,6 +270,166 @@ def _fixed_text(values, decimals):
     return buf, starts, lengths, ok
 
 
+#: Powers of ten exactly representable as float64 (10^0 .. 10^22).
+_POW10 = np.array([10.0**k for k in range(23)])
+
+
+@njit(cache=True, nogil=True)
+def _significant(a, digits, pow10):
+    """``(q, x, ok)``: ``a`` (finite, > 0) rounded to ``digits`` significant digits is
+    ``q * 10^(x - digits + 1)`` with ``10^(digits-1) <= q < 10^digits``; ``ok`` is False where the
+    floating-point scaling cannot tell the rounding (a tie within its error) or the exponent is
+    beyond the table (the caller formats those in Python)."""
+    x = int(math.floor(math.log10(a)))
+    low = np.int64(1)
+    for _ in range(digits - 1):
+        low *= 10
+    for _ in range(3):  # log10 may be one off, and rounding may carry into another digit
+        d = digits - 1 - x  # decimals that keep `digits` significant digits
+        if d >= 0:
+            if d <= 22:
+                t = a * pow10[d]
+            elif d <= 44:
+                t = (a * pow10[22]) * pow10[d - 22]
+            else:
+                return np.int64(0), 0, False
+        else:
+            if -d > 22:
+                return np.int64(0), 0, False
+            t = a / pow10[-d]
+        whole = math.floor(t)
+        frac = t - whole
+        if abs(frac - 0.5) <= t * 1e-15:  # too close to a tie for float arithmetic to decide
+            return np.int64(0), 0, False
+        q = np.int64(whole) + (1 if frac > 0.5 else 0)
+        if q >= low * 10:
+            x += 1
+        elif q < low:
+            x -= 1
+        else:
+            return q, x, True
+    return np.int64(0), 0, False
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _general_text(values, digits, pow10):
+    """``printf("%.{digits}g")`` of float64 ``values``: ``digits`` significant digits, fixed
+    notation for exponents -4 .. digits - 1 and ``d.ddde-XX`` otherwise, trailing zeros (and a
+    bare point) removed. Rows the fast path cannot decide (ties within float error, zeros'
+    signs aside; infinities, NaN, extreme exponents) are flagged in ``ok``."""
+    n = values.shape[0]
+    q_all = np.zeros(n, np.int64)
+    x_all = np.zeros(n, np.int64)
+    ok = np.ones(n, np.bool_)
+    lengths = np.zeros(n, np.int64)
+    for k in prange(n):
+        v = values[k]
+        if not math.isfinite(v):
+            ok[k] = False
+            continue
+        neg = 1 if (v < 0 or (v == 0 and math.copysign(1.0, v) < 0)) else 0
+        if v == 0:
+            lengths[k] = 1 + neg
+            continue
+        q, x, fine = _significant(abs(v), digits, pow10)
+        if not fine:
+            ok[k] = False
+            continue
+        zeros = 0
+        while zeros < digits - 1 and q % 10 == 0:
+            q //= 10
+            zeros += 1
+        kept = digits - zeros  # significant digits printed
+        q_all[k] = q
+        x_all[k] = x
+        if -4 <= x < digits:
+            if x >= 0:
+                whole = x + 1
+                frac = kept - whole if kept > whole else 0
+                lengths[k] = neg + whole + (1 + frac if frac > 0 else 0)
+            else:
+                lengths[k] = neg + 2 + (-x - 1) + kept  # 0.000ddd
+        else:
+            ex = -x if x < 0 else x
+            exp_digits = 2 if ex < 100 else 3
+            lengths[k] = neg + 1 + (1 + kept - 1 if kept > 1 else 0) + 2 + exp_digits
+    starts, total = _packed_starts(lengths)
+    buf = np.empty(total, np.uint8)
+    for k in prange(n):
+        if not ok[k]:
+            continue
+        pos = starts[k]
+        end = starts[k] + lengths[k]
+        v = values[k]
+        if v < 0 or (v == 0 and math.copysign(1.0, v) < 0):
+            buf[pos] = 45  # '-'
+            pos += 1
+        if v == 0:
+            buf[pos] = 48
+            continue
+        q = q_all[k]
+        x = x_all[k]
+        kept = 1
+        t = q
+        while t >= 10:
+            t //= 10
+            kept += 1
+        if -4 <= x < digits:
+            if x >= 0:
+                # digits of q, a point after x + 1 of them (zeros appended if q is shorter)
+                whole = x + 1
+                p = end - 1
+                t = q
+                frac = kept - whole if kept > whole else 0
+                for _ in range(frac):
+                    buf[p] = 48 + t % 10
+                    t //= 10
+                    p -= 1
+                if frac > 0:
+                    buf[p] = 46
+                    p -= 1
+                pad = whole - kept if whole > kept else 0
+                for _ in range(pad):
+                    buf[p] = 48
+                    p -= 1
+                while p >= pos:
+                    buf[p] = 48 + t % 10
+                    t //= 10
+                    p -= 1
+            else:
+                buf[pos] = 48
+                buf[pos + 1] = 46
+                for z in range(-x - 1):
+                    buf[pos + 2 + z] = 48
+                p = end - 1
+                t = q
+                for _ in range(kept):
+                    buf[p] = 48 + t % 10
+                    t //= 10
+                    p -= 1
+        else:
+            ex = -x if x < 0 else x
+            exp_digits = 2 if ex < 100 else 3
+            p = end - 1
+            for _ in range(exp_digits):
+                buf[p] = 48 + ex % 10
+                ex //= 10
+                p -= 1
+            buf[p] = 45 if x < 0 else 43  # '-' / '+'
+            buf[p - 1] = 101  # 'e'
+            p -= 2
+            t = q
+            for _ in range(kept - 1):
+                buf[p] = 48 + t % 10
+                t //= 10
+                p -= 1
+            if kept > 1:
+                buf[p] = 46
+                p -= 1
+            buf[p] = 48 + t
+    return buf, starts, lengths, ok
+
+
 def _address(array: np.ndarray) -> int:
     """Where ``array``'s data starts in memory."""
     return array.__array_interface__["data"][0]
@@ -368,6 +528,20 @@ class TextBuilder:
             starts[rest], lengths[rest] = self.formatted(values[rest], fmt)
         if nan.any():
             starts[nan], lengths[nan] = self.const(null)
+        return starts, lengths
+
+    def general(self, values: np.ndarray, digits: int, nan: str = "nan") -> tuple[np.ndarray, np.ndarray]:
+        """Text of ``f"{x:.{digits}g}"`` for every value (``nan`` where NaN), in compiled code but
+        for the rare values it cannot decide (ties within float error, infinities: Python's)."""
+        values = np.ascontiguousarray(values, np.float64)
+        buf, starts, lengths, ok = run_kernel(_general_text, values.shape[0], self.parallel, values, digits, _POW10)
+        starts, lengths = self.buffer(buf, starts, lengths)
+        missing = np.isnan(values)
+        rest = np.flatnonzero(~ok & ~missing)
+        if rest.size:
+            starts[rest], lengths[rest] = self.formatted(values[rest], lambda v: format(v, f".{digits}g"))
+        if missing.any():
+            starts[missing], lengths[missing] = self.const(nan)
         return starts, lengths
 
     def formatted(self, values: np.ndarray, fmt: Callable[[float], str]) -> tuple[np.ndarray, np.ndarray]:
