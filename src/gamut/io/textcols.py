@@ -217,6 +217,12 @@ def _scaled(v, scale, limit):
     return q, True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _is_negative(v):
+    """True for ``v < 0`` and for -0.0 (printf writes the sign of both)."""
+    return v < 0 or (v == 0 and math.copysign(1.0, v) < 0)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _fixed_text(values, decimals):
     """``printf("%.{decimals}f")`` of float64 ``values``, exactly (round half to even on the exact
@@ -233,7 +239,7 @@ def _fixed_text(values, decimals):
     lengths = np.zeros(n, np.int64)
     for k in prange(n):
         v = values[k]
-        neg[k] = v < 0 or (v == 0 and math.copysign(1.0, v) < 0)
+        neg[k] = _is_negative(v)
         q, fits = _scaled(v, scale, limit)
         if not fits:
             ok[k] = False
@@ -327,7 +333,7 @@ def _general_text(values, digits, pow10):
         if not math.isfinite(v):
             ok[k] = False
             continue
-        neg = 1 if (v < 0 or (v == 0 and math.copysign(1.0, v) < 0)) else 0
+        neg = 1 if _is_negative(v) else 0
         if v == 0:
             lengths[k] = 1 + neg
             continue
@@ -361,7 +367,7 @@ def _general_text(values, digits, pow10):
         pos = starts[k]
         end = starts[k] + lengths[k]
         v = values[k]
-        if v < 0 or (v == 0 and math.copysign(1.0, v) < 0):
+        if _is_negative(v):
             buf[pos] = 45  # '-'
             pos += 1
         if v == 0:
