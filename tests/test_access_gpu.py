@@ -79,6 +79,26 @@ def test_host_build_is_vienna_on_long_and_real_sequences(host_library):
             assert_same_as_vienna(got, sequence, params)
 
 
+def golden_references() -> list[str]:
+    """Up to four references of at most 2,000 letters of every golden miRanda case
+    (tests/data/miranda), and the SARS-CoV-2 genome of one of them."""
+    from gamut.io import read_fasta
+
+    cases = sorted(c for c in (DATA / "miranda").iterdir() if c.is_dir())
+    short = [r.sequence for case in cases for r in [r for r in read_fasta(case / "reference.fa")
+                                                      if len(r.sequence) <= 2000][:4]]
+    genome = next(read_fasta(DATA / "miranda" / "sarscov2_default" / "reference.fa")).sequence
+    return [*short, genome]
+
+
+def test_host_build_is_vienna_on_the_golden_references(host_library):
+    sequences = golden_references()
+    assert len(sequences) >= 11
+    params = AccessParams()
+    for sequence, got in zip(sequences, GpuFolder(params, runner=HostRunner(host_library)).fold(sequences)):
+        assert_same_as_vienna(got, sequence, params)
+
+
 def test_pieces_cover_each_sequence_once_with_margins():
     plan = pieces([10, 0, 1000], window=20, most=200)
     assert plan[0] == Piece(0, 0, 10, 0, 10) and plan[1] == Piece(1, 0, 0, 0, 0)
@@ -127,12 +147,10 @@ def test_stretch_energies_match_the_cpu_engine(host_library):
 # ---- on a GPU -----------------------------------------------------------------------------------
 
 def real_references() -> list[str]:
-    """100 AGO-CLIP fragments and the SARS-CoV-2 genome (tests/data), and the ten SARS-CoV-2
-    genomes of ../shared where present."""
+    """100 AGO-CLIP fragments and the golden references (tests/data, the SARS-CoV-2 genome among them)."""
     clip = [line for line in (DATA / "miranda" / "clip_quiet" / "reference.fa").read_text().split()
             if not line.startswith(">")][:100]
-    genome = "".join((DATA / "miranda" / "sarscov2_default" / "reference.fa").read_text().split("\n", 1)[1].split())
-    return [*clip, genome]
+    return [*clip, *golden_references()]
 
 
 @pytest.mark.gpu
