@@ -26,9 +26,13 @@ KERNELS = ("plf_inside", "plf_exterior", "plf_outside", "plf_suffix", "plf_unpai
 PHASES = ("inside", "exterior", "outside", "unpaired")
 #: Shared-memory doubles per thread of ``plf_outside`` (its interior-loop sums by gap).
 OUTSIDE_SCRATCH_DOUBLES = 31
-#: Threads per block of every plfold kernel.
+#: Threads per block of every plfold kernel (128 and 64 timed alike on the H100, 256 4% slower).
 BLOCK = 128
-#: Most positions in one batch (the work area holds about 6.6 KB per position at W=80, L=40).
+#: Most threads per block: ``plf_outside``'s scratch within the 48 KB of shared memory a launch
+#: gets without asking.
+MAX_BLOCK = (48 * 1024 // (8 * OUTSIDE_SCRATCH_DOUBLES)) // 32 * 32
+#: Most positions in one batch (the work area holds about 6.6 KB per position at W=80, L=40:
+#: the 8 M positions of an 80 GB card).
 MAX_BATCH_POSITIONS = 8_000_000
 #: Share of the free device memory one batch's work area may take.
 MEMORY_SHARE = 0.6
@@ -144,6 +148,9 @@ class CupyRunner:
         from gamut.access.boltzmann import plfold_tables
         from gamut.cuda.kernels import load_module
 
+        if not 32 <= block <= MAX_BLOCK or block % 32:
+            raise ValueError(f"plfold blocks take 32..{MAX_BLOCK} threads in warps (plf_outside's scratch must fit "
+                             f"48 KB of shared memory), not {block}")
         self.cp = cupy
         self.device_id = int(device_id)
         self.block = int(block)
