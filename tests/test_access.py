@@ -259,3 +259,16 @@ def test_golden_references_match_viennarna():
         defined = ~np.isnan(result.unpaired[:, :u])
         np.testing.assert_array_equal(result.unpaired[:, :u][defined], raw[defined])
         assert np.isnan(result.unpaired[:, u:]).all()
+
+
+def test_a_viennarna_crash_is_an_error_not_the_end_of_gamut():
+    """ViennaRNA 2.8 crashes (segmentation fault) on GC-rich windows of 400+ letters: large windows
+    fold in worker processes, and a crashed worker is a one-line error."""
+    import random
+
+    from gamut.errors import GamutError
+
+    rng = random.Random(1)
+    gc_rich = "".join(rng.choice("GC") for _ in range(1200))
+    with pytest.raises(GamutError, match="ViennaRNA crashed folding with a window of 1000"):
+        accessibility(gc_rich, window=1000, span=150, max_unpaired=5, device="cpu", threads=1)

@@ -16,6 +16,7 @@ pytest.importorskip("RNA")
 
 from plfold_host import HostRunner, build_plfold_host  # noqa: E402
 
+from gamut.access.boltzmann import encode  # noqa: E402
 from gamut.access.cpu import stretch_energies, unpaired_probabilities  # noqa: E402
 from gamut.access.gpu import GpuFolder, Piece, batches, pieces  # noqa: E402
 from gamut.access.model import AccessParams  # noqa: E402
@@ -225,12 +226,41 @@ def test_letter_codes_are_those_of_the_model_letters(text):
     assert encode(text).tolist() == expected
 
 
-def test_weights_beyond_doubles_are_refused_not_returned(host_library):
-    """The kernels do not rescale Boltzmann weights: a window of hundreds of strong pairs overflows
-    doubles, and the batch is refused (DeviceError) rather than answered with wrong numbers."""
+def test_every_scale_gives_the_same_probabilities(host_library):
+    """A batch's per-letter scale (GpuFolder.SCALES) only moves the weights: the probabilities stay
+    ViennaRNA's whichever scale folds them."""
+    from gamut.access.gpu import SCALES, PackedBatch, pieces
+
+    rng = random.Random(31)
+    sequence = random_sequence(rng, 400)
+    params = AccessParams(200, 150, 20)
+    batch = PackedBatch.pack(pieces([400], 200, 10_000), [encode(sequence)])
+    runner = HostRunner(host_library)
+    for scale in SCALES:
+        assert_same_as_vienna(runner.table(batch, 200, 150, 20, scale), sequence, params)
+
+
+def test_large_windows_are_rescaled_and_mixed_batches_split(host_library, monkeypatch):
+    """Weights beyond the range of doubles: a batch is folded again with a per-letter scale, then
+    in halves when its sequences need different scales; one that no scale fits is refused
+    (WeightRangeError, a DeviceError), never answered with wrong numbers. (ViennaRNA 2.8 itself
+    crashes on GC-rich windows of 400 letters and more.)"""
+    import math
+
+    from gamut.access import gpu
     from gamut.errors import DeviceError
 
+    gc, poly_a = "GC" * 350, "A" * 700
+    params = AccessParams(300, 300, 20)
     runner = HostRunner(host_library)
-    assert np.isfinite(GpuFolder(AccessParams(300, 300, 20), runner=runner).fold(["GC" * 350])[0][299:]).all()
-    with pytest.raises(DeviceError, match="overflowed with a window of 600"):
-        GpuFolder(AccessParams(600, 600, 20), runner=runner).fold(["GC" * 350])
+    assert_same_as_vienna(GpuFolder(params, runner=runner).fold([gc])[0], gc, params)
+    assert runner.scales[0] == 1.0 and runner.scales[-1] != 1.0  # out of range unscaled, then rescaled
+    monkeypatch.setattr(gpu, "SCALES", (1.0, math.exp(-3.0)))  # GC needs the scale, poly-A refuses it
+    runner = HostRunner(host_library)
+    together = GpuFolder(params, runner=runner).fold([gc, poly_a])
+    assert_same_as_vienna(together[0], gc, params)
+    assert np.allclose(together[1][~np.isnan(together[1])], 1.0)
+    assert [n for n, _, _ in runner.batches] == [1400, 1400, 700, 700, 700]  # together twice, then apart
+    monkeypatch.setattr(gpu, "SCALES", (1.0,))
+    with pytest.raises(DeviceError, match="window of 300"):
+        GpuFolder(params, runner=HostRunner(host_library)).fold([gc])

@@ -9,11 +9,12 @@
 extern "C" long long host_plfold_work_doubles(long long N, int L, int W) { return plf_work_doubles(N, L, W); }
 
 // Unpaired probabilities of the sequences laid end to end in S (SB/SE: each position's sequence),
-// into out[b * U + u - 1] (stretches that do not fit are left as they are; *bad set where one is not a
-// probability); work: zeroed, of host_plfold_work_doubles doubles.
+// into out[b * U + u - 1] (stretches that do not fit are left as they are; *bad set where a weight
+// left the range of doubles); work: zeroed, of host_plfold_work_doubles doubles; SC: the batch's
+// scaling (gamut.access.gpu.scale_table).
 extern "C" void host_plfold(const double* T, const int* I, const signed char* S, const int* SB, const int* SE,
-                            long long N, int W, int L, int U, double* work, double* out, int* bad) {
-    const Plf p{T, I, S, SB, SE, N, W, L, work};
+                            long long N, int W, int L, int U, double* work, double* out, int* bad, const double* SC) {
+    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC};
     const Arrays a = plf_arrays(p);
     for (int d = 0; d < L; ++d)
         for (long long i = 0; i < N; ++i) inside_cell(p, a, d, i);
@@ -24,5 +25,5 @@ extern "C" void host_plfold(const double* T, const int* I, const signed char* S,
     for (long long i = 0; i < N; ++i) suffix_position(p, a, i);
     for (long long b = 0; b < N; ++b)
         for (int u = 1; u <= U; ++u)
-            if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(unpaired_stretch(p, a, b, u), bad);
+            if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(p, unpaired_stretch(p, a, b, u));
 }

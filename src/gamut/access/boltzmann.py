@@ -26,11 +26,13 @@ MAXLOOP = 30
 
 
 class PlfoldTables(NamedTuple):
-    """Flat tables and their layout (``defines``: ``-DT_*``/``-DI_*`` offsets and counts)."""
+    """Flat tables and their layout (``defines``: ``-DT_*``/``-DI_*`` offsets and counts); ``gen``:
+    the generic interior loops' size and asymmetry factors by gaps (31 x 31), which a batch scales."""
 
     doubles: np.ndarray
     ints: np.ndarray
     defines: tuple[str, ...]
+    gen: np.ndarray
 
 
 def _doubles(value, shape: tuple[int, ...]) -> np.ndarray:
@@ -89,12 +91,12 @@ def plfold_tables() -> PlfoldTables:
         ("TRI_E", _doubles(E.exptri, (max(1, tri.size),))),
         ("HEX_E", _doubles(E.exphex, (max(1, hexa.size),))),
     ]
-    # Generic interior loops of n1 x n2 unpaired letters: the size and asymmetry factors, whose product
-    # the kernels multiply by the two mismatches (precomputed per pair).
+    # Generic interior loops of n1 x n2 unpaired letters: the size and asymmetry factors, which the
+    # kernels multiply by the two mismatches (precomputed per pair); each batch passes them scaled.
     internal, ninio = dict(doubles)["INT"], dict(doubles)["NINIO"]
     n1, n2 = np.meshgrid(np.arange(MAXLOOP + 1), np.arange(MAXLOOP + 1), indexing="ij")
     size = np.minimum(n1 + n2, MAXLOOP)
-    doubles.append(("GEN", np.where(n1 + n2 <= MAXLOOP, internal[size] * ninio[np.abs(n1 - n2)], 0.0)))
+    gen = np.where(n1 + n2 <= MAXLOOP, internal[size] * ninio[np.abs(n1 - n2)], 0.0)
     ints = [("PAIR", pair), ("RTYPE", RTYPE), ("TETRA", tetra), ("TRI", tri), ("HEX", hexa)]
     defines = [f"-DN_TETRA={tetra.size}", f"-DN_TRI={tri.size}", f"-DN_HEX={hexa.size}"]
     buffers = []
@@ -108,9 +110,9 @@ def plfold_tables() -> PlfoldTables:
         buffers.append(np.concatenate(arrays))
     doubles_buf = buffers[0].astype(np.float64)
     ints_buf = buffers[1].astype(np.int32)
-    for b in (doubles_buf, ints_buf):
+    for b in (doubles_buf, ints_buf, gen):
         b.setflags(write=False)
-    return PlfoldTables(doubles_buf, ints_buf, tuple(defines))
+    return PlfoldTables(doubles_buf, ints_buf, tuple(defines), gen)
 
 
 def encode(sequence: str) -> np.ndarray:

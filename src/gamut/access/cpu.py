@@ -6,13 +6,19 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
 from gamut.access.model import AccessParams, energy_to_open, rna_letters
+from gamut.errors import GamutError
 
 #: The shortest window that can hold a base pair: i, three hairpin letters, j.
 MIN_PAIRED_WINDOW = 5
+#: Windows from which ViennaRNA 2.8's ``pfl_fold_up`` was seen to crash its process (a segmentation
+#: fault, on GC-rich sequences from 400 letters on): such folds run in worker processes, whose
+#: crash becomes an error instead of ending gamut.
+CRASH_PRONE_WINDOW = 300
 
 
 def unpaired_probabilities(sequence: str, params: AccessParams) -> np.ndarray:
@@ -95,8 +101,9 @@ class CpuFolder:
         return self._map(_stretches_one, items, progress)
 
     def _map(self, fn, items: list[tuple], progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
-        """``fn`` of every item (a sequence first), in order, on the folder's processes."""
-        if self.workers == 1 or len(items) < 2:
+        """``fn`` of every item (a sequence first), in order, on the folder's processes (always in
+        worker processes from :data:`CRASH_PRONE_WINDOW` on, where ViennaRNA may crash)."""
+        if (self.workers == 1 or len(items) < 2) and self.params.window < CRASH_PRONE_WINDOW:
             done = map(fn, items)
             order = list(range(len(items)))
         else:
@@ -106,10 +113,16 @@ class CpuFolder:
             order = sorted(range(len(items)), key=lambda k: -len(items[k][0]))
             done = self._pool.map(fn, [items[k] for k in order])
         out: list[np.ndarray] = [np.empty(0)] * len(items)
-        for k, result in zip(order, done):
-            out[k] = result
-            if progress is not None:
-                progress(len(items[k][0]))
+        try:
+            for k, result in zip(order, done):
+                out[k] = result
+                if progress is not None:
+                    progress(len(items[k][0]))
+        except BrokenProcessPool:
+            self._pool = None
+            raise GamutError(f"ViennaRNA crashed folding with a window of {self.params.window} letters (it can on "
+                             "GC-rich windows of several hundred letters); use a smaller window (-W) or --device "
+                             "cuda") from None
         return out
 
 

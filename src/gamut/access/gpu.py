@@ -11,6 +11,7 @@ gives exactly the numbers of the whole sequence there. :class:`GpuFolder` has th
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -43,13 +44,29 @@ def work_doubles(positions: int, window: int, span: int) -> int:
     return positions * (15 * span + 2 * 31 + 2 * (window + 1))
 
 
+#: Per-letter weight factors a batch is folded with, in turn, while a window's partition function
+#: leaves the range the kernels accept (plfold.cu's PLF_TINY..PLF_HUGE): none, then the middle of
+#: what a letter can weigh (1 unpaired, up to about e^2.8 in a run of GC stacks), then either side.
+SCALES = (1.0, math.exp(-1.38), math.exp(-0.69), math.exp(-2.07))
+
+
+class WeightRangeError(DeviceError):
+    """A batch's weights left the range of doubles with the scale it was folded with."""
+
+
 def check_batch(bad: bool, window: int) -> None:
-    """Refuse a batch whose kernels flagged a value that is not a probability: the weights of a
-    window of ``window`` letters left the range of doubles (the kernels do not rescale them, as
-    ViennaRNA does; a few hundred letters of strong pairs can do it)."""
+    """Raise :class:`WeightRangeError` for a batch whose kernels flagged a window's partition function
+    out of range (or a value that is not a probability)."""
     if bad:
-        raise DeviceError(f"the GPU accessibility engine's Boltzmann weights overflowed with a window of {window} "
-                          "letters; use a smaller window (-W) or --device cpu (ViennaRNA rescales them)")
+        raise WeightRangeError(f"the GPU accessibility engine's Boltzmann weights left the range of doubles with a "
+                               f"window of {window} letters; use a smaller window (-W) or --device cpu")
+
+
+def scale_table(scale: float, window: int, gen: np.ndarray) -> np.ndarray:
+    """A batch's ``SC`` argument (plfold.cu): ``scale^k`` for k = 0 .. window + 2, then the generic
+    interior loop factors times ``scale^(n1 + n2 + 2)``."""
+    n1, n2 = np.meshgrid(np.arange(gen.shape[0]), np.arange(gen.shape[1]), indexing="ij")
+    return np.concatenate([scale ** np.arange(window + 3, dtype=np.float64), (gen * scale ** (n1 + n2 + 2)).ravel()])
 
 
 @dataclass(frozen=True)
@@ -126,17 +143,19 @@ def batches(plan: list[Piece], most: int) -> Iterator[list[Piece]]:
 
 class BatchRunner(Protocol):
     """Folds one packed batch with window ``window`` and span ``span`` (both at most the longest
-    piece): ``table(batch, ...)`` returns the (positions, ``width``) unpaired probabilities (NaN
-    where a stretch does not fit); ``stretches`` only those of ``ends`` and ``lengths``."""
+    piece) and per-letter weight factor ``scale``: ``table(batch, ...)`` returns the (positions,
+    ``width``) unpaired probabilities (NaN where a stretch does not fit); ``stretches`` only those
+    of ``ends`` and ``lengths``. Both raise :class:`WeightRangeError` where the weights left the
+    range of doubles."""
 
     def free_bytes(self) -> int: ...
 
     def release(self) -> None: ...
 
-    def table(self, batch: PackedBatch, window: int, span: int, width: int) -> np.ndarray: ...
+    def table(self, batch: PackedBatch, window: int, span: int, width: int, scale: float) -> np.ndarray: ...
 
     def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray,
-                  lengths: np.ndarray) -> np.ndarray: ...
+                  lengths: np.ndarray, scale: float) -> np.ndarray: ...
 
 
 class CupyRunner:
@@ -160,6 +179,7 @@ class CupyRunner:
             self.kernels = {name: module.get_function(name) for name in KERNELS}
             self.T = cupy.asarray(tables.doubles)
             self.I = cupy.asarray(tables.ints)
+        self.gen = tables.gen
         #: Seconds in the kernels (device events), summed over batches, in all and by phase.
         self.kernel_s = 0.0
         self.phase_s: dict[str, float] = {}
@@ -175,12 +195,14 @@ class CupyRunner:
         with self.cp.cuda.Device(self.device_id):
             self.cp.get_default_memory_pool().free_all_blocks()
 
-    def _fold(self, batch: PackedBatch, window: int, span: int, finish: Callable) -> np.ndarray:
+    def _fold(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
         cp = self.cp
         n = batch.positions
         with cp.cuda.Device(self.device_id):
+            bad = cp.zeros(1, cp.int32)
             args = [self.T, self.I, cp.asarray(batch.S), cp.asarray(batch.SB), cp.asarray(batch.SE), np.int64(n),
-                    np.int32(window), np.int32(span), cp.zeros(work_doubles(n, window, span), cp.float64)]
+                    np.int32(window), np.int32(span), cp.zeros(work_doubles(n, window, span), cp.float64), bad,
+                    cp.asarray(scale_table(scale, window, self.gen))]
             block = self.block
             grid = ((n + block - 1) // block,)
             marks = [cp.cuda.Event() for _ in range(5)]
@@ -195,8 +217,7 @@ class CupyRunner:
                 self.kernels["plf_outside"](grid, (block,), (*args, np.int32(d)), shared_mem=scratch)
             marks[3].record()
             self.kernels["plf_suffix"](grid, (block,), tuple(args))
-            bad = cp.zeros(1, cp.int32)
-            out = finish(args, bad)
+            out = finish(args)
             marks[4].record()
             marks[4].synchronize()
             for name, a, b in zip(PHASES, marks, marks[1:]):
@@ -206,31 +227,32 @@ class CupyRunner:
             check_batch(bool(int(bad.get()[0])), window)
             return cp.asnumpy(out)
 
-    def table(self, batch: PackedBatch, window: int, span: int, width: int) -> np.ndarray:
+    def table(self, batch: PackedBatch, window: int, span: int, width: int, scale: float = 1.0) -> np.ndarray:
         cp = self.cp
 
-        def finish(args, bad):
+        def finish(args):
             out = cp.full(batch.positions * width, np.nan)
             count = batch.positions * width
             self.kernels["plf_unpaired"](((count + self.block - 1) // self.block,), (self.block,),
-                                         (*args, np.int32(width), out, bad))
+                                         (*args, np.int32(width), out))
             return out
 
-        return self._fold(batch, window, span, finish).reshape(batch.positions, width)
+        return self._fold(batch, window, span, scale, finish).reshape(batch.positions, width)
 
-    def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray, lengths: np.ndarray,
+                  scale: float = 1.0) -> np.ndarray:
         cp = self.cp
 
-        def finish(args, bad):
+        def finish(args):
             count = int(ends.shape[0])
             out = cp.full(max(count, 1), np.nan)
             if count:
                 self.kernels["plf_stretches"](((count + self.block - 1) // self.block,), (self.block,),
                                               (*args, cp.asarray(ends, np.int64), cp.asarray(lengths, np.int32),
-                                               np.int64(count), out, bad))
+                                               np.int64(count), out))
             return out[:count]
 
-        return self._fold(batch, window, span, finish)
+        return self._fold(batch, window, span, scale, finish)
 
 
 class GpuFolder:
@@ -258,18 +280,14 @@ class GpuFolder:
         fit = int(self.runner.free_bytes() * MEMORY_SHARE) // per
         return max(4 * (self.params.window + 1), min(MAX_BATCH_POSITIONS, fit))
 
-    def _plan(self, sequences: Sequence[str]) -> tuple[list[np.ndarray], Iterator[PackedBatch]]:
+    def _plan(self, sequences: Sequence[str]) -> tuple[list[np.ndarray], list[list[Piece]]]:
+        """The sequences' letter codes and their pieces in groups of at most a batch's letters."""
         from gamut.access.boltzmann import encode
 
         codes = [encode(s) for s in sequences]
         most = self._batch_positions_for()
         plan = pieces([c.shape[0] for c in codes], self.params.window, most)
-
-        def packed() -> Iterator[PackedBatch]:
-            for group in batches([p for p in plan if p.hi > p.lo], most):
-                yield PackedBatch.pack(group, codes)
-
-        return codes, packed()
+        return codes, list(batches([p for p in plan if p.hi > p.lo], most))
 
     def _shape(self, batch: PackedBatch) -> tuple[int, int]:
         """The batch's window and span arrays (at most its longest piece: see plfold.cu)."""
@@ -277,16 +295,48 @@ class GpuFolder:
         window = min(self.params.window, longest)
         return window, min(self.params.span, window)
 
+    @staticmethod
+    def _scaled(run: Callable, *args) -> np.ndarray:
+        """``run(*args, scale)`` with the first of :data:`SCALES` that keeps the weights in range."""
+        for scale in SCALES[:-1]:
+            try:
+                return run(*args, scale)
+            except WeightRangeError:
+                continue
+        return run(*args, SCALES[-1])
+
+    @staticmethod
+    def _solved(codes: list[np.ndarray], groups: list[list[Piece]],
+                solve: Callable[[PackedBatch], object]) -> Iterator[tuple[PackedBatch, object]]:
+        """``(batch, solve(batch))`` for every group in order; a group whose weights no scale keeps
+        in range (sequences of very different strength in large windows) is folded in halves,
+        down to single pieces (then the error stands)."""
+        todo = list(reversed(groups))
+        while todo:
+            group = todo.pop()
+            batch = PackedBatch.pack(group, codes)
+            try:
+                result = solve(batch)
+            except WeightRangeError:
+                if len(group) == 1:
+                    raise
+                todo += [group[len(group) // 2:], group[:len(group) // 2]]
+                continue
+            yield batch, result
+
     def fold(self, sequences: Sequence[str]) -> list[np.ndarray]:
         """Unpaired probabilities of every sequence, (n, max_unpaired) each, in order (NaN where a
         stretch does not fit: before the sequence's start or longer than its window). A sequence
         folded whole is a view into its batch's table (no copy)."""
         width = self.params.max_unpaired
-        codes, packed = self._plan(sequences)
+        codes, groups = self._plan(sequences)
         out: list[np.ndarray | None] = [None] * len(codes)
-        for batch in packed:
+
+        def solve(batch: PackedBatch) -> np.ndarray:
             window, span = self._shape(batch)
-            table = self.runner.table(batch, window, span, min(width, window))
+            return self._scaled(self.runner.table, batch, window, span, min(width, window))
+
+        for batch, table in self._solved(codes, groups, solve):
             if table.shape[1] < width:  # every sequence of the batch shorter than max_unpaired
                 table = np.concatenate([table, np.full((table.shape[0], width - table.shape[1]), np.nan)], axis=1)
             for piece, start in zip(batch.pieces, batch.starts.tolist()):
@@ -303,25 +353,28 @@ class GpuFolder:
                   progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
         """Opening energies (kcal/mol) of the stretches of ``lengths`` letters ending at 0-based
         ``ends`` of every sequence, in order (NaN for a stretch longer than the window)."""
-        codes, packed = self._plan(sequences)
+        codes, groups = self._plan(sequences)
         ends = [np.asarray(e, np.int64) for e in ends]
         lengths = [np.asarray(n, np.int64) for n in lengths]
         out = [np.full(e.shape[0], np.nan) for e in ends]
-        for batch in packed:
-            window, span = self._shape(batch)
-            picks, where = [], []
-            for piece, start in zip(batch.pieces, batch.starts.tolist()):
+
+        def solve(batch: PackedBatch) -> tuple[list[tuple[int, np.ndarray]], np.ndarray]:
+            picks = []  # per piece: its sequence and the indices of that sequence's stretches it holds
+            for piece in batch.pieces:
                 e = ends[piece.seq]
-                mine = np.flatnonzero((e >= piece.core_lo) & (e < piece.core_hi))
-                picks.append(mine)
-                where.append((piece.seq, start - piece.lo))
-            pos = np.concatenate([ends[s][m] + shift for (s, shift), m in zip(where, picks)])
-            size = np.concatenate([lengths[s][m] for (s, _), m in zip(where, picks)])
-            probs = self.runner.stretches(batch, window, span, pos, np.minimum(size, 2**31 - 1).astype(np.int32))
+                picks.append((piece.seq, np.flatnonzero((e >= piece.core_lo) & (e < piece.core_hi))))
+            shifts = batch.starts - np.array([p.lo for p in batch.pieces], np.int64)
+            pos = np.concatenate([ends[q][m] + shift for (q, m), shift in zip(picks, shifts.tolist())])
+            size = np.concatenate([lengths[q][m] for q, m in picks])
+            window, span = self._shape(batch)
+            return picks, self._scaled(self.runner.stretches, batch, window, span, pos,
+                                       np.minimum(size, 2**31 - 1).astype(np.int32))
+
+        for batch, (picks, probs) in self._solved(codes, groups, solve):
             energies = energy_to_open(probs)
             at = 0
-            for (s, _), m in zip(where, picks):
-                out[s][m] = energies[at:at + m.shape[0]]
+            for q, m in picks:
+                out[q][m] = energies[at:at + m.shape[0]]
                 at += m.shape[0]
             if progress is not None:
                 progress(int(sum(p.core_hi - p.core_lo for p in batch.pieces)))

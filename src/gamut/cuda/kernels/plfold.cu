@@ -28,6 +28,10 @@
 
 #define PLF_MAXLOOP 30
 #define PLF_TURN 3
+// A window's partition function must lie in [PLF_TINY, PLF_HUGE] (far from the ends of the double
+// range, so that its products and ratios are exact to rounding); otherwise the batch is refused.
+#define PLF_TINY 1e-280
+#define PLF_HUGE 1e280
 #define N_ARRAYS 15  // [L][N] arrays in the work area, before IL, IR, F and Bz
 
 struct Plf {
@@ -39,7 +43,17 @@ struct Plf {
     long long N;            // positions
     int W, L;               // window and span asked for (per sequence at most its length)
     double* work;
+    int* bad;               // set when a weight left the range of doubles (see checked)
+    const double* SC;       // this batch's scaling: SC[k] = sc^k (k <= W + 2), then GS (see below)
 };
+
+// Scaling. Every letter's weight is multiplied by sc (SC[1]; 1 unless a window's partition function
+// would leave the range of doubles, see gamut.access.gpu): a hairpin by sc^(its letters), an
+// interior loop by sc^(its closing pair and gaps), a multiloop's closing pair by sc^2, every
+// unpaired multiloop or exterior letter by sc. Probabilities are ratios of weights of the same
+// letters, so they do not change. GS = SC + W + 3: GEN[n1][n2] * sc^(n1 + n2 + 2).
+DEV const double* scaled_gen(const Plf& p) { return p.SC + p.W + 3; }
+DEV double ml_base(const Plf& p) { return p.T[T_SCALARS + 2] * p.SC[1]; }
 
 DEV long long plf_work_doubles(long long N, int L, int W) {
     return N * ((long long)N_ARRAYS * L + 2LL * (PLF_MAXLOOP + 1) + 2LL * (W + 1));
@@ -96,7 +110,7 @@ DEV int find_key(const int* keys, int count, int key) {
 }
 
 // Hairpin closed by (i, j) of pair type `type`.
-DEV double hairpin_weight(const Plf& p, long long i, long long j, int type) {
+DEV double hairpin_weight_unscaled(const Plf& p, long long i, long long j, int type) {
     const double* T = p.T;
     const int u = (int)(j - i - 1);
     double q = u <= PLF_MAXLOOP ? T[T_HP + u]
@@ -115,9 +129,14 @@ DEV double hairpin_weight(const Plf& p, long long i, long long j, int type) {
     return q * T[T_MMH + 25 * type + 5 * p.S[i + 1] + p.S[j - 1]];
 }
 
+DEV double hairpin_weight(const Plf& p, long long i, long long j, int type) {
+    return hairpin_weight_unscaled(p, i, j, type) * p.SC[j - i + 1];
+}
+
 // Interior loop (stack, bulge or interior) closed by (i, j) of type `type` around (k, l), whose
-// type seen from the loop is `type2` (the type of (l, k)).
-DEV double interior_weight(const Plf& p, long long i, long long j, long long k, long long l, int type, int type2) {
+// type seen from the loop is `type2` (the type of (l, k)); unscaled.
+DEV double interior_weight_unscaled(const Plf& p, long long i, long long j, long long k, long long l, int type,
+                                    int type2) {
     const double* T = p.T;
     const signed char* S = p.S;
     const int n1 = (int)(k - i - 1), n2 = (int)(j - l - 1);
@@ -150,6 +169,10 @@ DEV double interior_weight(const Plf& p, long long i, long long j, long long k, 
            T[T_NINIO + nl - ns];
 }
 
+DEV double interior_weight(const Plf& p, long long i, long long j, long long k, long long l, int type, int type2) {
+    return interior_weight_unscaled(p, i, j, k, l, type, type2) * p.SC[(k - i) + (j - l)];
+}
+
 DEV int eff_window(const Plf& p, long long i) {
     const int n = p.SE[i] - p.SB[i];
     return p.W < n ? p.W : n;
@@ -177,7 +200,7 @@ DEV double inside_interior(const Plf& p, const Arrays& a, long long i, long long
         const long long k = i + 1 + n1;
         int n2max = PLF_MAXLOOP - n1;
         if (n2max > d - 6 - n1) n2max = d - 6 - n1;
-        const double* g = T + T_GEN + (PLF_MAXLOOP + 1) * n1;
+        const double* g = scaled_gen(p) + (PLF_MAXLOOP + 1) * n1;
         for (int n2 = 0; n2 <= n2max; ++n2) {
             const long long cell = at(p, d - 2 - n1 - n2, k);
             const int kind = loop_kind(n1, n2);
@@ -205,14 +228,15 @@ DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
     if (d >= Le) return;
     const double* T = p.T;
     const signed char* S = p.S;
-    const double ml_base = T[T_SCALARS + 2];
+    const double mlb = ml_base(p);
     const int type = d > PLF_TURN ? pair_type(p, S[i], S[j]) : 0;
     double qb = 0.0;
     if (type) {
         qb = hairpin_weight(p, i, j, type);
         qb += inside_interior(p, a, i, j, type);
         if (d >= 2)
-            qb += a.Qm2[at(p, d - 2, i + 1)] * T[T_SCALARS + 1] * stem_weight(p, rtype(p, type), S[j - 1], S[i + 1], true);
+            qb += a.Qm2[at(p, d - 2, i + 1)] * T[T_SCALARS + 1] * p.SC[2] *
+                  stem_weight(p, rtype(p, type), S[j - 1], S[i + 1], true);
     }
     a.Qb[at(p, d, i)] = qb;
     a.QbE[at(p, d, i)] = qb == 0.0 ? 0.0 : qb * stem_weight(p, type, i > sb ? S[i - 1] : -1, j + 1 < se ? S[j + 1] : -1, false);
@@ -222,7 +246,7 @@ DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
         a.QbI1[at(p, d, i)] = qb * T[T_MM1N + 25 * t2 + m];
     }
     // One stem starting at i, then unpaired letters to j.
-    double m1 = d > 0 ? a.Qm1[at(p, d - 1, i)] * ml_base : 0.0;
+    double m1 = d > 0 ? a.Qm1[at(p, d - 1, i)] * mlb : 0.0;
     if (qb != 0.0) m1 += qb * stem_weight(p, type, i > sb ? S[i - 1] : -1, j + 1 < se ? S[j + 1] : -1, true);
     a.Qm1[at(p, d, i)] = m1;
     // One or more stems (Qm), two or more (Qm2): the last stem starts at u.
@@ -232,7 +256,7 @@ DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
         const double before = u > i ? a.Qm[at(p, (int)(u - 1 - i), i)] : 0.0;
         qm += (lead + before) * last;
         qm2 += before * last;
-        lead *= ml_base;
+        lead *= mlb;
     }
     a.Qm[at(p, d, i)] = qm;
     a.Qm2[at(p, d, i)] = qm2;
@@ -247,7 +271,7 @@ DEV void exterior_window(const Plf& p, const Arrays& a, long long s) {
     a.F[s] = 1.0;
     for (int x = 1; x <= We; ++x) {  // F[x]: letters s .. s + x - 1
         const long long j = s + x - 1;
-        double f = a.F[(long long)(x - 1) * N + s];
+        double f = a.F[(long long)(x - 1) * N + s] * p.SC[1];
         long long kmin = j - Le + 1 > s ? j - Le + 1 : s;
         for (long long k = kmin; k <= j - PLF_TURN - 1; ++k) f += a.F[(k - s) * N + s] * a.QbE[at(p, (int)(j - k), k)];
         a.F[(long long)x * N + s] = f;
@@ -255,12 +279,13 @@ DEV void exterior_window(const Plf& p, const Arrays& a, long long s) {
     a.Bz[(long long)We * N + s] = 1.0;
     for (int x = We - 1; x >= 0; --x) {  // B[x]: letters s + x .. e
         const long long i = s + x;
-        double b = a.Bz[(long long)(x + 1) * N + s];
+        double b = a.Bz[(long long)(x + 1) * N + s] * p.SC[1];
         long long lmax = i + Le - 1 < e ? i + Le - 1 : e;
         for (long long l = i + PLF_TURN + 1; l <= lmax; ++l) b += a.QbE[at(p, (int)(l - i), i)] * a.Bz[(l + 1 - s) * N + s];
         a.Bz[(long long)x * N + s] = b;
     }
     const double z = a.F[(long long)We * N + s];
+    if (!(z >= PLF_TINY && z <= PLF_HUGE)) *p.bad = 1;  // the window's weights left the range of doubles
     for (int x = 0; x <= We; ++x) a.Bz[(long long)x * N + s] /= z;
 }
 
@@ -279,7 +304,7 @@ DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch
     if (d >= Le) return;
     const double* T = p.T;
     const signed char* S = p.S;
-    const double ml_base = T[T_SCALARS + 2];
+    const double mlb = ml_base(p);
     {   // Multiloops closed by (k, j), j > l, summed with what lies between l and j.
         double g0 = 0.0, g1 = 0.0, g2 = 0.0, run = 1.0;
         long long jmax = k + Le - 1 < se - 1 ? k + Le - 1 : se - 1;
@@ -292,7 +317,7 @@ DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch
                     g2 += w * a.Qm2[at(p, (int)(j - 2 - l), l + 1)];
                 }
             }
-            run *= ml_base;
+            run *= mlb;
         }
         a.G0[at(p, d, k)] = g0;
         a.G1[at(p, d, k)] = g1;
@@ -324,7 +349,7 @@ DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch
             long long jmax = l + 1 + (PLF_MAXLOOP - n1);
             if (jmax > i + Le - 1) jmax = i + Le - 1;
             if (jmax > se - 1) jmax = se - 1;
-            const double* g = T + T_GEN + (PLF_MAXLOOP + 1) * n1;
+            const double* g = scaled_gen(p) + (PLF_MAXLOOP + 1) * n1;
             double il = 0.0;
             for (int n2 = 0; n2 <= (int)(jmax - l - 1); ++n2) {
                 const long long j = l + 1 + n2;
@@ -351,20 +376,20 @@ DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch
     double pm = 0.0;
     if (k > sb) {
         long long imin = l + 2 - Le > sb ? l + 2 - Le : sb;
-        double lead = 1.0;  // ml_base^(k - 1 - i)
+        double lead = 1.0;  // mlb^(k - 1 - i)
         for (long long i = k - 1; i >= imin; --i) {
             const long long at_il = at(p, (int)(l - i), i);
             const double g0 = a.G0[at_il], g1 = a.G1[at_il];
             const double left = k - 1 >= i + 1 ? a.Qm[at(p, (int)(k - 2 - i), i + 1)] : 0.0;
             pm += left * (g0 + g1) + lead * g1;
-            lead *= ml_base;
+            lead *= mlb;
         }
         pm *= stem_weight(p, type, S[k - 1], S[l + 1], true);
     }
     const double prob = pe + qb * (pi + pm);
     const double pt = prob / qb;
     a.Pt[at(p, d, k)] = pt;
-    a.Pml[at(p, d, k)] = pt * T[T_SCALARS + 1] * stem_weight(p, type2, S[l - 1], S[k + 1], true);
+    a.Pml[at(p, d, k)] = pt * T[T_SCALARS + 1] * p.SC[2] * stem_weight(p, type2, S[l - 1], S[k + 1], true);
     a.Hw[at(p, d, k)] = pt * hairpin_weight(p, k, l, type);
     const int m = 5 * S[k + 1] + S[l - 1];
     a.PtO[at(p, d, k)] = pt * T[T_MMI + 25 * type + m];
@@ -393,13 +418,14 @@ DEV double unpaired_stretch(const Plf& p, const Arrays& a, long long b, int u) {
     const long long sb = p.SB[b], se = p.SE[b], aa = b - u + 1;
     const int We = eff_window(p, b), Le = eff_span(p, We);
     const long long N = p.N;
-    const double ml_base = p.T[T_SCALARS + 2];
+    const double mlb = ml_base(p);
     long long s0 = b - We + 1 > sb ? b - We + 1 : sb;
     long long s1 = aa < se - We ? aa : se - We;
     double pe = 0.0;
     for (long long s = s0; s <= s1; ++s) pe += a.F[(aa - s) * N + s] * a.Bz[(b + 1 - s) * N + s];
+    pe *= p.SC[u];  // the stretch's own letters, unpaired in the exterior loop
     // Hairpins and multiloops closed by (i, j), i < aa, j > b.
-    double ph = 0.0, pm = 0.0, lead = 1.0;  // lead: ml_base^(aa - 1 - i)
+    double ph = 0.0, pm = 0.0, lead = 1.0;  // lead: mlb^(aa - 1 - i)
     long long imin = b + 2 - Le > sb ? b + 2 - Le : sb;
     for (long long i = aa - 1; i >= imin; --i) {
         const long long ib = at(p, (int)(b - i), i);
@@ -410,10 +436,10 @@ DEV double unpaired_stretch(const Plf& p, const Arrays& a, long long b, int u) {
             left2 = a.Qm2[at(p, (int)(aa - 2 - i), i + 1)];
         }
         pm += left * a.G1[ib] + left2 * a.G0[ib] + lead * a.G2[ib];
-        lead *= ml_base;
+        lead *= mlb;
     }
     double run = 1.0;
-    for (int x = 0; x < u; ++x) run *= ml_base;
+    for (int x = 0; x < u; ++x) run *= mlb;
     pm *= run;
     // Interior loops with the stretch in their 5' gap (i, k) or 3' gap (l, j).
     double pi = 0.0;
@@ -426,19 +452,18 @@ DEV double unpaired_stretch(const Plf& p, const Arrays& a, long long b, int u) {
 // A stretch of u letters ending at b lies in its sequence and in one window.
 DEV bool stretch_fits(const Plf& p, long long b, int u) { return u >= 1 && b - u + 1 >= p.SB[b] && u <= eff_window(p, b); }
 
-// A probability as the host gets it: one that is not in [0, 1] (to rounding) or not a number (the
-// Boltzmann weights of a very large window left the double range) raises *bad for the host to
-// refuse the batch.
-DEV double checked(double v, int* bad) {
-    if (!(v >= 0.0 && v <= 1.0 + 1e-9)) *bad = 1;
+// A probability as the host gets it: one that is not in [0, 1] (to rounding) or not a number sets
+// *bad for the host to refuse the batch (as a window whose partition function left the range does).
+DEV double checked(const Plf& p, double v) {
+    if (!(v >= 0.0 && v <= 1.0 + 1e-9)) *p.bad = 1;
     return v;
 }
 
 #ifndef PLF_HOST
 #define PLF_ARGS                                                                                    \
     const double *T, const int *I, const signed char *S, const int *SB, const int *SE, long long N, \
-        int W, int L, double *work
-#define PLF_MAKE Plf p{T, I, S, SB, SE, N, W, L, work}; const Arrays a = plf_arrays(p)
+        int W, int L, double *work, int *bad, const double *SC
+#define PLF_MAKE Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC}; const Arrays a = plf_arrays(p)
 
 extern "C" __global__ void plf_inside(PLF_ARGS, int d) {
     PLF_MAKE;
@@ -466,22 +491,20 @@ extern "C" __global__ void plf_suffix(PLF_ARGS) {
     if (i < N) suffix_position(p, a, i);
 }
 
-// out[b * U + u - 1] for stretches that fit (u <= b - SB[b] + 1 and u <= the window); others untouched;
-// *bad set where one is not a probability (see checked).
-extern "C" __global__ void plf_unpaired(PLF_ARGS, int U, double* out, int* bad) {
+// out[b * U + u - 1] for stretches that fit (u <= b - SB[b] + 1 and u <= the window); others untouched.
+extern "C" __global__ void plf_unpaired(PLF_ARGS, int U, double* out) {
     PLF_MAKE;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;  // adjacent threads: adjacent b
     if (t >= N * U) return;
     const int u = (int)(t / N) + 1;
     const long long b = t - (long long)(u - 1) * N;
-    if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(unpaired_stretch(p, a, b, u), bad);
+    if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(p, unpaired_stretch(p, a, b, u));
 }
 
 // out[t]: the stretch of len[t] letters ending at pos[t], for those that fit; others untouched.
-extern "C" __global__ void plf_stretches(PLF_ARGS, const long long* pos, const int* len, long long count, double* out,
-                                         int* bad) {
+extern "C" __global__ void plf_stretches(PLF_ARGS, const long long* pos, const int* len, long long count, double* out) {
     PLF_MAKE;
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < count && stretch_fits(p, pos[t], len[t])) out[t] = checked(unpaired_stretch(p, a, pos[t], len[t]), bad);
+    if (t < count && stretch_fits(p, pos[t], len[t])) out[t] = checked(p, unpaired_stretch(p, a, pos[t], len[t]));
 }
 #endif
