@@ -151,3 +151,46 @@ def test_a_gpu_scan_folds_its_sites_on_the_gpu_with_the_same_columns(accessible,
     monkeypatch.setattr(device, "VERIFIED_GPU_ENGINES", device.VERIFIED_GPU_ENGINES | {"access"})
     on_gpu = gamut.scan(str(QUERIES), str(TARGETS), device="cuda", accessibility=True)
     assert on_gpu.equals(accessible)
+
+
+def test_the_second_pass_reuses_the_first_pass_alignments(accessible, monkeypatch):
+    """The scan after the folding replays the first pass' alignments (pipeline.replay), and gives
+    the same table whether it replays them all, some or none (a budget of 0: aligned again)."""
+    from gamut.scanning.pipeline import replay
+
+    made = []
+    real = replay.RecordingEngine.replay
+
+    def spy(self):
+        made.append(real(self))
+        return made[-1]
+
+    monkeypatch.setattr(replay.RecordingEngine, "replay", spy)
+    again = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+    assert again.equals(accessible)
+    assert made[-1].replayed >= 1 and made[-1].aligned == 0 and not made[-1].kept
+    monkeypatch.setattr(replay, "replay_budget", lambda: 0)
+    realigned = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+    assert realigned.equals(accessible)
+    assert made[-1].replayed == 0 and made[-1].aligned >= 1
+
+
+def test_kept_alignments_restore_exactly():
+    import numpy as np
+
+    from gamut.scanning.alignments import ChunkAlignments
+    from gamut.scanning.pipeline.replay import KeptAlignments, ReplayEngine, chunk_key
+
+    ops = np.arange(7, dtype=np.uint8)
+    original = ChunkAlignments(np.array([0, 2, 2, 3]), np.array([2, 2, 3, 3]), *(np.arange(3) + k for k in range(5)),
+                               np.array([0, 3, 5]), np.array([3, 5, 7]), ops)
+    kept = KeptAlignments.of(original)
+    assert kept.pairs_with.tolist() == [0, 2]
+    restored = kept.restore()
+    for name in ("sv_start", "sv_stop", "score", "i_end", "j_end", "i_start", "j_start", "op_start", "op_end", "ops"):
+        got, want = getattr(restored, name), getattr(original, name)
+        assert np.array_equal(got[original.sv_stop > original.sv_start] if name.startswith("sv") else got,
+                              want[original.sv_stop > original.sv_start] if name.startswith("sv") else want), name
+    assert (restored.sv_stop - restored.sv_start).tolist() == (original.sv_stop - original.sv_start).tolist()
+    pairs = np.array([[0, 5], [0, 6], [1, 0], [1, 1]])
+    assert chunk_key(pairs) == (0, 5, 4) and chunk_key(np.zeros((0, 2))) == (-1, -1, 0)

@@ -5,7 +5,8 @@ A hit's site is its reference span (1-based ``ref_start..ref_end``) widened by t
 :class:`~gamut.access.model.SiteAccess` as far as the reference goes; ``dG_open`` is ``-RT ln P``
 of that stretch being unpaired under RNAplfold's local partition function of the (scanned)
 reference. Every reference is folded once: a first pass aligns every chunk and keeps only the
-hits' spans (no energies, no text), the references that have hits are folded on the device the
+hits' spans (no energies, no text) and, while they fit a memory budget, the chunks' alignments
+for the scan to reuse (:mod:`gamut.scanning.pipeline.replay`); the references that have hits are folded on the device the
 scan aligns on (the GPU engine of :mod:`gamut.access.gpu` when the scan runs on CUDA, ViennaRNA on
 every core otherwise: :func:`gamut.access.engines.make_folder`) and only the stretches the hits
 need are kept (one number per distinct span); the scan itself then looks each hit up. Memory: 16

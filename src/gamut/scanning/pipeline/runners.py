@@ -34,11 +34,14 @@ def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFacto
     site_energies = None
     if si.params.site_access is not None:  # the first pass: every hit's site folded, once per reference
         from gamut.scanning import site_access
+        from gamut.scanning.pipeline.replay import RecordingEngine, replay_budget
 
-        spans = site_access.hit_spans(run_scan(site_access.first_pass_input(si), engine, threads=job.threads))
+        recorder = RecordingEngine(engine, replay_budget())  # the second pass replays its alignments
+        spans = site_access.hit_spans(run_scan(site_access.first_pass_input(si), recorder, threads=job.threads))
         device, device_id = site_access.folding_device(engine)
         site_energies = site_access.site_energies(si, spans, si.params.site_access, job.threads, job.show_progress(),
                                                   device, device_id)
+        engine = recorder.replay()
     with contextlib.ExitStack() as stack:
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
