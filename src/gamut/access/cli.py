@@ -46,7 +46,8 @@ def register(subparsers) -> None:
 
 
 def check_options(args: argparse.Namespace) -> AccessParams:
-    """Every option, before any input is read (:class:`UsageError`); sets ``args.format`` and ``args.threads``."""
+    """Every option, before any input is read (:class:`UsageError`); sets ``args.format``, ``args.threads``
+    and ``args.device`` (resolved: ``cpu`` or ``cuda``)."""
     args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, DEFAULT_FORMAT)
     if args.format == "parquet" and is_stdout(args.output):
         raise UsageError("--format parquet needs an output file (-o FILE)")
