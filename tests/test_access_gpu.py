@@ -264,3 +264,26 @@ def test_large_windows_are_rescaled_and_mixed_batches_split(host_library, monkey
     monkeypatch.setattr(gpu, "SCALES", (1.0,))
     with pytest.raises(DeviceError, match="window of 300"):
         GpuFolder(params, runner=HostRunner(host_library)).fold([gc])
+
+
+def test_a_batch_that_does_not_fit_the_device_is_folded_in_halves(host_library):
+    """A batch that finds the device's memory taken (BatchMemoryError: a scan's engine holds some)
+    is folded in halves; a single piece that does not fit is an error."""
+    from gamut.access.gpu import BatchMemoryError
+
+    class Tight(HostRunner):
+        def table(self, batch, window, span, width, scale=1.0):
+            if batch.positions > 500:
+                raise BatchMemoryError(f"a batch of {batch.positions:,} positions did not fit the GPU's memory")
+            return super().table(batch, window, span, width, scale)
+
+    rng = random.Random(41)
+    sequences = [random_sequence(rng, 300) for _ in range(4)]
+    params = AccessParams(80, 40, 10)
+    runner = Tight(host_library)
+    folded = GpuFolder(params, runner=runner).fold(sequences)
+    assert [n for n, _, _ in runner.batches] == [300, 300, 300, 300]
+    for sequence, got in zip(sequences, folded):
+        assert_same_as_vienna(got, sequence, params)
+    with pytest.raises(BatchMemoryError, match="did not fit"):
+        GpuFolder(params, runner=Tight(host_library)).fold([random_sequence(rng, 600)])

@@ -54,6 +54,10 @@ class WeightRangeError(DeviceError):
     """A batch's weights left the range of doubles with the scale it was folded with."""
 
 
+class BatchMemoryError(DeviceError):
+    """A batch's work area did not fit the device's free memory (other work took it meanwhile)."""
+
+
 def check_batch(bad: bool, window: int) -> None:
     """Raise :class:`WeightRangeError` for a batch whose kernels flagged a window's partition function
     out of range (or a value that is not a probability)."""
@@ -146,7 +150,7 @@ class BatchRunner(Protocol):
     piece) and per-letter weight factor ``scale``: ``table(batch, ...)`` returns the (positions,
     ``width``) unpaired probabilities (NaN where a stretch does not fit); ``stretches`` only those
     of ``ends`` and ``lengths``. Both raise :class:`WeightRangeError` where the weights left the
-    range of doubles."""
+    range of doubles, and :class:`BatchMemoryError` where the batch did not fit the device."""
 
     def free_bytes(self) -> int: ...
 
@@ -196,6 +200,14 @@ class CupyRunner:
             self.cp.get_default_memory_pool().free_all_blocks()
 
     def _fold(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
+        try:
+            return self._fold_on_device(batch, window, span, scale, finish)
+        except self.cp.cuda.memory.OutOfMemoryError as exc:
+            self.release()
+            raise BatchMemoryError(f"a batch of {batch.positions:,} positions did not fit the GPU's memory "
+                                   f"({exc})") from None
+
+    def _fold_on_device(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
         cp = self.cp
         n = batch.positions
         with cp.cuda.Device(self.device_id):
@@ -309,15 +321,15 @@ class GpuFolder:
     def _solved(codes: list[np.ndarray], groups: list[list[Piece]],
                 solve: Callable[[PackedBatch], object]) -> Iterator[tuple[PackedBatch, object]]:
         """``(batch, solve(batch))`` for every group in order; a group whose weights no scale keeps
-        in range (sequences of very different strength in large windows) is folded in halves,
-        down to single pieces (then the error stands)."""
+        in range (sequences of very different strength in large windows), or that did not fit the
+        device's memory, is folded in halves, down to single pieces (then the error stands)."""
         todo = list(reversed(groups))
         while todo:
             group = todo.pop()
             batch = PackedBatch.pack(group, codes)
             try:
                 result = solve(batch)
-            except WeightRangeError:
+            except (WeightRangeError, BatchMemoryError):
                 if len(group) == 1:
                     raise
                 todo += [group[len(group) // 2:], group[:len(group) // 2]]
