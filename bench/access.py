@@ -91,15 +91,17 @@ def whole_process(cmd: list[str]) -> float:
 
 def cli_rows(records: list[tuple[str, str]], tmp: Path, devices: list[str], args) -> list[dict]:
     fasta = scan_e2e.write_fasta(tmp / "cli_refs.fa", records)
+
+    def access(source: str, out: Path, device: str) -> list[str]:
+        return [sys.executable, "-m", "gamut", "access", source, "-W", str(args.window), "-L", str(args.span),
+                "-u", str(args.max_unpaired), "--device", device, "-o", str(out)]
+
     rows = []
     for device in devices:
+        whole_process(access(records[0][1][:200], tmp / "warm.tsv", device))  # warm-up: one short sequence
         out = tmp / f"access_{device}.parquet"
-        cmd = [sys.executable, "-m", "gamut", "access", str(fasta), "-W", str(args.window), "-L", str(args.span),
-               "-u", str(args.max_unpaired), "--device", device, "-o", str(out)]
-        whole_process(cmd[:4] + [records[0][1][:200]] + cmd[5:-2] + ["-o", str(tmp / "warm.tsv")])  # warm-up
-        out.unlink(missing_ok=True)
         rows.append({"device": device, "refs": len(records), "nt": sum(len(s) for _, s in records),
-                     "wall_s": whole_process(cmd), "output_bytes": out.stat().st_size})
+                     "wall_s": whole_process(access(str(fasta), out, device)), "output_bytes": out.stat().st_size})
     return rows
 
 

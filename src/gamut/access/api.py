@@ -48,18 +48,19 @@ class Accessibility:
                              f" letters of a sequence of {len(self)}")
         return float(energy_to_open(self.unpaired[end - 1, u - 1]))  # one cell, not the whole table
 
+    def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The defined cells, by position then ``u``: 1-based ``end``, ``u`` and the probability."""
+        rows, cols = np.nonzero(~np.isnan(self.unpaired))
+        return rows + 1, cols + 1, self.unpaired[rows, cols]
+
     def table(self) -> pd.DataFrame:
         """One row per position and stretch length: ``name``, ``end`` (1-based), ``u``, ``unpaired``,
         ``opening_energy``, without the undefined (NaN) ones."""
         import pandas as pd
 
-        n, width = self.unpaired.shape
-        end = np.repeat(np.arange(1, n + 1), width)
-        u = np.tile(np.arange(1, width + 1), n)
-        prob = self.unpaired.reshape(-1)
-        keep = ~np.isnan(prob)
-        return pd.DataFrame({"name": self.name, "end": end[keep], "u": u[keep], "unpaired": prob[keep],
-                             "opening_energy": energy_to_open(prob[keep])})
+        end, u, prob = self.cells()
+        return pd.DataFrame({"name": self.name, "end": end, "u": u, "unpaired": prob,
+                             "opening_energy": energy_to_open(prob)})
 
 
 def accessibility(sequences: Any, window: int = DEFAULT_WINDOW, span: int = DEFAULT_SPAN,

@@ -58,15 +58,10 @@ def _loop_keys(loops: str, width: int) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def plfold_tables() -> PlfoldTables:
     """The model's Boltzmann factors, read from ViennaRNA once per process."""
-    import RNA
+    from gamut.scanning.energy.tables import vienna_exp_parameters
 
-    from gamut.scanning.energy.tables import _vienna_defaults, vienna_model_details
-
-    md = vienna_model_details("vienna2004")
-    md.pf_smooth = 1  # RNAplfold's default, whatever the library's global setting now is
-    with _vienna_defaults("vienna2004"):
-        E = RNA.exp_param(md)
-    pair = np.array(md.pair, np.int64)[:5, :5]
+    E = vienna_exp_parameters("vienna2004")
+    pair = np.array(E.model_details.pair, np.int64)[:5, :5]
     tetra, tri, hexa = _loop_keys(E.Tetraloops, 6), _loop_keys(E.Triloops, 5), _loop_keys(E.Hexaloops, 8)
     doubles = [
         ("STACK", _doubles(E.expstack, (8, 8))),

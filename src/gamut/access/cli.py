@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
 
 from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams
 from gamut.access.sinks import DEFAULT_FORMAT, FORMAT_BY_SUFFIX, SINKS
@@ -71,36 +70,12 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     with atomic_output(args.output, sink.mode) as out, folder, \
             progress_bar(f"accessibility [{folder.name}]", len(records), show, unit="records") as advance:
         sink.start(out)
-        for part in record_batches(records, folder):  # memory bounded, output in input order
+        for part in folder.record_groups(records):  # memory bounded, output in input order
             for (name, seq), up in zip(part, folder.fold([s for _, s in part])):
                 sink.write(Accessibility(name, seq, params, up))
             advance(len(part))
         sink.close()
     return 0
-
-
-#: Letters per batch of records on the GPU (the tables of a batch are held until written).
-GPU_BATCH_LETTERS = 2_000_000
-
-
-def record_batches(records: list[tuple[str, str]], folder) -> Iterator[list[tuple[str, str]]]:
-    """Consecutive batches of records: four per process on the CPU, about
-    :data:`GPU_BATCH_LETTERS` letters on the GPU."""
-    if folder.name != "cuda":
-        size = 4 * folder.workers
-        for a in range(0, len(records), size):
-            yield records[a:a + size]
-        return
-    part: list[tuple[str, str]] = []
-    letters = 0
-    for record in records:
-        part.append(record)
-        letters += len(record[1])
-        if letters >= GPU_BATCH_LETTERS:
-            yield part
-            part, letters = [], 0
-    if part:
-        yield part
 
 
 __all__ = ["check_options", "register", "run"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -88,6 +88,13 @@ class CpuFolder:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+    def record_groups(self, records: Sequence) -> Iterator[Sequence]:
+        """Consecutive groups of ``records`` to fold at a time (output in order, memory bounded):
+        four per process."""
+        size = 4 * self.workers
+        for a in range(0, len(records), size):
+            yield records[a:a + size]
 
     def fold(self, sequences: Sequence[str]) -> list[np.ndarray]:
         """:func:`unpaired_probabilities` of every sequence, in order."""

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from gamut.access.boltzmann import MAXLOOP, encode, plfold_tables
 from gamut.access.model import AccessParams, energy_to_open
 from gamut.errors import DeviceError
 
@@ -26,7 +27,7 @@ KERNELS = ("plf_inside", "plf_exterior", "plf_outside", "plf_suffix", "plf_unpai
 #: The phases of a batch, as :attr:`CupyRunner.phase_s` times them.
 PHASES = ("inside", "exterior", "outside", "unpaired")
 #: Shared-memory doubles per thread of ``plf_outside`` (its interior-loop sums by gap).
-OUTSIDE_SCRATCH_DOUBLES = 31
+OUTSIDE_SCRATCH_DOUBLES = MAXLOOP + 1
 #: Threads per block of every plfold kernel (128 and 64 timed alike on the H100, 256 4% slower).
 BLOCK = 128
 #: Most threads per block: ``plf_outside``'s scratch within the 48 KB of shared memory a launch
@@ -37,11 +38,14 @@ MAX_BLOCK = (48 * 1024 // (8 * OUTSIDE_SCRATCH_DOUBLES)) // 32 * 32
 MAX_BATCH_POSITIONS = 8_000_000
 #: Share of the free device memory one batch's work area may take.
 MEMORY_SHARE = 0.6
+#: Letters of the records ``gamut access`` folds at a time (their tables are held until written).
+RECORD_GROUP_LETTERS = 2_000_000
 
 
 def work_doubles(positions: int, window: int, span: int) -> int:
-    """Doubles of a batch's work area (``plf_work_doubles`` in plfold.cu)."""
-    return positions * (15 * span + 2 * 31 + 2 * (window + 1))
+    """Doubles of a batch's work area (``plf_work_doubles`` in plfold.cu: 15 arrays by span, IL and
+    IR by gap, F and Bz by window offset)."""
+    return positions * (15 * span + 2 * (MAXLOOP + 1) + 2 * (window + 1))
 
 
 #: Per-letter weight factors a batch is folded with, in turn, while a window's partition function
@@ -168,7 +172,6 @@ class CupyRunner:
     def __init__(self, device_id: int = 0, block: int = BLOCK) -> None:
         import cupy
 
-        from gamut.access.boltzmann import plfold_tables
         from gamut.cuda.kernels import load_module
 
         if not 32 <= block <= MAX_BLOCK or block % 32:
@@ -285,17 +288,31 @@ class GpuFolder:
     def __exit__(self, *exc) -> None:
         self.runner.release()
 
+    def record_groups(self, records: Sequence[tuple[str, str]]) -> Iterator[list[tuple[str, str]]]:
+        """Consecutive groups of ``(name, sequence)`` records to fold at a time (output in order, memory
+        bounded): about :data:`RECORD_GROUP_LETTERS` letters each."""
+        group: list[tuple[str, str]] = []
+        letters = 0
+        for record in records:
+            group.append(record)
+            letters += len(record[1])
+            if letters >= RECORD_GROUP_LETTERS:
+                yield group
+                group, letters = [], 0
+        if group:
+            yield group
+
     def _batch_positions_for(self) -> int:
         if self._batch_positions is not None:
             return self._batch_positions
-        per = 8 * (work_doubles(1, self.params.window, min(self.params.span, self.params.window)) + 2 * 20) + 16
+        # the work area, the output table and its copy, the letters and piece bounds
+        per = 8 * (work_doubles(1, self.params.window, min(self.params.span, self.params.window))
+                   + 2 * self.params.max_unpaired) + 9
         fit = int(self.runner.free_bytes() * MEMORY_SHARE) // per
         return max(4 * (self.params.window + 1), min(MAX_BATCH_POSITIONS, fit))
 
     def _plan(self, sequences: Sequence[str]) -> tuple[list[np.ndarray], list[list[Piece]]]:
         """The sequences' letter codes and their pieces in groups of at most a batch's letters."""
-        from gamut.access.boltzmann import encode
-
         codes = [encode(s) for s in sequences]
         most = self._batch_positions_for()
         plan = pieces([c.shape[0] for c in codes], self.params.window, most)

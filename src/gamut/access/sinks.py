@@ -31,13 +31,6 @@ class AccessSink(Protocol):
     def close(self) -> None: ...
 
 
-def defined_cells(result: Accessibility) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The defined cells of a result by position, then u: 1-based ``end``, ``u`` and the probability."""
-    defined = ~np.isnan(result.unpaired)
-    rows, cols = np.nonzero(defined)
-    return rows + 1, cols + 1, result.unpaired[defined]
-
-
 def _text_column(b: TextBuilder, text: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
     """A column of ``rows`` rows of ``text`` (UTF-8: names of any letters), the text stored once."""
     raw = np.frombuffer(text.encode("utf-8"), np.uint8)
@@ -55,7 +48,7 @@ class TsvSink:
         out.write(b"name\tend\tu\tunpaired\topening_energy\n")
 
     def write(self, result: Accessibility) -> None:
-        end, u, prob = defined_cells(result)
+        end, u, prob = result.cells()
         if not prob.size:
             return
         b = TextBuilder(parallel=True)
@@ -81,7 +74,7 @@ class ParquetSink:
         self.rows = 0
 
     def write(self, result: Accessibility) -> None:
-        end, u, prob = defined_cells(result)
+        end, u, prob = result.cells()
         if prob.size:
             self.parts.append((result.name, end, u, prob))
             self.rows += prob.shape[0]

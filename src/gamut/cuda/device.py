@@ -89,6 +89,12 @@ def gpu_available() -> bool:
     return bool(available_gpus())
 
 
+def gpu_engine_verified(analysis: str) -> bool:
+    """Whether ``analysis``' CUDA engine has passed its GPU tests (:data:`VERIFIED_GPU_ENGINES`),
+    so that ``auto`` may choose it."""
+    return analysis in VERIFIED_GPU_ENGINES
+
+
 def resolve_device(device: str = "auto", analysis: str | None = None) -> str:
     """Map ``auto|cpu|cuda`` to ``cpu`` or ``cuda``; ``cuda`` without a GPU is an error.
 
@@ -99,7 +105,7 @@ def resolve_device(device: str = "auto", analysis: str | None = None) -> str:
         raise UsageError(f"unknown device '{device}' (choose from {', '.join(DEVICES)})")
     if device == "cpu":
         return "cpu"
-    if device == "auto" and analysis is not None and analysis not in VERIFIED_GPU_ENGINES:
+    if device == "auto" and analysis is not None and not gpu_engine_verified(analysis):
         return "cpu"
     if gpu_available():
         return "cuda"

@@ -198,6 +198,17 @@ def _significant(a, digits, pow10):
     return np.int64(0), 0, False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _digits_back(buf, pos, t, count):
+    """Write the last ``count`` decimal digits of ``t`` backwards, the last one at ``buf[pos]``;
+    return what is left of ``t`` and the position before the digits written."""
+    for _ in range(count):
+        buf[pos] = 48 + t % 10
+        t //= 10
+        pos -= 1
+    return t, pos
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _general_text(values, digits, pow10):
     """``printf("%.{digits}g")`` of float64 ``values``: ``digits`` significant digits, fixed
@@ -205,8 +216,9 @@ def _general_text(values, digits, pow10):
     bare point) removed. Rows the fast path cannot decide (ties within float error, zeros'
     signs aside; infinities, NaN, extreme exponents) are flagged in ``ok``."""
     n = values.shape[0]
-    q_all = np.zeros(n, np.int64)
-    x_all = np.zeros(n, np.int64)
+    q_all = np.zeros(n, np.int64)  # the significant digits printed, trailing zeros dropped
+    x_all = np.zeros(n, np.int64)  # the decimal exponent
+    kept_all = np.zeros(n, np.int64)  # how many digits q has
     ok = np.ones(n, np.bool_)
     lengths = np.zeros(n, np.int64)
     for k in prange(n):
@@ -222,31 +234,26 @@ def _general_text(values, digits, pow10):
         if not fine:
             ok[k] = False
             continue
-        zeros = 0
-        while zeros < digits - 1 and q % 10 == 0:
+        kept = digits
+        while kept > 1 and q % 10 == 0:
             q //= 10
-            zeros += 1
-        kept = digits - zeros  # significant digits printed
-        q_all[k] = q
-        x_all[k] = x
-        if -4 <= x < digits:
-            if x >= 0:
-                whole = x + 1
-                frac = kept - whole if kept > whole else 0
-                lengths[k] = neg + whole + (1 + frac if frac > 0 else 0)
-            else:
-                lengths[k] = neg + 2 + (-x - 1) + kept  # 0.000ddd
-        else:
-            ex = -x if x < 0 else x
-            exp_digits = 2 if ex < 100 else 3
-            lengths[k] = neg + 1 + (1 + kept - 1 if kept > 1 else 0) + 2 + exp_digits
+            kept -= 1
+        q_all[k], x_all[k], kept_all[k] = q, x, kept
+        if 0 <= x < digits:  # ddd.ddd (zeros before the point where q is shorter)
+            frac = kept - (x + 1) if kept > x + 1 else 0
+            lengths[k] = neg + x + 1 + (1 + frac if frac > 0 else 0)
+        elif -4 <= x < 0:  # 0.000ddd
+            lengths[k] = neg + 1 - x + kept
+        else:  # d.ddde+XX
+            exp_digits = 2 if abs(x) < 100 else 3
+            lengths[k] = neg + 1 + (kept if kept > 1 else 0) + 2 + exp_digits
     starts, total = _packed_starts(lengths)
     buf = np.empty(total, np.uint8)
     for k in prange(n):
         if not ok[k]:
             continue
         pos = starts[k]
-        end = starts[k] + lengths[k]
+        last = starts[k] + lengths[k] - 1
         v = values[k]
         if _is_negative(v):
             buf[pos] = 45  # '-'
@@ -254,64 +261,31 @@ def _general_text(values, digits, pow10):
         if v == 0:
             buf[pos] = 48
             continue
-        q = q_all[k]
-        x = x_all[k]
-        kept = 1
-        t = q
-        while t >= 10:
-            t //= 10
-            kept += 1
-        if -4 <= x < digits:
-            if x >= 0:
-                # digits of q, a point after x + 1 of them (zeros appended if q is shorter)
-                whole = x + 1
-                p = end - 1
-                t = q
-                frac = kept - whole if kept > whole else 0
-                for _ in range(frac):
-                    buf[p] = 48 + t % 10
-                    t //= 10
-                    p -= 1
-                if frac > 0:
-                    buf[p] = 46
-                    p -= 1
-                pad = whole - kept if whole > kept else 0
-                for _ in range(pad):
-                    buf[p] = 48
-                    p -= 1
-                while p >= pos:
-                    buf[p] = 48 + t % 10
-                    t //= 10
-                    p -= 1
-            else:
-                buf[pos] = 48
-                buf[pos + 1] = 46
-                for z in range(-x - 1):
-                    buf[pos + 2 + z] = 48
-                p = end - 1
-                t = q
-                for _ in range(kept):
-                    buf[p] = 48 + t % 10
-                    t //= 10
-                    p -= 1
-        else:
-            ex = -x if x < 0 else x
-            exp_digits = 2 if ex < 100 else 3
-            p = end - 1
-            for _ in range(exp_digits):
-                buf[p] = 48 + ex % 10
-                ex //= 10
+        q, x, kept = q_all[k], x_all[k], kept_all[k]
+        if 0 <= x < digits:
+            frac = kept - (x + 1) if kept > x + 1 else 0
+            t, p = _digits_back(buf, last, q, frac)
+            if frac > 0:
+                buf[p] = 46  # '.'
                 p -= 1
+            for _ in range(x + 1 - (kept - frac)):  # zeros before the point
+                buf[p] = 48
+                p -= 1
+            _digits_back(buf, p, t, kept - frac)
+        elif -4 <= x < 0:
+            buf[pos] = 48
+            buf[pos + 1] = 46
+            for z in range(-x - 1):
+                buf[pos + 2 + z] = 48
+            _digits_back(buf, last, q, kept)
+        else:
+            exp_digits = 2 if abs(x) < 100 else 3
+            _, p = _digits_back(buf, last, abs(x), exp_digits)
             buf[p] = 45 if x < 0 else 43  # '-' / '+'
             buf[p - 1] = 101  # 'e'
-            p -= 2
-            t = q
-            for _ in range(kept - 1):
-                buf[p] = 48 + t % 10
-                t //= 10
-                p -= 1
+            t, p = _digits_back(buf, p - 2, q, kept - 1)
             if kept > 1:
-                buf[p] = 46
+                buf[p] = 46  # '.'
                 p -= 1
             buf[p] = 48 + t
     return buf, starts, lengths, ok

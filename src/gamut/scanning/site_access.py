@@ -105,13 +105,13 @@ def site_energies(scan_input: ScanInput, spans: np.ndarray, access: SiteAccess, 
 
 
 def folding_device(engine) -> tuple[str, int]:
-    """Where a scan's references are folded: the first GPU of a CUDA alignment ``engine`` once the
-    accessibility GPU engine is verified on hardware (``access`` in
-    :data:`~gamut.cuda.device.VERIFIED_GPU_ENGINES`), else the CPU."""
-    from gamut.cuda.device import VERIFIED_GPU_ENGINES
+    """Where a scan's references are folded: the first GPU of a CUDA alignment ``engine`` where
+    ``auto`` would choose the accessibility GPU engine (:func:`gamut.cuda.device.gpu_engine_verified`),
+    else the CPU."""
+    from gamut.cuda import device
 
     gpu_ids = getattr(engine, "gpu_ids", None)
-    if getattr(engine, "name", None) == "cuda" and gpu_ids and "access" in VERIFIED_GPU_ENGINES:
+    if getattr(engine, "name", None) == "cuda" and gpu_ids and device.gpu_engine_verified("access"):
         return "cuda", int(gpu_ids[0])
     return "cpu", 0
 

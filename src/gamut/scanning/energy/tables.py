@@ -216,6 +216,17 @@ def vienna_parameters(model: str):
         return RNA.param(md)
 
 
+def vienna_exp_parameters(model: str):
+    """A ViennaRNA ``RNA.exp_param`` object (Boltzmann factors) for ``model``, with ViennaRNA's
+    smoothing of them on (its default, as RNAplfold folds), whatever the library's global setting."""
+    import RNA
+
+    md = vienna_model_details(model)
+    md.pf_smooth = 1
+    with _vienna_defaults(model):
+        return RNA.exp_param(md)
+
+
 def check_model(model: str) -> None:
     """Raise UsageError for an unknown energy model name."""
     if model not in MODELS:
