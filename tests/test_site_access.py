@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gamut
 from gamut.access.model import SiteAccess
@@ -153,10 +155,12 @@ def test_a_gpu_scan_folds_its_sites_on_the_gpu_with_the_same_columns(accessible,
     assert on_gpu.equals(accessible)
 
 
-def test_the_second_pass_reuses_the_first_pass_alignments(accessible, monkeypatch):
-    """The scan after the folding replays the first pass' alignments (pipeline.replay), and gives
-    the same table whether it replays them all, some or none (a budget of 0: aligned again)."""
-    from gamut.scanning.pipeline import replay
+def test_the_scan_aligns_once_and_gives_the_same_table_however_much_it_holds(accessible, monkeypatch):
+    """A scan with accessibility holds its chunks' results while they fit a budget and writes them
+    once the sites are folded (pipeline.access_scan); chunks past the budget are scanned again from
+    their recorded alignments (pipeline.replay), or aligned again when those do not fit either. The
+    table is the same in all three cases."""
+    from gamut.scanning.pipeline import access_scan, replay
 
     made = []
     real = replay.RecordingEngine.replay
@@ -166,13 +170,47 @@ def test_the_second_pass_reuses_the_first_pass_alignments(accessible, monkeypatc
         return made[-1]
 
     monkeypatch.setattr(replay.RecordingEngine, "replay", spy)
-    again = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
-    assert again.equals(accessible)
+    held = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+    assert held.equals(accessible)
+    assert made == []  # every result held: no second pass
+    monkeypatch.setattr(access_scan, "result_bytes", lambda result: 1 << 62)  # none held
+    replayed = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+    assert replayed.equals(accessible)
     assert made[-1].replayed >= 1 and made[-1].aligned == 0 and not made[-1].kept
-    monkeypatch.setattr(replay, "replay_budget", lambda: 0)
+    monkeypatch.setattr(access_scan, "replay_budget", lambda: 0)  # nor their alignments
     realigned = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
     assert realigned.equals(accessible)
     assert made[-1].replayed == 0 and made[-1].aligned >= 1
+
+
+def test_a_scan_past_its_budget_holds_the_first_chunks_and_scans_the_rest_again(monkeypatch):
+    """Some chunks held, the later ones scanned again: the same rows as a scan that holds all."""
+    from gamut.scanning.pipeline import access_scan
+    from gamut.scanning.pipeline.scan_loop import scan_chunks
+
+    calls = []
+
+    def small_chunks(*args, **kwargs):
+        calls.append(kwargs.get("chunks") is not None)
+        kwargs.setdefault("chunk_pairs", 3)
+        return scan_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(access_scan, "scan_chunks", small_chunks)
+    sizes = []
+    real_bytes = access_scan.result_bytes
+
+    def sized(result):
+        sizes.append(real_bytes(result))
+        return sizes[-1]
+
+    monkeypatch.setattr(access_scan, "result_bytes", sized)
+    whole = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+    assert len(sizes) >= 4 and calls == [False]
+    monkeypatch.setattr(access_scan, "replay_budget", lambda: 2 * sum(sizes[:len(sizes) // 2]))  # half held
+    calls.clear()
+    split = gamut.scan(str(QUERIES), str(TARGETS), device="cpu", accessibility=True)
+    assert calls == [False, True]  # a first pass, then the chunks not held
+    assert split.equals(whole)
 
 
 def test_kept_alignments_restore_exactly():
@@ -194,3 +232,12 @@ def test_kept_alignments_restore_exactly():
     assert (restored.sv_stop - restored.sv_start).tolist() == (original.sv_stop - original.sv_start).tolist()
     pairs = np.array([[0, 5], [0, 6], [1, 0], [1, 1]])
     assert chunk_key(pairs) == (0, 5, 4) and chunk_key(np.zeros((0, 2))) == (-1, -1, 0)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**62), max_size=300))
+def test_distinct_keys_are_numpys_unique(values):
+    from gamut.scanning.site_access import distinct_keys
+
+    keys = np.array(values, np.int64)
+    assert np.array_equal(distinct_keys(keys), np.unique(keys))
+    assert distinct_keys(keys).dtype == np.int64

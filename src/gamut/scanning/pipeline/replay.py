@@ -1,5 +1,5 @@
-"""Aligning a two-pass scan once (``--accessibility``, :mod:`gamut.scanning.site_access`): the
-first pass aligns through a :class:`RecordingEngine`, which keeps every chunk's alignments in a
+"""Aligning a two-pass scan once (``--accessibility``, :mod:`gamut.scanning.pipeline.access_scan`):
+the first pass aligns through a :class:`RecordingEngine`, which keeps every chunk's alignments in a
 compact form while they fit a memory budget; the second pass gets them back from a
 :class:`ReplayEngine` instead of aligning again (a chunk not kept is aligned again).
 
@@ -106,6 +106,13 @@ class RecordingEngine(_Wrapped):
                     self.kept[chunk_key(pairs)] = kept
                     self.kept_bytes += kept.nbytes
         return out
+
+    def forget(self, key: tuple[int, int, int]) -> None:
+        """Let go of a chunk's alignments (by :func:`chunk_key`): its result is held whole."""
+        with self._lock:
+            kept = self.kept.pop(key, None)
+            if kept is not None:
+                self.kept_bytes -= kept.nbytes
 
     def replay(self) -> ReplayEngine:
         """The engine of the second pass: these alignments, then ``engine`` for the chunks not kept."""

@@ -19,7 +19,7 @@ from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitions import abandon_on_failure
-from gamut.scanning.pipeline.scan_loop import run_scan, scan_chunks
+from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.scanning.sinks import sink_class
 from gamut.scanning.sinks.base import Sink
 
@@ -31,26 +31,20 @@ def run_in_process(job: ScanJob, sinks: Sequence[Sink], make_engine: EngineFacto
     """Carry out ``job`` in this process; each of ``sinks`` writes its output (``job.targets``)."""
     engine = make_engine(job.device, job.threads, job.gpus, cells=job.scan_input.total_cells())
     si = job.scan_input
-    site_energies = None
-    if si.params.site_access is not None:  # the first pass: every hit's site folded, once per reference
-        from gamut.scanning import site_access
-        from gamut.scanning.pipeline.replay import RecordingEngine, replay_budget
-
-        recorder = RecordingEngine(engine, replay_budget())  # the second pass replays its alignments
-        spans = site_access.hit_spans(run_scan(site_access.first_pass_input(si), recorder, threads=job.threads))
-        device, device_id = site_access.folding_device(engine)
-        site_energies = site_access.site_energies(si, spans, si.params.site_access, job.threads, job.show_progress(),
-                                                  device, device_id)
-        engine = recorder.replay()
     with contextlib.ExitStack() as stack:
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
-        tracker = stack.enter_context(progress_bar(f"scan [{engine.name}]", si.total_cells(), job.show_progress(),
-                                                   unit="cells"))
         for sink, out in zip(sinks, outs):
             sink.start(out)
-        for result, spare_cores in scan_chunks(si, engine, threads=job.threads, progress=tracker,
-                                               site_energies=site_energies):
+        if si.params.site_access is None:
+            tracker = stack.enter_context(progress_bar(f"scan [{engine.name}]", si.total_cells(), job.show_progress(),
+                                                       unit="cells"))
+            results = scan_chunks(si, engine, threads=job.threads, progress=tracker)
+        else:  # every hit's site folded, once per reference, after the alignment
+            from gamut.scanning.pipeline.access_scan import scan_with_site_access
+
+            results = scan_with_site_access(si, engine, threads=job.threads, show_progress=job.show_progress())
+        for result, spare_cores in results:
             for sink in sinks:
                 sink.write(result, spare_cores)
         for sink in sinks:

@@ -12,7 +12,7 @@ stays bounded by a few chunks whatever the number of pairs.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -78,6 +78,7 @@ def scan_chunks(
     chunk_pairs: int | None = None,
     progress: Callable[[int], None] | None = None,
     pairs: np.ndarray | None = None,
+    chunks: Iterable[np.ndarray] | None = None,
     counter0: int = 0,
     site_energies: SiteEnergies | None = None,
 ) -> Iterator[tuple[ChunkResult, Parallel]]:
@@ -91,8 +92,9 @@ def scan_chunks(
     runs beside them. ``progress`` is called with the number of cells finished after each chunk.
     Chunks hold about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs (default: the
     engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). ``pairs`` (consecutive
-    pairs of the output order, e.g. one partition) scans those pairs only; their first pair's
-    running counter is ``counter0 + 1``. ``site_energies`` (with the params' ``site_access``) gives
+    pairs of the output order, e.g. one partition) scans those pairs only, ``chunks`` (consecutive
+    runs of such pairs) those chunks as they are; their first pair's running counter is
+    ``counter0 + 1``. ``site_energies`` (with the params' ``site_access``) gives
     every hit its ``dG_open`` (:func:`gamut.scanning.site_access.site_energies` computes it, the
     first pass). ``threads`` bounds post-processing (hits, energies and,
     between chunks, the caller's sink: Numba's thread count in the calling thread until the
@@ -111,7 +113,9 @@ def scan_chunks(
         # each kernel asks again. A GPU engine's host work leaves the cores free.
         return not engine.occupies_cores or all(f.done() for f in list(aligning))
 
-    if pairs is None:
+    if chunks is not None:
+        chunks = iter(chunks)
+    elif pairs is None:
         chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
     else:
         chunks = scan_input.cut(np.asarray(pairs, np.int64).reshape(-1, 2), int(chunk_cells), int(chunk_pairs))

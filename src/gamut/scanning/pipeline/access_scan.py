@@ -1,0 +1,114 @@
+"""A scan with ``--accessibility`` (:mod:`gamut.scanning.site_access`): every hit needs the opening
+energy of its site, which needs the reference folded, and a reference's hits are known only once
+every query has been aligned against it (the output order is query-major). So:
+
+1. the scan runs whole (alignment, hits, energies, site filter), holding each chunk's result
+   while the held results fit a memory budget, and collecting every hit's span as it goes;
+2. the references that have hits are folded once (:func:`~gamut.scanning.site_access.site_energies`,
+   on the device the scan aligns on, by a folder made on a thread while the scan aligns);
+3. the held results get their ``dG_open`` (and ``--ddg-threshold``) and go to the sinks; chunks past
+   the budget are scanned again from their alignments, kept in a compact form by a
+   :class:`~gamut.scanning.pipeline.replay.RecordingEngine` while those fit (else aligned again).
+
+Nothing is aligned, and nothing's energy is computed, twice while the results fit the budget.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gamut.io.threads import Parallel
+from gamut.progress import progress_bar
+from gamut.scanning.alignments import AlignmentEngine
+from gamut.scanning.pipeline.pairs import ScanInput
+from gamut.scanning.pipeline.replay import RecordingEngine, chunk_key, replay_budget
+from gamut.scanning.pipeline.scan_loop import ChunkResult, scan_chunks
+
+
+def result_bytes(result: ChunkResult) -> int:
+    """Host bytes a chunk's result holds (its pairs and hit columns)."""
+    hits = result.hits
+    columns = (getattr(hits, f.name) for f in dataclasses.fields(hits))
+    return int(result.pairs.nbytes) + sum(int(a.nbytes) for a in columns if isinstance(a, np.ndarray))
+
+
+@dataclass
+class FirstPass:
+    """What the scan's first pass leaves: the results it holds, in order; ``(first pair, pairs)``
+    of every chunk after them (not held: past the budget); every hit span's key, distinct, sorted."""
+
+    held: list[ChunkResult]
+    rest: list[tuple[int, int]]
+    keys: np.ndarray
+
+
+def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget: int, threads: int | None,
+               show_progress: bool) -> FirstPass:
+    """Scan every chunk (no site access), holding results while they fit ``budget`` bytes, and
+    collect the hit spans' keys (:func:`~gamut.scanning.site_access.span_keys` in ``base``)."""
+    from gamut.scanning import site_access
+
+    held: list[ChunkResult] = []
+    held_bytes = 0
+    rest: list[tuple[int, int]] = []
+    keys: list[np.ndarray] = []
+    forget = getattr(engine, "forget", None)
+    plain = scan_input.with_params(replace(scan_input.params, site_access=None))
+    with progress_bar(f"scan [{engine.name}]", scan_input.total_cells(), show_progress, unit="cells") as tracker:
+        for result, _ in scan_chunks(plain, engine, threads=threads, progress=tracker):
+            keys.append(site_access.span_keys(result, base))
+            size = result_bytes(result)
+            if not rest and held_bytes + size <= budget:
+                held.append(result)
+                held_bytes += size
+                if forget is not None:
+                    forget(chunk_key(result.pairs))  # held whole: its alignments are not needed again
+            else:
+                rest.append((result.counter0, len(result)))
+    return FirstPass(held, rest, site_access.distinct_keys(np.concatenate(keys) if keys else np.zeros(0, np.int64)))
+
+
+def scan_with_site_access(scan_input: ScanInput, engine: AlignmentEngine, *, threads: int | None = None,
+                          show_progress: bool = False) -> Iterator[tuple[ChunkResult, Parallel]]:
+    """:func:`~gamut.scanning.pipeline.scan_loop.scan_chunks`' ``(result, spare_cores)`` of a scan
+    whose params have a ``site_access``, every result with its ``dG_open``, in output order."""
+    from gamut.scanning import site_access
+
+    access = scan_input.params.site_access
+    if access is None:
+        raise ValueError("scan_with_site_access needs params with a site_access")
+    budget = replay_budget() // 2  # half for the held results, half for the alignments of the others
+    recorder = RecordingEngine(engine, budget)
+    base = site_access.span_base(scan_input)
+    with ThreadPoolExecutor(1, thread_name_prefix="gamut-folder") as pool:
+        making = pool.submit(site_access.site_folder, access, engine, threads)  # ready when the alignment ends
+        try:
+            done = first_pass(scan_input, recorder, base, budget, threads, show_progress)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                making.result().__exit__(None, None, None)
+            raise
+        with making.result() as folder:
+            table = site_access.site_energies(scan_input, done.keys, base, access, folder, show_progress)
+    held, noenergy = done.held, scan_input.params.noenergy
+
+    def with_site_access(result: ChunkResult) -> ChunkResult:
+        result.dg_open = site_access.apply_site_access(result.hits, result.pairs[result.hits.pair, 1], table, access,
+                                                       noenergy)
+        return result
+
+    # the lookups on every core (NumPy's sorts and searches free the GIL), written in order
+    with ThreadPoolExecutor(threads or os.cpu_count() or 1, thread_name_prefix="gamut-sites") as pool:
+        for result in pool.map(with_site_access, held):
+            yield result, True  # nothing aligns beside the writing now: every core is free
+    held.clear()
+    if done.rest:
+        chunks = (scan_input.pair_range(start, start + n) for start, n in done.rest)
+        yield from scan_chunks(scan_input, recorder.replay(), threads=threads, chunks=chunks,
+                               counter0=done.rest[0][0], site_energies=table)
