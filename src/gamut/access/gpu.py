@@ -129,8 +129,9 @@ class PackedBatch:
         starts = np.zeros(len(group) + 1, np.int64)
         np.cumsum(sizes, out=starts[1:])
         S = np.concatenate([codes[p.seq][p.lo:p.hi] for p in group]) if group else np.zeros(0, np.int8)
-        SB = np.repeat(starts[:-1], sizes).astype(np.int32)
-        SE = np.repeat(starts[1:], sizes).astype(np.int32)
+        bounds = starts.astype(np.int32)  # repeated as int32: no 64-bit copy of every position
+        SB = np.repeat(bounds[:-1], sizes)
+        SE = np.repeat(bounds[1:], sizes)
         return cls(group, np.ascontiguousarray(S, np.int8), SB, SE, starts[:-1])
 
 

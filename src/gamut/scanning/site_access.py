@@ -104,8 +104,7 @@ def site_energies(scan_input: ScanInput, keys: np.ndarray, base: int, access: Si
     references = scan_input.reference_set
     lengths = references.lengths().astype(np.int64)
     keys = np.asarray(keys, np.int64)
-    spans = np.stack([keys // (base * base), keys // base % base, keys % base], axis=1)
-    ref, start, end = spans[:, 0], spans[:, 1], spans[:, 2]
+    ref, start, end = keys // (base * base), keys // base % base, keys % base
     last, size = stretches(start, end, lengths[ref], access)
     energies = np.full(ref.shape[0], np.nan)
     cut = np.flatnonzero(np.r_[True, ref[1:] != ref[:-1]]) if ref.size else np.zeros(0, np.int64)
