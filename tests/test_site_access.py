@@ -241,3 +241,18 @@ def test_distinct_keys_are_numpys_unique(values):
     keys = np.array(values, np.int64)
     assert np.array_equal(distinct_keys(keys), np.unique(keys))
     assert distinct_keys(keys).dtype == np.int64
+
+
+def test_span_index_finds_every_span_and_refuses_an_unknown_one():
+    import numpy as np
+
+    from gamut.scanning.site_access import SiteEnergies, distinct_keys, span_index
+
+    rng = np.random.default_rng(5)
+    ref, start = rng.integers(0, 7, 500), rng.integers(1, 90, 500)
+    end = start + rng.integers(0, 9, 500)
+    keys = distinct_keys(SiteEnergies.encode(ref, start, end, 101))
+    at = span_index(keys, 101, ref, start, end)
+    assert np.array_equal(keys[at], SiteEnergies.encode(ref, start, end, 101))
+    with pytest.raises(RuntimeError, match="not in the first pass"):
+        span_index(keys, 101, np.array([8]), np.array([1]), np.array([2]))

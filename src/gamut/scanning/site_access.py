@@ -43,13 +43,19 @@ class SiteEnergies:
 
     def lookup(self, ref: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         """``dG_open`` of hits (reference index, 1-based start and end); every span must be known."""
-        keys = self.encode(ref, start, end, self.base)
-        order = np.argsort(keys)  # sorted needles: about 4 times faster to search
-        at = np.empty(keys.shape[0], np.int64)
-        at[order] = np.searchsorted(self.keys, keys[order])
-        if keys.size and (at.max() >= self.keys.size or not np.array_equal(self.keys[at], keys)):
-            raise RuntimeError("site accessibility: a hit span was not in the first pass (a bug: please report it)")
-        return self.energies[at]
+        return self.energies[span_index(self.keys, self.base, ref, start, end)]
+
+
+def span_index(keys: np.ndarray, base: int, ref: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Where each hit's span (reference index, 1-based start and end) is in the sorted distinct
+    ``keys`` of :class:`SiteEnergies` (``base``); every span must be there."""
+    wanted = SiteEnergies.encode(ref, start, end, base)
+    order = np.argsort(wanted)  # sorted needles: about 4 times faster to search
+    at = np.empty(wanted.shape[0], np.int64)
+    at[order] = np.searchsorted(keys, wanted[order])
+    if wanted.size and (at.max() >= keys.size or not np.array_equal(keys[at], wanted)):
+        raise RuntimeError("site accessibility: a hit span was not in the first pass (a bug: please report it)")
+    return at
 
 
 def stretches(start: np.ndarray, end: np.ndarray, length: np.ndarray, access: SiteAccess) -> tuple[np.ndarray, np.ndarray]:
@@ -132,13 +138,24 @@ def folding_device(engine) -> tuple[str, int]:
     return "cpu", 0
 
 
-def apply_site_access(hits: HitTable, refs: np.ndarray, table: SiteEnergies, access: SiteAccess,
-                      noenergy: bool) -> np.ndarray:
-    """``dG_open`` of every hit of a chunk (``refs``: each hit's reference index), float64; with a
-    ``ddg_threshold``, hits whose ``ddG`` exceeds it (or is undefined) are no longer reported."""
-    dg_open = table.lookup(refs, hits.ref_start, hits.ref_end)
+def hit_span_index(result: ChunkResult, keys: np.ndarray, base: int) -> np.ndarray:
+    """:func:`span_index` of every hit of a chunk result."""
+    hits = result.hits
+    return span_index(keys, base, result.pairs[hits.pair, 1], hits.ref_start, hits.ref_end)
+
+
+def set_dg_open(hits: HitTable, dg_open: np.ndarray, access: SiteAccess, noenergy: bool) -> np.ndarray:
+    """``dg_open`` (float64, a chunk's hits in order), after applying ``access``' ``ddg_threshold``:
+    hits whose ``ddG`` exceeds it (or is undefined) are no longer reported."""
     if access.ddg_threshold is not None and not noenergy:
         ddg = hits.energy.astype(np.float64) + dg_open
         with np.errstate(invalid="ignore"):
             hits.reported &= ddg <= access.ddg_threshold
     return dg_open
+
+
+def apply_site_access(hits: HitTable, refs: np.ndarray, table: SiteEnergies, access: SiteAccess,
+                      noenergy: bool) -> np.ndarray:
+    """``dG_open`` of every hit of a chunk (``refs``: each hit's reference index), float64, with
+    :func:`set_dg_open`'s threshold applied."""
+    return set_dg_open(hits, table.lookup(refs, hits.ref_start, hits.ref_end), access, noenergy)

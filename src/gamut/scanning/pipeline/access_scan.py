@@ -6,7 +6,8 @@ every query has been aligned against it (the output order is query-major). So:
    while the held results fit a memory budget, and collecting every hit's span as it goes;
 2. the references that have hits are folded once (:func:`~gamut.scanning.site_access.site_energies`,
    on the device the scan aligns on, by a folder made on a thread while the scan aligns);
-3. the held results get their ``dG_open`` (and ``--ddg-threshold``) and go to the sinks; chunks past
+3. the held results get their ``dG_open`` (and ``--ddg-threshold``; each hit's place among the
+   spans is found while the references fold) and go to the sinks; chunks past
    the budget are scanned again from their alignments, kept in a compact form by a
    :class:`~gamut.scanning.pipeline.replay.RecordingEngine` while those fit (else aligned again).
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gamut.access.model import SiteAccess
 from gamut.io.threads import Parallel
 from gamut.progress import progress_bar
 from gamut.scanning.alignments import AlignmentEngine
@@ -74,6 +76,15 @@ def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget
     return FirstPass(held, rest, site_access.distinct_keys(np.concatenate(keys) if keys else np.zeros(0, np.int64)))
 
 
+def fold_sites(folder, scan_input: ScanInput, keys: np.ndarray, base: int, access: SiteAccess,
+               show_progress: bool):
+    """:func:`~gamut.scanning.site_access.site_energies` with ``folder`` (not yet entered), then closed."""
+    from gamut.scanning import site_access
+
+    with folder:
+        return site_access.site_energies(scan_input, keys, base, access, folder, show_progress)
+
+
 def scan_with_site_access(scan_input: ScanInput, engine: AlignmentEngine, *, threads: int | None = None,
                           show_progress: bool = False) -> Iterator[tuple[ChunkResult, Parallel]]:
     """:func:`~gamut.scanning.pipeline.scan_loop.scan_chunks`' ``(result, spare_cores)`` of a scan
@@ -94,20 +105,19 @@ def scan_with_site_access(scan_input: ScanInput, engine: AlignmentEngine, *, thr
             with contextlib.suppress(Exception):
                 making.result().__exit__(None, None, None)
             raise
-        with making.result() as folder:
-            table = site_access.site_energies(scan_input, done.keys, base, access, folder, show_progress)
+        folding = pool.submit(fold_sites, making.result(), scan_input, done.keys, base, access, show_progress)
+        # While the references fold (on the GPU: this thread waits), every held hit finds its span's
+        # place among the keys, on every core (NumPy's sorts and searches free the GIL).
+        with ThreadPoolExecutor(threads or os.cpu_count() or 1, thread_name_prefix="gamut-sites") as lookups:
+            places = list(lookups.map(lambda result: site_access.hit_span_index(result, done.keys, base), done.held))
+        table = folding.result()
     held, noenergy = done.held, scan_input.params.noenergy
-
-    def with_site_access(result: ChunkResult) -> ChunkResult:
-        result.dg_open = site_access.apply_site_access(result.hits, result.pairs[result.hits.pair, 1], table, access,
-                                                       noenergy)
-        return result
-
-    # the lookups on every core (NumPy's sorts and searches free the GIL), written in order
-    with ThreadPoolExecutor(threads or os.cpu_count() or 1, thread_name_prefix="gamut-sites") as pool:
-        for result in pool.map(with_site_access, held):
-            yield result, True  # nothing aligns beside the writing now: every core is free
-    held.clear()
+    held.reverse()
+    places.reverse()
+    while held:  # each result let go once written
+        result, at = held.pop(), places.pop()
+        result.dg_open = site_access.set_dg_open(result.hits, table.energies[at], access, noenergy)
+        yield result, True  # nothing aligns beside the writing now: every core is free
     if done.rest:
         chunks = (scan_input.pair_range(start, start + n) for start, n in done.rest)
         yield from scan_chunks(scan_input, recorder.replay(), threads=threads, chunks=chunks,
