@@ -43,11 +43,13 @@ def result_bytes(result: ChunkResult) -> int:
 @dataclass
 class FirstPass:
     """What the scan's first pass leaves: the results it holds, in order; ``(first pair, pairs)``
-    of every chunk after them (not held: past the budget); every hit span's key, distinct, sorted."""
+    of every chunk after them (not held: past the budget) and their cells; every hit span's key,
+    distinct, sorted."""
 
     held: list[ChunkResult]
     rest: list[tuple[int, int]]
     keys: np.ndarray
+    rest_cells: int = 0
 
 
 def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget: int, threads: int | None,
@@ -59,6 +61,7 @@ def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget
     held: list[ChunkResult] = []
     held_bytes = 0
     rest: list[tuple[int, int]] = []
+    rest_cells = 0
     keys: list[np.ndarray] = []
     forget = getattr(engine, "forget", None)
     plain = scan_input.with_params(replace(scan_input.params, site_access=None))
@@ -73,7 +76,9 @@ def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget
                     forget(chunk_key(result.pairs))  # held whole: its alignments are not needed again
             else:
                 rest.append((result.counter0, len(result)))
-    return FirstPass(held, rest, site_access.distinct_keys(np.concatenate(keys) if keys else np.zeros(0, np.int64)))
+                rest_cells += int(scan_input.pair_cells(result.pairs).sum())
+    return FirstPass(held, rest, site_access.distinct_keys(np.concatenate(keys) if keys else np.zeros(0, np.int64)),
+                     rest_cells)
 
 
 def fold_sites(folder, scan_input: ScanInput, keys: np.ndarray, base: int, access: SiteAccess,
@@ -118,7 +123,9 @@ def scan_with_site_access(scan_input: ScanInput, engine: AlignmentEngine, *, thr
         result, at = held.pop(), places.pop()
         result.dg_open = site_access.set_dg_open(result.hits, table.energies[at], access, noenergy)
         yield result, True  # nothing aligns beside the writing now: every core is free
-    if done.rest:
+    if done.rest:  # past the budget: scanned again, with a bar of its own
         chunks = (scan_input.pair_range(start, start + n) for start, n in done.rest)
-        yield from scan_chunks(scan_input, recorder.replay(), threads=threads, chunks=chunks,
-                               counter0=done.rest[0][0], site_energies=table)
+        with progress_bar(f"scan, past the memory budget [{engine.name}]", done.rest_cells, show_progress,
+                          unit="cells") as tracker:
+            yield from scan_chunks(scan_input, recorder.replay(), threads=threads, chunks=chunks,
+                                   counter0=done.rest[0][0], site_energies=table, progress=tracker)
