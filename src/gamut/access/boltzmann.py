@@ -7,7 +7,6 @@ its rounding and its smoothing of dangle and mismatch terms, so both engines wei
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 from typing import NamedTuple
 
@@ -36,10 +35,10 @@ class PlfoldTables(NamedTuple):
 
 
 def _doubles(value, shape: tuple[int, ...]) -> np.ndarray:
-    """A copy of a ViennaRNA double table (a C pointer under SWIG) of ``shape``."""
-    count = int(np.prod(shape))
-    view = (ctypes.c_double * count).from_address(int(value))
-    return np.ctypeslib.as_array(view).astype(np.float64).reshape(shape).copy()
+    """A copy of a ViennaRNA double table of ``shape``."""
+    from gamut.scanning.energy.tables import vienna_table
+
+    return vienna_table(value, shape, np.float64)
 
 
 def _loop_keys(loops: str, width: int) -> np.ndarray:

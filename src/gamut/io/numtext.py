@@ -22,6 +22,29 @@ def _packed_starts(lengths):
     return starts, total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _digits_back(buf, pos, t, count):
+    """Write the last ``count`` decimal digits of ``t`` backwards, the last one at ``buf[pos]``;
+    return what is left of ``t`` and the position before the digits written."""
+    for _ in range(count):
+        buf[pos] = 48 + t % 10
+        t //= 10
+        pos -= 1
+    return t, pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _number_back(buf, pos, t):
+    """Write every decimal digit of ``t`` >= 0 (at least one) backwards, the last one at
+    ``buf[pos]``; return the position before them."""
+    while True:
+        buf[pos] = 48 + t % 10
+        t //= 10
+        pos -= 1
+        if t == 0:
+            return pos
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _int_text(values, decimals):
     """Decimal text of int64 ``values``, followed by '.' and ``decimals`` zeros if ``decimals`` > 0
@@ -44,19 +67,11 @@ def _int_text(values, decimals):
         if v < 0:
             buf[starts[k]] = 45  # '-'
             v = -v
-        pos = starts[k] + lengths[k] - 1
-        for _ in range(decimals):
-            buf[pos] = 48  # '0'
-            pos -= 1
+        _, pos = _digits_back(buf, starts[k] + lengths[k] - 1, 0, decimals)  # zeros
         if tail:
             buf[pos] = 46  # '.'
             pos -= 1
-        while True:
-            buf[pos] = 48 + v % 10
-            v //= 10
-            pos -= 1
-            if v == 0:
-                break
+        _number_back(buf, pos, v)
     return buf, starts, lengths
 
 
@@ -137,21 +152,11 @@ def _fixed_text(values, decimals):
     for k in prange(n):
         if not ok[k]:
             continue
-        pos = starts[k] + lengths[k] - 1
-        q = q_all[k]
-        for _ in range(decimals):
-            buf[pos] = 48 + q % 10
-            q //= 10
-            pos -= 1
+        q, pos = _digits_back(buf, starts[k] + lengths[k] - 1, q_all[k], decimals)
         if decimals > 0:
             buf[pos] = 46  # '.'
             pos -= 1
-        while True:
-            buf[pos] = 48 + q % 10
-            q //= 10
-            pos -= 1
-            if q == 0:
-                break
+        pos = _number_back(buf, pos, q)
         if neg[k]:
             buf[pos] = 45  # '-'
     return buf, starts, lengths, ok
@@ -196,17 +201,6 @@ def _significant(a, digits, pow10):
         else:
             return q, x, True
     return np.int64(0), 0, False
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _digits_back(buf, pos, t, count):
-    """Write the last ``count`` decimal digits of ``t`` backwards, the last one at ``buf[pos]``;
-    return what is left of ``t`` and the position before the digits written."""
-    for _ in range(count):
-        buf[pos] = 48 + t % 10
-        t //= 10
-        pos -= 1
-    return t, pos
 
 
 @njit(cache=True, nogil=True, parallel=True)

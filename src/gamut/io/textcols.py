@@ -198,12 +198,7 @@ class TextBuilder:
             return self.buffer(buf, starts, lengths)
         values = np.ascontiguousarray(values, np.float64)
         buf, starts, lengths, ok = run_kernel(_fixed_text, values.shape[0], self.parallel, values, decimals)
-        starts, lengths = self.buffer(buf, starts, lengths)
-        if not ok.all():
-            bad = np.flatnonzero(~ok)
-            spec = f".{decimals}f"
-            starts[bad], lengths[bad] = self.formatted(values[bad], lambda v: format(v, spec))
-        return starts, lengths
+        return self._compiled(values, buf, starts, lengths, ok, lambda v: format(v, f".{decimals}f"))
 
     def decimals(self, values: np.ndarray, decimals: int, null: str,
                  json_number: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -222,27 +217,28 @@ class TextBuilder:
                     break
                 end = np.maximum(starts + lengths - 1, 1)
                 lengths -= ok & (lengths > 2) & (buf[end] == 48) & (buf[end - 1] != 46)
-        starts, lengths = self.buffer(buf, starts, lengths)
-        rest = np.flatnonzero(~ok & ~nan)
-        if rest.size:
-            fmt = (lambda v: json.dumps(round(v, decimals))) if json_number else (lambda v: format(v, f".{decimals}f"))
-            starts[rest], lengths[rest] = self.formatted(values[rest], fmt)
-        if nan.any():
-            starts[nan], lengths[nan] = self.const(null)
-        return starts, lengths
+        fmt = (lambda v: json.dumps(round(v, decimals))) if json_number else (lambda v: format(v, f".{decimals}f"))
+        return self._compiled(values, buf, starts, lengths, ok, fmt, nan, null)
 
     def general(self, values: np.ndarray, digits: int, nan: str = "nan") -> tuple[np.ndarray, np.ndarray]:
         """Text of ``f"{x:.{digits}g}"`` for every value (``nan`` where NaN), in compiled code but
         for the rare values it cannot decide (ties within float error, infinities: Python's)."""
         values = np.ascontiguousarray(values, np.float64)
         buf, starts, lengths, ok = run_kernel(_general_text, values.shape[0], self.parallel, values, digits, _POW10)
+        return self._compiled(values, buf, starts, lengths, ok, lambda v: format(v, f".{digits}g"),
+                              np.isnan(values), nan)
+
+    def _compiled(self, values: np.ndarray, buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                  ok: np.ndarray, fmt: Callable[[float], str], missing: np.ndarray | None = None,
+                  null: str = "") -> tuple[np.ndarray, np.ndarray]:
+        """The column a number kernel wrote (``buf``, ``starts``, ``lengths``), with the rows it
+        could not decide (``~ok``) formatted by Python's ``fmt`` and ``null`` where ``missing``."""
         starts, lengths = self.buffer(buf, starts, lengths)
-        missing = np.isnan(values)
-        rest = np.flatnonzero(~ok & ~missing)
+        rest = np.flatnonzero(~ok if missing is None else ~ok & ~missing)
         if rest.size:
-            starts[rest], lengths[rest] = self.formatted(values[rest], lambda v: format(v, f".{digits}g"))
-        if missing.any():
-            starts[missing], lengths[missing] = self.const(nan)
+            starts[rest], lengths[rest] = self.formatted(values[rest], fmt)
+        if missing is not None and missing.any():
+            starts[missing], lengths[missing] = self.const(null)
         return starts, lengths
 
     def formatted(self, values: np.ndarray, fmt: Callable[[float], str]) -> tuple[np.ndarray, np.ndarray]:

@@ -255,19 +255,26 @@ class EnergyTables(NamedTuple):
     tetraloop_e: np.ndarray    # [k]
 
 
-def _int_array(value, shape: tuple[int, ...]) -> np.ndarray:
-    """Copy a ViennaRNA table: SWIG exposes small ones as tuples, larger ones as C pointers."""
+def vienna_table(value, shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
+    """A copy of a ViennaRNA table (ints, or doubles with ``dtype`` float64) of ``shape``: SWIG
+    exposes small ones as tuples, larger ones as C pointers."""
     if type(value).__name__ == "SwigPyObject":
         import ctypes
 
         count = int(np.prod(shape))
-        view = (ctypes.c_int * count).from_address(int(value))
-        arr = np.ctypeslib.as_array(view).astype(np.int64).reshape(shape)
+        c_type = ctypes.c_double if np.dtype(dtype).kind == "f" else ctypes.c_int
+        view = (c_type * count).from_address(int(value))
+        arr = np.ctypeslib.as_array(view).astype(dtype).reshape(shape)
     else:
-        arr = np.array(value, dtype=np.int64)
+        arr = np.array(value, dtype=dtype)
     if arr.shape != shape:
         raise ValueError(f"unexpected ViennaRNA table shape {arr.shape}, wanted {shape}")
-    return np.minimum(arr, INF).astype(np.int32)
+    return arr
+
+
+def _int_array(value, shape: tuple[int, ...]) -> np.ndarray:
+    """A ViennaRNA energy table as int32, its "infinite" entries at :data:`INF`."""
+    return np.minimum(vienna_table(value, shape), INF).astype(np.int32)
 
 
 def _cache_file() -> Path | None:

@@ -52,10 +52,11 @@ class FirstPass:
     rest_cells: int = 0
 
 
-def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget: int, threads: int | None,
+def first_pass(scan_input: ScanInput, recorder: RecordingEngine, base: int, budget: int, threads: int | None,
                show_progress: bool) -> FirstPass:
-    """Scan every chunk (no site access), holding results while they fit ``budget`` bytes, and
-    collect the hit spans' keys (:func:`~gamut.scanning.site_access.span_keys` in ``base``)."""
+    """Scan every chunk (no site access) through ``recorder``, holding results while they fit
+    ``budget`` bytes (their recorded alignments let go), and collect the hit spans' keys
+    (:func:`~gamut.scanning.site_access.span_keys` in ``base``)."""
     from gamut.scanning import site_access
 
     held: list[ChunkResult] = []
@@ -63,17 +64,15 @@ def first_pass(scan_input: ScanInput, engine: AlignmentEngine, base: int, budget
     rest: list[tuple[int, int]] = []
     rest_cells = 0
     keys: list[np.ndarray] = []
-    forget = getattr(engine, "forget", None)
     plain = scan_input.with_params(replace(scan_input.params, site_access=None))
-    with progress_bar(f"scan [{engine.name}]", scan_input.total_cells(), show_progress, unit="cells") as tracker:
-        for result, _ in scan_chunks(plain, engine, threads=threads, progress=tracker):
+    with progress_bar(f"scan [{recorder.name}]", scan_input.total_cells(), show_progress, unit="cells") as tracker:
+        for result, _ in scan_chunks(plain, recorder, threads=threads, progress=tracker):
             keys.append(site_access.span_keys(result, base))
             size = result_bytes(result)
             if not rest and held_bytes + size <= budget:
                 held.append(result)
                 held_bytes += size
-                if forget is not None:
-                    forget(chunk_key(result.pairs))  # held whole: its alignments are not needed again
+                recorder.forget(chunk_key(result.pairs))  # held whole: its alignments are not needed again
             else:
                 rest.append((result.counter0, len(result)))
                 rest_cells += int(scan_input.pair_cells(result.pairs).sum())
