@@ -23,14 +23,15 @@ from gamut.access.model import AccessParams, energy_to_open
 from gamut.errors import DeviceError
 
 #: The kernels of plfold.cu, in launch order.
-KERNELS = ("plf_inside", "plf_exterior", "plf_outside", "plf_suffix", "plf_unpaired", "plf_stretches")
+KERNELS = ("plf_inside_list", "plf_inside_pairs", "plf_inside_rest", "plf_exterior", "plf_outside_list",
+           "plf_outside_pairs", "plf_suffix", "plf_unpaired", "plf_stretches")
 #: The phases of a batch, as :attr:`CupyRunner.phase_s` times them.
 PHASES = ("inside", "exterior", "outside", "unpaired")
-#: Shared-memory doubles per thread of ``plf_outside`` (its interior-loop sums by gap).
+#: Shared-memory doubles per thread of ``plf_outside_pairs`` (its interior-loop sums by gap).
 OUTSIDE_SCRATCH_DOUBLES = MAXLOOP + 1
 #: Threads per block of every plfold kernel (128 and 64 timed alike on the H100, 256 4% slower).
 BLOCK = 128
-#: Most threads per block: ``plf_outside``'s scratch within the 48 KB of shared memory a launch
+#: Most threads per block: ``plf_outside_pairs``'s scratch within the 48 KB of shared memory a launch
 #: gets without asking.
 MAX_BLOCK = (48 * 1024 // (8 * OUTSIDE_SCRATCH_DOUBLES)) // 32 * 32
 #: Most positions in one batch (the work area holds about 6.6 KB per position at W=80, L=40:
@@ -176,7 +177,7 @@ class CupyRunner:
         from gamut.cuda.kernels import load_module
 
         if not 32 <= block <= MAX_BLOCK or block % 32:
-            raise ValueError(f"plfold blocks take 32..{MAX_BLOCK} threads in warps (plf_outside's scratch must fit "
+            raise ValueError(f"plfold blocks take 32..{MAX_BLOCK} threads in warps (plf_outside_pairs' scratch must fit "
                              f"48 KB of shared memory), not {block}")
         self.cp = cupy
         self.device_id = int(device_id)
@@ -221,16 +222,24 @@ class CupyRunner:
                     cp.asarray(scale_table(scale, window, self.gen))]
             block = self.block
             grid = ((n + block - 1) // block,)
+            # Per span: the positions of its pairs with loop sums (plfold.cu's append_live), and their count.
+            pairs, counts = cp.empty(n, cp.int32), cp.zeros(2 * span, cp.int32)
+            k = self.kernels
             marks = [cp.cuda.Event() for _ in range(5)]
             marks[0].record()
             for d in range(span):
-                self.kernels["plf_inside"](grid, (block,), (*args, np.int32(d)))
+                listed = (*args, np.int32(d), pairs, counts[d:d + 1])
+                k["plf_inside_list"](grid, (block,), listed)
+                k["plf_inside_pairs"](grid, (block,), listed)
+                k["plf_inside_rest"](grid, (block,), (*args, np.int32(d)))
             marks[1].record()
-            self.kernels["plf_exterior"](grid, (block,), tuple(args))
+            k["plf_exterior"](grid, (block,), tuple(args))
             marks[2].record()
             scratch = OUTSIDE_SCRATCH_DOUBLES * block * 8
             for d in range(span - 1, -1, -1):
-                self.kernels["plf_outside"](grid, (block,), (*args, np.int32(d)), shared_mem=scratch)
+                listed = (*args, np.int32(d), pairs, counts[span + d:span + d + 1])
+                k["plf_outside_list"](grid, (block,), listed)
+                k["plf_outside_pairs"](grid, (block,), listed, shared_mem=scratch)
             marks[3].record()
             self.kernels["plf_suffix"](grid, (block,), tuple(args))
             out = finish(args)

@@ -8,13 +8,19 @@
 //
 // The algorithm (ours). Inside quantities do not depend on the window: Qb (pair (i, j) closed), Qm1
 // (one multiloop stem starting at i), Qm (one or more stems), Qm2 (two or more) are filled by span
-// d = j - i, one launch per span, one thread per i. Per window, the exterior loop's prefix F and
-// suffix B partition functions are filled by one thread per window. Outside, by decreasing span,
-// every pair's probability summed over the windows (P; Pt = P / Qb) comes from the exterior
-// (windows holding it), interior loops and multiloops (through G0/G1/G2: the closing pairs' weights
-// summed over their 3' ends). The unpaired stretch [a, b] lies in exactly one loop: exterior (per
-// window), a hairpin, one side of an interior loop (IL/IR: interior loop probabilities by the gap's
-// ends) or a multiloop; each part is a sum of positive terms.
+// d = j - i, one thread per i. Per window, the exterior loop's prefix F and suffix B partition
+// functions are filled by one thread per window. Outside, by decreasing span, every pair's
+// probability summed over the windows (P; Pt = P / Qb) comes from the exterior (windows holding it),
+// interior loops and multiloops (through G0/G1/G2: the closing pairs' weights summed over their 3'
+// ends). The unpaired stretch [a, b] lies in exactly one loop: exterior (per window), a hairpin, one
+// side of an interior loop (IL/IR: interior loop probabilities by the gap's ends) or a multiloop;
+// each part is a sum of positive terms.
+//
+// Launches per span. The interior-loop sums (about 500 terms) belong only to pairs whose letters
+// pair, about a third of the cells; one thread per cell would leave two thirds of each warp idle
+// through them. So each span lists its pairs first (a warp's in lane order, warps in any order), and
+// one thread per listed pair sums its loops; each thread writes only its own cells (and IL/IR at its
+// own positions), so the order of the list changes no value.
 //
 // Arrays over (span d, position i) are stored d-major: X[d * N + i] (adjacent threads, adjacent i).
 // The host test build (tests/host/plfold_host.cu) compiles this file with PLF_HOST: the kernels'
@@ -221,7 +227,30 @@ DEV double inside_interior(const Plf& p, const Arrays& a, long long i, long long
 }
 
 // ---- inside: span d, position i ------------------------------------------------------------------
-DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
+// The pair (i, i + d) can close loops: past the hairpin minimum, within its sequence and its window's
+// span, of letters that pair. Its type, or 0. Only such pairs have interior-loop sums; on the GPU
+// they are listed first (append_live), so that a warp's threads all do that work.
+DEV int live_type(const Plf& p, int d, long long i) {
+    const long long j = i + d;
+    if (d <= PLF_TURN || j >= p.SE[i] || d >= eff_span(p, eff_window(p, i))) return 0;
+    return pair_type(p, p.S[i], p.S[j]);
+}
+
+// Qb of a pair (i, i + d) of type `type` = live_type(p, d, i) != 0 (the work area starts zeroed, so
+// other pairs' Qb is 0). Reads spans below d only.
+DEV void inside_pair(const Plf& p, const Arrays& a, int d, long long i, int type) {
+    const long long j = i + d;
+    const signed char* S = p.S;
+    double qb = hairpin_weight(p, i, j, type);
+    qb += inside_interior(p, a, i, j, type);
+    if (d >= 2)
+        qb += a.Qm2[at(p, d - 2, i + 1)] * p.T[T_SCALARS + 1] * p.SC[2] *
+              stem_weight(p, rtype(p, type), S[j - 1], S[i + 1], true);
+    a.Qb[at(p, d, i)] = qb;
+}
+
+// The rest of cell (d, i), after inside_pair of every live pair of span d.
+DEV void inside_rest(const Plf& p, const Arrays& a, int d, long long i) {
     const long long sb = p.SB[i], se = p.SE[i], j = i + d;
     if (j >= se) return;
     const int Le = eff_span(p, eff_window(p, i));
@@ -230,15 +259,7 @@ DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
     const signed char* S = p.S;
     const double mlb = ml_base(p);
     const int type = d > PLF_TURN ? pair_type(p, S[i], S[j]) : 0;
-    double qb = 0.0;
-    if (type) {
-        qb = hairpin_weight(p, i, j, type);
-        qb += inside_interior(p, a, i, j, type);
-        if (d >= 2)
-            qb += a.Qm2[at(p, d - 2, i + 1)] * T[T_SCALARS + 1] * p.SC[2] *
-                  stem_weight(p, rtype(p, type), S[j - 1], S[i + 1], true);
-    }
-    a.Qb[at(p, d, i)] = qb;
+    const double qb = type ? a.Qb[at(p, d, i)] : 0.0;
     a.QbE[at(p, d, i)] = qb == 0.0 ? 0.0 : qb * stem_weight(p, type, i > sb ? S[i - 1] : -1, j + 1 < se ? S[j + 1] : -1, false);
     if (qb != 0.0 && i > sb && j + 1 < se) {  // seen from an interior loop around it
         const int t2 = rtype(p, type), m = 5 * S[j + 1] + S[i - 1];
@@ -260,6 +281,13 @@ DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
     }
     a.Qm[at(p, d, i)] = qm;
     a.Qm2[at(p, d, i)] = qm2;
+}
+
+// Cell (d, i) whole (the host build's order: a pair's Qb, then the rest).
+DEV void inside_cell(const Plf& p, const Arrays& a, int d, long long i) {
+    const int type = live_type(p, d, i);
+    if (type) inside_pair(p, a, d, i, type);
+    inside_rest(p, a, d, i);
 }
 
 // ---- exterior loop of the window starting at s: F (prefixes), Bz (suffixes / Z) -----------------
@@ -297,15 +325,15 @@ struct Scratch {
     int stride;
 };
 
-DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch scratch) {
-    const long long sb = p.SB[k], se = p.SE[k], l = k + d;
+// G0/G1/G2 of cell (d, k): multiloops closed by (k, j), j > l = k + d, summed with what lies between l
+// and j. Reads spans above d only.
+DEV void outside_g(const Plf& p, const Arrays& a, int d, long long k) {
+    const long long se = p.SE[k], l = k + d;
     if (l >= se) return;
-    const int We = eff_window(p, k), Le = eff_span(p, We);
+    const int Le = eff_span(p, eff_window(p, k));
     if (d >= Le) return;
-    const double* T = p.T;
-    const signed char* S = p.S;
     const double mlb = ml_base(p);
-    {   // Multiloops closed by (k, j), j > l, summed with what lies between l and j.
+    {
         double g0 = 0.0, g1 = 0.0, g2 = 0.0, run = 1.0;
         long long jmax = k + Le - 1 < se - 1 ? k + Le - 1 : se - 1;
         for (long long j = l + 1; j <= jmax; ++j) {
@@ -323,10 +351,23 @@ DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch
         a.G1[at(p, d, k)] = g1;
         a.G2[at(p, d, k)] = g2;
     }
-    if (d <= PLF_TURN) return;
-    const int type = pair_type(p, S[k], S[l]);
+}
+
+// The pair (k, k + d) has outside sums: live, and Qb != 0. Its type, or 0.
+DEV int outside_type(const Plf& p, const Arrays& a, int d, long long k) {
+    const int type = live_type(p, d, k);
+    return type && a.Qb[at(p, d, k)] != 0.0 ? type : 0;
+}
+
+// Pt (and the weights derived from it) of the pair (k, l = k + d) of type `type` = outside_type(...)
+// != 0; its interior loops' shares go to IL and IR. Reads spans above d only (G0/G1/G2 included).
+DEV void outside_pair(const Plf& p, const Arrays& a, int d, long long k, int type, Scratch scratch) {
+    const long long sb = p.SB[k], se = p.SE[k], l = k + d;
+    const int We = eff_window(p, k), Le = eff_span(p, We);
+    const double* T = p.T;
+    const signed char* S = p.S;
+    const double mlb = ml_base(p);
     const double qb = a.Qb[at(p, d, k)];
-    if (!type || qb == 0.0) return;
     // Exterior: every window holding (k, l).
     double pe = 0.0;
     {
@@ -394,6 +435,13 @@ DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch
     const int m = 5 * S[k + 1] + S[l - 1];
     a.PtO[at(p, d, k)] = pt * T[T_MMI + 25 * type + m];
     a.PtO1[at(p, d, k)] = pt * T[T_MM1N + 25 * type + m];
+}
+
+// Cell (d, k) whole (the host build's order).
+DEV void outside_cell(const Plf& p, const Arrays& a, int d, long long k, Scratch scratch) {
+    outside_g(p, a, d, k);
+    const int type = outside_type(p, a, d, k);
+    if (type) outside_pair(p, a, d, k, type, scratch);
 }
 
 // ---- suffix sums for the stretches: Hw over spans, IL and IR over gaps ----------------------------
@@ -465,10 +513,35 @@ DEV double checked(const Plf& p, double v) {
         int W, int L, double *work, int *bad, const double *SC
 #define PLF_MAKE Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC}; const Arrays a = plf_arrays(p)
 
-extern "C" __global__ void plf_inside(PLF_ARGS, int d) {
+// Appends, in lane order, the positions of a warp's threads with `live` to list (count: its length).
+// Every thread of the warp calls it.
+__device__ void append_live(bool live, long long position, int* list, int* count) {
+    const unsigned ballot = __ballot_sync(0xffffffffu, live);
+    if (!ballot) return;
+    const int lane = threadIdx.x & 31;
+    int base = 0;
+    if (lane == 0) base = atomicAdd(count, __popc(ballot));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    if (live) list[base + __popc(ballot & ((1u << lane) - 1u))] = (int)position;
+}
+
+// Span d, inside: list the live pairs (count[0] zeroed before), then their Qb, then every cell.
+extern "C" __global__ void plf_inside_list(PLF_ARGS, int d, int* list, int* count) {
     PLF_MAKE;
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) inside_cell(p, a, d, i);
+    append_live(i < N && live_type(p, d, i) != 0, i, list, count);
+}
+
+extern "C" __global__ void plf_inside_pairs(PLF_ARGS, int d, const int* list, const int* count) {
+    PLF_MAKE;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < *count) inside_pair(p, a, d, list[t], live_type(p, d, list[t]));
+}
+
+extern "C" __global__ void plf_inside_rest(PLF_ARGS, int d) {
+    PLF_MAKE;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) inside_rest(p, a, d, i);
 }
 
 extern "C" __global__ void plf_exterior(PLF_ARGS) {
@@ -477,12 +550,23 @@ extern "C" __global__ void plf_exterior(PLF_ARGS) {
     if (s < N) exterior_window(p, a, s);
 }
 
+// Span d, outside: every cell's G0/G1/G2, listing the pairs with outside sums; then those sums.
+extern "C" __global__ void plf_outside_list(PLF_ARGS, int d, int* list, int* count) {
+    PLF_MAKE;
+    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < N) outside_g(p, a, d, k);
+    append_live(k < N && outside_type(p, a, d, k) != 0, k, list, count);
+}
+
 // Dynamic shared memory: (PLF_MAXLOOP + 1) * blockDim.x doubles.
-extern "C" __global__ void plf_outside(PLF_ARGS, int d) {
+extern "C" __global__ void plf_outside_pairs(PLF_ARGS, int d, const int* list, const int* count) {
     PLF_MAKE;
     extern __shared__ double shared_scratch[];
-    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < N) outside_cell(p, a, d, k, Scratch{shared_scratch + threadIdx.x, (int)blockDim.x});
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < *count) {
+        const long long k = list[t];
+        outside_pair(p, a, d, k, outside_type(p, a, d, k), Scratch{shared_scratch + threadIdx.x, (int)blockDim.x});
+    }
 }
 
 extern "C" __global__ void plf_suffix(PLF_ARGS) {
