@@ -1,6 +1,6 @@
-"""Multi-GPU scaling of whole ``gamut miranda`` processes: :mod:`scan_e2e` once per GPU set (one worker
-process per GPU: ``--gpus 0,1`` etc.), then one table of wall time and speed-up over the first set per
-case.
+"""Multi-GPU scaling of whole ``gamut miranda`` processes: :mod:`scan_e2e` once per GPU set (``--gpus 0,1``
+etc.: the process on the first GPU, a worker process on each other one), then one table of wall time
+and speed-up over the first set per case.
 
     python bench/scan_scaling.py --gpu-sets 0 0,1 0,1,2,3 --cases clip,utr --clip 20000 --data .data
 
@@ -84,7 +84,8 @@ def main() -> int:
                                                      "rows": rows}, indent=1))
     lines = [f"# Multi-GPU scaling, whole `gamut miranda` processes ({args.kind})", "",
              f"- date: {date}", f"- command: `{command}`",
-             f"- GPUs present: {have}; one worker process per GPU; wall: median of {args.repeat}", "",
+             f"- GPUs present: {have}; the process scans on the first GPU of a set and a worker process on each "
+             f"other one; wall: median of {args.repeat}", "",
              "| case | mode | GPUs | wall s | speed-up | output identical |", "| --- | --- | ---: | ---: | ---: | --- |"]
     lines += [f"| {r['case']} | {r['mode']} | {r['gpus']} | {r['wall_s']:.2f} | {r['speedup']:.2f}x | {r['same_output']} |"
               for r in rows]

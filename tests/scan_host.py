@@ -68,29 +68,45 @@ class HostEngineFactory:
     """A picklable engine factory (``make_engine(device, threads, gpus, cells=...)``) for worker
     processes: a :class:`~gamut.scanning.engines.gpu.GpuEngine` on the host build at ``library_path``.
     With ``crash_in_worker``, a worker process (not the parent) exits at once when it builds its
-    engine, as a GPU worker killed by the driver would."""
+    engine, as a GPU worker killed by the driver would; the parent, which scans beside its workers,
+    builds its own engine only once its worker processes have ended (so that the crash is seen
+    before the parent could finish the scan alone). With ``meet`` (a file name), the parent builds
+    its engine only once a worker has built one, so that both scan partitions."""
 
-    def __init__(self, library_path: str, crash_in_worker: bool = False) -> None:
+    def __init__(self, library_path: str, crash_in_worker: bool = False, meet: str | None = None) -> None:
         self.library_path = str(library_path)
         self.crash_in_worker = crash_in_worker
+        self.meet = meet
 
     def __call__(self, device=None, threads=None, gpus=None, **_):
         import multiprocessing
         import os
+        import time
 
         from gamut.scanning.engines.gpu import GpuEngine
 
         if self.crash_in_worker and multiprocessing.parent_process() is not None:
             os._exit(3)
+        if self.crash_in_worker:
+            deadline = time.monotonic() + 120
+            while multiprocessing.active_children() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        if self.meet is not None:  # a worker says it has its engine; the parent waits for that
+            if multiprocessing.parent_process() is not None:
+                open(self.meet, "a").close()
+            else:
+                deadline = time.monotonic() + 120
+                while not os.path.exists(self.meet) and time.monotonic() < deadline:
+                    time.sleep(0.05)
         return GpuEngine([], threads=1, backends=[HostBackend(self.library_path)])
 
     def __eq__(self, other) -> bool:
         return isinstance(other, HostEngineFactory) and vars(self) == vars(other)
 
     def __hash__(self) -> int:
-        return hash((self.library_path, self.crash_in_worker))
+        return hash((self.library_path, self.crash_in_worker, self.meet))
 
 
-def host_engine_factory(library_path: str, crash_in_worker: bool = False) -> HostEngineFactory:
+def host_engine_factory(library_path: str, crash_in_worker: bool = False, meet: str | None = None) -> HostEngineFactory:
     """The engine factory of worker processes scanning with the host build of the kernels."""
-    return HostEngineFactory(library_path, crash_in_worker)
+    return HostEngineFactory(library_path, crash_in_worker, meet)

@@ -1,4 +1,4 @@
-"""One worker process per GPU (``--gpus 0,1``; #24): two spawned workers sharing "GPU 0", each
+"""Several GPUs (``--gpus 0,1``; #24): this process and a spawned worker sharing "GPU 0", each
 scanning with the host build of the CUDA kernels, give byte for byte the output of one process,
 and a worker that dies is a one-line error that leaves the old output alone."""
 from __future__ import annotations
@@ -48,7 +48,9 @@ def single(host_lib: str, fmt: str, tmp_path: Path) -> bytes:
 def test_two_workers_on_one_gpu_match_one_process(host_lib, fmt, tmp_path):
     out = tmp_path / f"workers.{fmt}"
     job = _job([(str(out), fmt)], **PARTS)
-    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib), gpu_workers=[0, 0])
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib, meet=str(tmp_path / "met")),
+                    gpu_workers=[0, 0])
+    assert (tmp_path / "met").exists()  # the worker made its engine before this process began
     assert out.read_bytes() == single(host_lib, fmt, tmp_path)
 
 
@@ -95,3 +97,74 @@ def test_cli_two_workers_sharing_a_gpu_match_one_gpu(tmp_path):
                        cwd=CASE, check=True)
         outs[gpus] = out.read_bytes()
     assert outs["0,0"] == outs["0"] and outs["0"]
+
+
+def _task_here_or_there(shared, value: int):
+    """A task: (pid of the process that ran it, value * 2). In a worker, ``shared`` is a file it
+    creates; here it is (that file, timeout): the first task here waits until a worker ran one."""
+    import os
+    import time
+
+    if isinstance(shared, tuple):
+        flag, timeout = shared
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(flag) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    else:
+        open(shared, "a").close()
+    return os.getpid(), value * 2
+
+
+def _warm(shared) -> None:
+    return None
+
+
+def _fail(shared, value: int):
+    raise ValueError(f"task {value} failed")
+
+
+def test_this_process_and_a_worker_share_the_tasks_in_order(tmp_path):
+    """run_in_order with ``local``: this process takes the first task at once, the worker takes
+    tasks once started, and every result comes back once, whoever ran it (here the caller holds
+    every result: tasks still go out one at a time)."""
+    import os
+
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+
+    flag = str(tmp_path / "worker-ran")
+    pool = GpuWorkers([0])
+    got: dict = {}
+    try:
+        for key, value in run_in_order(pool, _task_here_or_there, flag, ((k, (k,)) for k in range(12)),
+                                       local=(flag, 120.0), warm=_warm, held=lambda: len(got)):
+            got[key] = value
+            assert len(got) <= 12
+    finally:
+        pool.close()
+    assert sorted(got) == list(range(12))
+    assert all(v[1] == 2 * k for k, v in got.items())
+    pids = {v[0] for v in got.values()}
+    assert got[0][0] == os.getpid() and len(pids) == 2
+    assert not pool.workers
+
+
+def test_an_error_in_a_worker_task_is_raised_here_and_the_workers_stop():
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+
+    pool = GpuWorkers([0])
+    with pytest.raises(ValueError, match="failed"):
+        for _ in run_in_order(pool, _fail, None, ((k, (k,)) for k in range(3))):
+            pass
+    assert not pool.workers
+
+
+def test_worker_gpus_are_read_from_the_command_line():
+    from gamut.cli import scan_worker_gpus
+
+    assert scan_worker_gpus(["miranda", "q", "r", "--device", "cuda", "--gpus", "0,1,3"]) == [1, 3]
+    assert scan_worker_gpus(["scan", "q", "r", "--device=cuda", "--gpus=2,2"]) == [2]
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "0"]) == []
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cpu", "--gpus", "0,1"]) == []
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == []
+    assert scan_worker_gpus(["fold", "x", "--device", "cuda", "--gpus", "0,1"]) == []
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "0,1", "--cluster", "local:2"]) == []

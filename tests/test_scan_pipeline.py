@@ -36,6 +36,38 @@ def test_chunks_cover_every_pair_once_in_order(q, r, cells, pairs):
     assert scan_input.total_cells() == int(ql.sum() * rl.sum())
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_spans_of_a_range_cover_it_and_count_its_cells(data):
+    """spans(start, stop) (a partition's chunks, unlisted) cover pairs start..stop-1 in order within
+    the budgets, span_cells counts what the listed pairs hold, query_of names each pair's query;
+    restricted scans too."""
+    q = data.draw(st.lists(st.integers(0, 30), min_size=1, max_size=6))
+    r = data.draw(st.lists(st.integers(0, 200), min_size=1, max_size=9))
+    allowed = None
+    if data.draw(st.booleans()):
+        names = [(f"q{a}", f"r{b}") for a in range(len(q)) for b in range(len(r))]
+        allowed = frozenset(data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=20)))
+    si = _input(q, r, allowed)
+    n = si.n_pairs
+    start = data.draw(st.integers(0, n))
+    stop = data.draw(st.integers(start, n))
+    cells, pairs = data.draw(st.integers(1, 3000)), data.draw(st.integers(1, 20))
+    spans = list(si.spans(cells, pairs, start, stop))
+    assert [k for a, b in spans for k in range(a, b)] == list(range(start, stop))
+    listed = si.pair_range(0, n)
+    ql, rl = np.array(q), np.array(r)
+    cost = ql[listed[:, 0]] * rl[listed[:, 1]]
+    for a, b in spans:
+        assert 0 < b - a <= pairs
+        assert si.span_cells(a, b) == int(cost[a:b].sum())
+        if (a, b) != spans[-1]:  # every run but the last reaches its cell budget or its pair cap
+            assert b - a == pairs or int(cost[a:b].sum()) >= cells
+    assert [c.tolist() for c in si.chunks(cells, pairs, start, stop)] == [listed[a:b].tolist() for a, b in spans]
+    assert all(si.query_of(k) == listed[k, 0] for k in range(n))
+    assert si.span_cells(0, n) == si.total_cells()
+
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_restricted_chunks_follow_output_order(data):

@@ -101,19 +101,37 @@ def cuda_requested(argv: list[str]) -> int | None:
     return int(first) if first.isdigit() else None
 
 
+def scan_worker_gpus(argv: list[str]) -> list[int]:
+    """The GPUs of the worker processes a scan on several GPUs will use (``--gpus 0,1`` and
+    ``--device cuda``: all but the first; none without a list of several, with ``--cluster``, or
+    for other commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`."""
+    if not argv or argv[0] not in ("scan", "miranda") or cuda_requested(argv) is None:
+        return []
+    if any(a == "--cluster" or a.startswith("--cluster=") for a in argv):
+        return []
+    listed = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--gpus"), None)
+    listed = next((a[len("--gpus="):] for a in argv if a.startswith("--gpus=")), listed)
+    ids = [g.strip() for g in (listed or "").split(",")]
+    if len(ids) < 2 or not all(g.isdigit() for g in ids):
+        return []
+    return [int(g) for g in ids[1:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from gamut.io.interrupt import end_promptly_on_signals
+    from gamut.scanning.pipeline.gpu_workers import prestarted
 
     gpu = cuda_requested(argv)
-    if gpu is not None:
-        from gamut.cuda.device import prewarm
+    with prestarted(scan_worker_gpus(argv)):  # worker processes first: they start beside this one
+        if gpu is not None:
+            from gamut.cuda.device import prewarm
 
-        prewarm(gpu)  # CuPy's import and the CUDA context on a thread, beside the imports below
-    skip_optional_probes(cuda=gpu is not None)
-    with end_promptly_on_signals(), warnings.catch_warnings():
-        warnings.showwarning = _one_line_warning
-        return _dispatch(argv)
+            prewarm(gpu)  # CuPy's import and the CUDA context on a thread, beside the imports below
+        skip_optional_probes(cuda=gpu is not None)
+        with end_promptly_on_signals(), warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return _dispatch(argv)
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

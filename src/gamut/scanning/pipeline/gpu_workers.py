@@ -1,27 +1,30 @@
-"""One worker process per GPU (``--gpus 0,1``): a local pool of processes, each pinned to its GPU
-with ``CUDA_VISIBLE_DEVICES`` before it imports CuPy, so that each drives its device (as device 0)
-under its own interpreter lock. The partitioned runner hands them its partitions, as it would to
-a Dask cluster (:func:`run_in_order` has the role of :func:`gamut.cluster.run_in_order`), and
-writes their data in partition order: the output is byte for byte that of one process.
+"""Several GPUs in one run (``--gpus 0,1``): this process scans on the first GPU, on a thread of its
+own, from the start; a worker process on each other GPU, pinned to it with ``CUDA_VISIBLE_DEVICES``
+before it imports CuPy (it sees its GPU as device 0), joins in as soon as it is ready, and each
+drives its device under its own interpreter lock. Every one of them takes the next partition when
+it is free (:func:`run_in_order`, which has the role of :func:`gamut.cluster.run_in_order`), and
+the partitioned runner writes their data in partition order: the output is byte for byte that of
+one process.
 
-A GPU id may be named twice (``--gpus 0,0``): two workers then share that GPU.
+The command line starts the workers first (:func:`prestarted`), so that their imports and CUDA
+contexts overlap this process's own start-up. A GPU id may be named twice (``--gpus 0,0``): this
+process and a worker then share that GPU.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
+import contextlib
+import contextvars
 import os
+import pickle
 import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from gamut.errors import GamutError, UsageError
 
-#: Tasks in flight per worker (one computing, one waiting), plus results held out of order.
+#: Tasks in flight per process (this one and each worker), plus results held out of order.
 WINDOW_PER_WORKER = 2
-#: Seconds a starting worker waits for its GPU id (they are all queued before the first starts).
-GPU_ID_WAIT_S = 60
 
 
 class WorkerError(GamutError):
@@ -32,44 +35,109 @@ class WorkerError(GamutError):
         return WorkerError(f"{self}; {advice}")
 
 
-#: In a worker: what :class:`GpuWorkers` shares with every task (the partition task).
-_SHARED: list[Any] = [None]
+class _Died(Exception):
+    """The worker's end of the pipe closed: the process is gone."""
 
 
-def _start_worker(ids, shared: Any) -> None:
-    """A worker's first step: take a GPU id and see only that GPU (before anything imports CuPy)."""
-    try:
-        gpu = ids.get(timeout=GPU_ID_WAIT_S)
-    except queue.Empty:
-        raise SystemExit("gamut: no GPU id for this worker") from None
+def _worker_main(conn, gpu: int) -> None:
+    """A worker process: see only GPU ``gpu``, start what every scan needs (CuPy and the CUDA
+    context on a thread, the scan's modules here), say it is ready, then serve requests:
+    ``("shared", obj, warm)`` keeps ``obj`` (and runs ``warm(obj)``), ``("call", fn, args)``
+    replies with ``fn(obj, *args)``; None ends it. Replies are ``("ok", value)`` or
+    ``("error", exception)``."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    _SHARED[0] = shared
+    from gamut.cuda.device import prewarm
+
+    prewarm(0)
+    import gamut.scanning.pipeline.partitions  # noqa: F401  (NumPy, Numba and the scan's code)
+
+    conn.send(("ready", None))
+    shared = None
+    while True:
+        message = conn.recv()
+        if message is None:
+            return
+        try:
+            if message[0] == "shared":
+                shared, warm = message[1], message[2]
+                value = warm(shared) if warm is not None else None
+            else:
+                value = message[1](shared, *message[2])
+            reply = ("ok", value)
+        except Exception as exc:  # noqa: BLE001 (handed to the parent, which raises it)
+            reply = ("error", _picklable(exc))
+        conn.send(reply)
 
 
-def _call(fn: Callable, *args: Any) -> Any:
-    return fn(_SHARED[0], *args)
+def _picklable(exc: BaseException) -> BaseException:
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return GamutError(f"{type(exc).__name__}: {exc}")
+
+
+class _Worker:
+    """One worker process and the parent's end of its pipe."""
+
+    def __init__(self, ctx, gpu: int) -> None:
+        self.gpu = gpu
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, gpu), name=f"gamut-gpu{gpu}", daemon=True)
+        self.process.start()
+        child.close()
+        self.ready = False  # started (imports, CUDA context)
+        self.serving = False  # and given its shared object: idle or running tasks
+
+    def receive(self) -> tuple[str, Any]:
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            raise _Died() from None
+
+    def wait_ready(self) -> None:
+        self.receive()
+        self.ready = True
+
+    def request(self, message: tuple) -> Any:
+        try:
+            self.conn.send(message)
+        except (OSError, ValueError):
+            raise _Died() from None
+        kind, value = self.receive()
+        if kind == "error":
+            raise value
+        return value
+
+    def stop(self) -> None:
+        """Kill the process (its results, if any, are delivered: nothing of it needs an orderly end)."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.conn.close()
 
 
 class GpuWorkers:
-    """A pool of worker processes, one per entry of ``gpus`` (started with the ``spawn`` method on
-    first use, each seeing its GPU as device 0); ``close()`` stops them. Used in place of a Dask
+    """Worker processes, one per entry of ``gpus`` (started by :meth:`start`, with the ``spawn``
+    method, each seeing its GPU as device 0); ``close()`` stops them. Used in place of a Dask
     :class:`~gamut.cluster.Connection` by the partitioned runner."""
 
     def __init__(self, gpus: Sequence[int]) -> None:
         if not gpus:
             raise ValueError("GpuWorkers needs at least one GPU id")
         self.gpus = [int(g) for g in gpus]
-        self.description = f"{len(self.gpus)} GPU workers ({','.join(map(str, self.gpus))})"
-        self._executor: cf.ProcessPoolExecutor | None = None
-        self._shared: Any = None
+        self.description = f"{len(self.gpus)} GPU worker{'s' if len(self.gpus) > 1 else ''} ({','.join(map(str, self.gpus))})"
+        self.workers: list[_Worker] = []
 
     @property
     def n_workers(self) -> int:
         return len(self.gpus)
 
-    def executor(self, shared: Any) -> cf.ProcessPoolExecutor:
-        """The pool, started on first use with ``shared`` (every later use must share the same)."""
-        if self._executor is None:
+    def start(self) -> GpuWorkers:
+        """Start the processes (once)."""
+        if not self.workers:
+            import multiprocessing
+
             from gamut.cluster import unguarded_main_call
 
             unguarded = unguarded_main_call()
@@ -78,33 +146,43 @@ class GpuWorkers:
                 raise UsageError(f"{script}:{line}: a scan on several GPUs starts worker processes, which "
                                  "re-run the main script: put this call under 'if __name__ == \"__main__\":'")
             ctx = multiprocessing.get_context("spawn")
-            ids = ctx.Queue()
-            for gpu in self.gpus:
-                ids.put(gpu)
-            self._shared = shared
-            self._executor = cf.ProcessPoolExecutor(len(self.gpus), mp_context=ctx, initializer=_start_worker,
-                                                    initargs=(ids, shared))
-        elif shared is not self._shared:
-            raise ValueError("GpuWorkers: every task shares the same object")
-        return self._executor
+            self.workers = [_Worker(ctx, gpu) for gpu in self.gpus]
+        return self
 
     def close(self) -> None:
-        if self._executor is not None:
-            executor, self._executor = self._executor, None
-            executor.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers."""
+        workers, self.workers = self.workers, []
+        for worker in workers:
+            worker.stop()
 
 
-def _result(future: cf.Future, what: str) -> Any:
+#: Workers the command line started before the job was known (:func:`prestarted`).
+_PRESTARTED: contextvars.ContextVar[GpuWorkers | None] = contextvars.ContextVar("gamut_gpu_workers", default=None)
+
+
+@contextlib.contextmanager
+def prestarted(gpus: Sequence[int] | None) -> Iterator[GpuWorkers | None]:
+    """Start workers on ``gpus`` (if any) now, for a run in this context to use
+    (:func:`workers_for`), and stop them when the context ends."""
+    if not gpus:
+        yield None
+        return
+    pool = GpuWorkers(gpus).start()
+    token = _PRESTARTED.set(pool)
     try:
-        return future.result()
-    except BrokenProcessPool:
-        raise WorkerError(f"a GPU worker process died while running {what} (out of memory, a "
-                          "driver error or a crash)") from None
+        yield pool
+    finally:
+        _PRESTARTED.reset(token)
+        pool.close()
 
 
-def run_one(pool: GpuWorkers, fn: Callable, shared: Any, *args: Any, label: str = "a task") -> Any:
-    """``fn(shared, *args)`` on one of the workers."""
-    return _result(pool.executor(shared).submit(_call, fn, *args), label)
+def workers_for(gpus: Sequence[int]) -> tuple[GpuWorkers, bool]:
+    """Workers on ``gpus``: those started by :func:`prestarted` when they match, else new ones;
+    and whether the caller owns them (must close them)."""
+    pool = _PRESTARTED.get()
+    if pool is not None and pool.gpus == [int(g) for g in gpus] and pool.workers:
+        return pool, False
+    return GpuWorkers(gpus), True
 
 
 def run_in_order(
@@ -113,37 +191,92 @@ def run_in_order(
     shared: Any,
     tasks: Iterable[tuple[int, tuple]],
     *,
+    local: Any = None,
+    warm: Callable | None = None,
     held: Callable[[], int] = lambda: 0,
     label: str = "task",
 ) -> Iterator[tuple[int, Any]]:
-    """Run ``fn(shared, *args)`` for each ``(key, args)`` of ``tasks`` on the workers; yield
-    ``(key, result)`` as tasks finish (in any order). Tasks in flight plus results the caller
-    holds out of order (``held()``) stay within :data:`WINDOW_PER_WORKER` per worker. An error a
-    task raises is raised here; a worker that dies is a one-line :class:`WorkerError`."""
-    executor = pool.executor(shared)
-    limit = max(1, WINDOW_PER_WORKER * pool.n_workers)
-    inflight: dict[cf.Future, int] = {}
+    """Run ``fn(shared, *args)`` for each ``(key, args)`` of ``tasks`` on the workers (each first
+    gets ``shared`` and runs ``warm(shared)``, if given) and, with ``local``, as ``fn(local, *args)``
+    on a thread of this process from the first task on; yield ``(key, result)`` as tasks finish (in
+    any order). Whoever is free takes the next task. Tasks in flight plus results the caller holds
+    out of order (``held()``) stay within :data:`WINDOW_PER_WORKER` per process. An error a task
+    raises is raised here; a worker that dies is a one-line :class:`WorkerError`."""
+    pool.start()
+    limit = max(1, WINDOW_PER_WORKER * (pool.n_workers + (local is not None)))
+    results: queue.Queue = queue.Queue()
+    gate = threading.Condition()
+    state = {"inflight": 0, "exhausted": False, "stop": False}
     todo = iter(tasks)
 
-    def refill() -> None:
-        while len(inflight) + held() < limit or not inflight:
-            item = next(todo, None)
-            if item is None:
-                return
-            key, args = item
-            try:
-                inflight[executor.submit(_call, fn, *args)] = key
-            except BrokenProcessPool:
-                raise WorkerError(f"a GPU worker process died before {label} {key} could start") from None
+    def take() -> tuple[int, tuple] | None:
+        with gate:
+            while not state["stop"]:
+                if state["inflight"] + held() < limit or state["inflight"] == 0:
+                    item = next(todo, None)
+                    if item is None:
+                        state["exhausted"] = True
+                        results.put(("wake", None, None))
+                        return None
+                    state["inflight"] += 1
+                    return item
+                gate.wait()
+            return None
 
+    def serve_worker(worker: _Worker) -> None:
+        key = None
+        try:
+            if not worker.ready:
+                worker.wait_ready()
+            worker.request(("shared", shared, warm))
+            worker.serving = True
+            while (item := take()) is not None:
+                key, args = item
+                results.put(("ok", key, worker.request(("call", fn, args))))
+                key = None
+        except _Died:
+            what = "its start-up" if key is None else f"{label} {key}"
+            results.put(("error", key, WorkerError(f"a GPU worker process died while running {what} on GPU "
+                                                   f"{worker.gpu} (out of memory, a driver error or a crash)")))
+        except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
+            results.put(("error", key, exc))
+
+    def serve_here() -> None:
+        key = None
+        try:
+            while (item := take()) is not None:
+                key, args = item
+                results.put(("ok", key, fn(local, *args)))
+        except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
+            results.put(("error", key, exc))
+
+    threads = [threading.Thread(target=serve_worker, args=(w,), name=f"gamut-gpu{w.gpu}-feed", daemon=True)
+               for w in pool.workers]
+    if local is not None:
+        threads.append(threading.Thread(target=serve_here, name="gamut-gpu-here", daemon=True))
+    for thread in threads:
+        thread.start()
+    finished = False
     try:
-        refill()
-        while inflight:
-            done, _ = cf.wait(inflight, return_when=cf.FIRST_COMPLETED)
-            for future in sorted(done, key=inflight.__getitem__):
-                key = inflight.pop(future)
-                yield key, _result(future, f"{label} {key}")
-            refill()
+        while not (state["exhausted"] and state["inflight"] == 0):
+            kind, key, value = results.get()
+            if kind == "error":
+                raise value
+            if kind == "ok":
+                yield key, value
+                with gate:
+                    state["inflight"] -= 1
+                    gate.notify_all()
+        finished = True
     finally:
-        for future in inflight:
-            future.cancel()
+        with gate:
+            state["stop"] = True
+            gate.notify_all()
+        # Workers still starting, or busy with a task nobody waits for, are stopped, not awaited.
+        stopped = [w for w in pool.workers if not finished or not w.serving]
+        for worker in stopped:
+            worker.process.kill()
+        for thread in threads:
+            thread.join()
+        if stopped:
+            pool.close()

@@ -213,15 +213,16 @@ class ScanJob:
 
     @property
     def partitioned(self) -> bool:
-        """Whether the job runs in partitions (on a cluster, on a worker process per GPU, or
-        resumable in a run directory)."""
+        """Whether the job runs in partitions (on a cluster, on several GPUs, or resumable in a
+        run directory)."""
         return self.cluster is not None or self.run_dir is not None or bool(self.gpu_workers)
 
     @property
     def gpu_workers(self) -> list[int]:
-        """The GPU of each worker process when ``gpus`` names several (``0,1``, ``all`` with
-        several GPUs, or one named twice, ``0,0``: two workers sharing it) for a GPU scan here
-        (no ``cluster``); empty when the scan runs in this process (one GPU, or the CPU)."""
+        """The GPUs of a scan on several (``gpus`` naming several: ``0,1``, ``all`` with several
+        GPUs, or one named twice, ``0,0``) here (no ``cluster``): this process scans on the first,
+        a worker process on each other one; empty when the scan runs in this process alone (one
+        GPU, or the CPU)."""
         if self.gpus is None or self.cluster is not None or self.device == "cpu":
             return []
         from gamut.cuda import parse_gpus, resolve_device

@@ -95,50 +95,94 @@ class ScanInput:
         """Split consecutive ``pairs`` into chunks as :meth:`chunks` bounds them."""
         return _cut(pairs, self.pair_cells(pairs), chunk_cells, chunk_pairs)
 
-    def chunks(self, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
+    def chunks(self, chunk_cells: int, chunk_pairs: int, start: int = 0,
+               stop: int | None = None) -> Iterator[np.ndarray]:
         """Consecutive runs of pairs (int64 arrays (n, 2)) of about ``chunk_cells`` cells and at
-        most ``chunk_pairs`` pairs, in output order."""
+        most ``chunk_pairs`` pairs, in output order (pairs ``start..stop-1`` only, if given)."""
+        for a, b in self.spans(chunk_cells, chunk_pairs, start, stop):
+            yield self.pair_range(a, b)
+
+    def spans(self, chunk_cells: int, chunk_pairs: int, start: int = 0,
+              stop: int | None = None) -> Iterator[tuple[int, int]]:
+        """The runs of :meth:`chunks` as ``(first, last + 1)`` numbers of the output order, without
+        listing their pairs (O(queries) per run of an unrestricted scan)."""
+        stop = self.n_pairs if stop is None else int(stop)
         ql, rl = self.query_set.lengths(), self.reference_set.lengths()
         restricted = self.restricted_pairs
         if restricted is not None:
-            yield from _cut(restricted, ql[restricted[:, 0]] * rl[restricted[:, 1]], chunk_cells, chunk_pairs)
+            listed = restricted[start:stop]
+            for a, b in _cut_spans(ql[listed[:, 0]] * rl[listed[:, 1]], chunk_cells, chunk_pairs):
+                yield start + a, start + b
             return
         n_ref = rl.shape[0]
-        total = ql.shape[0] * n_ref
-        rcum = np.zeros(n_ref + 1, np.int64)
-        np.cumsum(rl, out=rcum[1:])
-        k = 0
-        while k < total:
-            start, budget = k, chunk_cells
-            while k < total and budget > 0 and k - start < chunk_pairs:
+        rcum = self._reference_cumsum
+        k = int(start)
+        while k < stop:
+            first, budget = k, chunk_cells
+            while k < stop and budget > 0 and k - first < chunk_pairs:
                 q, r = divmod(k, n_ref)
-                room = chunk_pairs - (k - start)
-                rest = int(ql[q]) * int(rcum[n_ref] - rcum[r])
+                r_end = min(n_ref, stop - q * n_ref)  # the row's end within the range
+                room = chunk_pairs - (k - first)
                 if ql[q] == 0:  # an empty query: its pairs cost no cells
-                    k += min(n_ref - r, room)
+                    k += min(r_end - r, room)
                     continue
-                if rest <= budget and n_ref - r <= room:  # the rest of this query's row
-                    k += n_ref - r
+                rest = int(ql[q]) * int(rcum[r_end] - rcum[r])
+                if rest <= budget and r_end - r <= room:  # the rest of this query's row
+                    k += r_end - r
                     budget -= rest
                     continue
-                # Part of the row: references r..stop-1 hold at least the remaining budget.
+                # Part of the row: references r..e-1 hold at least the remaining budget.
                 need = -(-budget // int(ql[q]))
-                stop = int(np.searchsorted(rcum, rcum[r] + need, side="left"))
-                stop = min(max(stop, r + 1), n_ref, r + room)
-                k = q * n_ref + stop
+                e = int(np.searchsorted(rcum, rcum[r] + need, side="left"))
+                k = q * n_ref + min(max(e, r + 1), r_end, r + room)
                 break
-            index = np.arange(start, k, dtype=np.int64)
-            q_of = index // n_ref
-            yield np.stack((q_of, index - q_of * n_ref), axis=1)
+            yield first, k
+
+    def span_cells(self, start: int, stop: int) -> int:
+        """Cells of pairs ``start..stop-1`` of the output order (O(queries) when unrestricted)."""
+        if stop <= start:
+            return 0
+        restricted = self.restricted_pairs
+        if restricted is not None:
+            return int(self.pair_cells(restricted[start:stop]).sum())
+        ql = self.query_set.lengths().astype(np.int64)
+        rcum = self._reference_cumsum
+        n_ref = rcum.shape[0] - 1
+        q0, r0 = divmod(int(start), n_ref)
+        q1, r1 = divmod(int(stop) - 1, n_ref)
+        if q0 == q1:
+            return int(ql[q0]) * int(rcum[r1 + 1] - rcum[r0])
+        middle = int(ql[q0 + 1:q1].sum()) * int(rcum[n_ref])
+        return int(ql[q0]) * int(rcum[n_ref] - rcum[r0]) + middle + int(ql[q1]) * int(rcum[r1 + 1])
+
+    def query_of(self, k: int) -> int:
+        """The query of pair ``k`` of the output order."""
+        restricted = self.restricted_pairs
+        if restricted is not None:
+            return int(restricted[k, 0])
+        return int(k) // max(len(self.references), 1)
+
+    @cached_property
+    def _reference_cumsum(self) -> np.ndarray:
+        rl = self.reference_set.lengths()
+        rcum = np.zeros(rl.shape[0] + 1, np.int64)
+        np.cumsum(rl, out=rcum[1:])
+        return rcum
 
 
 def _cut(pairs: np.ndarray, cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
     """Split listed pairs into runs of about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs."""
+    for a, b in _cut_spans(cells, chunk_cells, chunk_pairs):
+        yield pairs[a:b]
+
+
+def _cut_spans(cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[tuple[int, int]]:
+    """The runs of :func:`_cut` as (first, last + 1) indices."""
     cum = np.cumsum(cells)
     start = 0
-    while start < pairs.shape[0]:
+    while start < cells.shape[0]:
         base = cum[start - 1] if start else 0
         stop = int(np.searchsorted(cum, base + chunk_cells, side="left")) + 1
-        stop = min(max(stop, start + 1), start + chunk_pairs, pairs.shape[0])
-        yield pairs[start:stop]
+        stop = min(max(stop, start + 1), start + chunk_pairs, cells.shape[0])
+        yield start, stop
         start = stop

@@ -10,6 +10,7 @@ one part (:func:`pack_formats`).
 from __future__ import annotations
 
 import contextlib
+import os
 import struct
 import sys
 from collections.abc import Callable, Sequence
@@ -38,13 +39,17 @@ from gamut.scanning.sinks.base import Sink
 
 def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any], *,
                     gpu_workers: Sequence[int] | None = None) -> None:
-    """Carry out ``job`` in partitions: on its cluster, or on a worker process per GPU of
-    ``gpu_workers`` (default: :attr:`ScanJob.gpu_workers`; several), else here, in order, keeping
+    """Carry out ``job`` in partitions: on its cluster, or on the GPUs of ``gpu_workers`` (default:
+    :attr:`ScanJob.gpu_workers`; several: here on the first, a worker process on each other one),
+    else here, in order, keeping
     finished partitions in its run directory (if any); each of ``sinks`` writes its output
     (``job.targets``)."""
     if gpu_workers is None:
         gpu_workers = job.gpu_workers
-    default = {"cells": PARTITION_CELLS[device_kind(job.device)], "pairs": PARTITION_PAIRS}
+    if gpu_workers:
+        default = gpu_partitioning(job.scan_input, len(gpu_workers))
+    else:
+        default = {"cells": PARTITION_CELLS[device_kind(job.device)], "pairs": PARTITION_PAIRS}
     asked = None
     if job.partition_cells is not None or job.partition_pairs is not None:
         asked = {"cells": int(job.partition_cells or default["cells"]),
@@ -58,7 +63,7 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         run_dir = RunDir(job.run_dir, inputs, options, asked, default)
         sizes = run_dir.partitioning
     parts = plan_partitions(job.scan_input, sizes["cells"], sizes["pairs"])
-    conn, threads, gpus = None, job.threads, job.gpus
+    conn, threads, gpus, local, owned = None, job.threads, job.gpus, None, True
     if job.cluster is not None:
         from gamut.cluster import connect, default_threads
 
@@ -67,24 +72,28 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         if isinstance(job.cluster, str) and job.cluster.startswith("local") and device_kind(job.device) == "cuda":
             gpus = None  # each local worker sees its one GPU as device 0
     elif gpu_workers:
-        from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+        from gamut.scanning.pipeline.gpu_workers import workers_for
 
-        conn, gpus = GpuWorkers(gpu_workers), None  # each worker sees its one GPU as device 0
+        # This process scans on the first GPU; a worker process on each other one (seeing it as device 0).
+        (conn, owned), gpus, local = workers_for(gpu_workers[1:]), None, [gpu_workers[0]]
+        if threads is None:  # the cores shared among the processes
+            threads = max(1, (os.cpu_count() or 1) // len(gpu_workers))
     with contextlib.ExitStack() as stack:
-        if conn is not None:
+        if conn is not None and owned:
             stack.callback(conn.close)
         worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=gpus, progress=False)
         formats = job.formats
         classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
         task = PartitionTask(worker_job, classes, make_engine)
+        here = None if local is None else PartitionTask(worker_job.where(gpus=local), classes, make_engine)
         if any(sink.regroups for sink in sinks):
-            stops = _chunk_stops(task, conn)
+            stops = _chunk_stops(here or task, None if here else conn)
             for sink in sinks:
                 if sink.regroups:
                     sink.chunk_stops = stops
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
-        label = f"scan [{conn.description if conn else 'partitions'}]"
+        label = f"scan [{_description(conn, local)}]"
         bar = stack.enter_context(progress_bar(label, job.scan_input.total_cells(), job.show_progress(), unit="cells"))
         for sink, out in zip(sinks, outs):
             sink.start(out)
@@ -96,7 +105,7 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
                 sink.write_part(part, datas[k])
 
         execute(task, parts, write, conn=conn, run_dir=run_dir, retries=job.retries, progress=bar,
-                formats=len(formats))
+                formats=len(formats), local=here)
         for sink in sinks:
             sink.close()
 
@@ -111,10 +120,12 @@ def execute(
     retries: int = 2,
     progress: Callable[[int], None] = lambda n: None,
     formats: int = 1,
+    local: PartitionTask | None = None,
 ) -> None:
     """Compute every partition not already in ``run_dir`` (on ``conn``'s cluster, else here, in
     order) and call ``write(partition, data)`` for all of them in partition order. A partition's
-    data is a tuple of ``formats`` items when there are several (one part in ``run_dir``)."""
+    data is a tuple of ``formats`` items when there are several (one part in ``run_dir``). With GPU
+    workers, ``local`` is the task this process computes partitions with, beside them."""
     finished = run_dir.finished(len(parts), _say) if run_dir is not None else set()
     held: dict[int, Any] = {}
     state = {"next": 0}
@@ -137,16 +148,16 @@ def execute(
 
     flush()
     todo = [p for p in parts if p.index not in finished]
-    if conn is None:
+    if conn is None or (local is not None and len(todo) <= 1):  # one partition: no worker to start
         for p in todo:
-            deliver(p.index, compute_partition(task, p.index, p.start, p.stop, p.prev_query))
+            deliver(p.index, compute_partition(local or task, p.index, p.start, p.stop, p.prev_query))
     elif _is_gpu_workers(conn):
         from gamut.scanning.pipeline.gpu_workers import WorkerError, run_in_order
 
         tasks = ((p.index, (p.index, p.start, p.stop, p.prev_query)) for p in todo)
         try:
-            for index, data in run_in_order(conn, compute_partition, task, tasks, held=lambda: len(held),
-                                            label="partition"):
+            for index, data in run_in_order(conn, compute_partition, task, tasks, local=local, warm=engine_chunking,
+                                            held=lambda: len(held), label="partition"):
                 deliver(index, data)
         except WorkerError as exc:
             raise exc.advised(_resume_advice(run_dir, len(finished), len(parts))) from None
@@ -202,6 +213,29 @@ def _load(run_dir: RunDir, index: int, formats: int) -> Any:
                          "run the same command again to recompute it") from None
 
 
+#: Partitions per process of a multi-GPU run (a late or slow GPU leaves the others at most one
+#: partition's work), and the most cells and pairs in one (its data is held in memory until written).
+GPU_PARTS_PER_PROCESS = 4
+GPU_PARTITION_MAX = {"cells": 128_000_000_000, "pairs": 8_000_000}
+
+
+def gpu_partitioning(scan_input, processes: int) -> dict[str, int]:
+    """Partition sizes of a run on ``processes`` GPU processes: about :data:`GPU_PARTS_PER_PROCESS`
+    partitions each, so that every partition is scanned in chunks the engine pipelines (the
+    default partitions of a Dask cluster hold one or two GPU chunks)."""
+    count = max(1, processes * GPU_PARTS_PER_PROCESS)
+    cells = -(-max(scan_input.total_cells(), 1) // count)
+    pairs = -(-max(scan_input.n_pairs, 1) // count)
+    return {"cells": min(max(cells, PARTITION_CELLS["cuda"] // 8), GPU_PARTITION_MAX["cells"]),
+            "pairs": min(max(pairs, PARTITION_PAIRS), GPU_PARTITION_MAX["pairs"])}
+
+
+def _description(conn, local: list[int] | None) -> str:
+    if local is not None:
+        return f"GPU {local[0]} here + {conn.description}"
+    return conn.description if conn else "partitions"
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -224,16 +258,9 @@ def _chunk_stops(task: PartitionTask, conn) -> np.ndarray:
     """Pair numbers ending each chunk of a single-process run with this task's engine."""
     if conn is None:
         cells, pairs = engine_chunking(task)
-    elif _is_gpu_workers(conn):
-        from gamut.scanning.pipeline.gpu_workers import WorkerError, run_one
-
-        try:
-            cells, pairs = run_one(conn, engine_chunking, task, label="the chunk-size task")
-        except WorkerError as exc:
-            raise exc.advised("run again, or with one GPU to see the error") from None
     else:
         from gamut.cluster import run_one
 
         cells, pairs = run_one(conn, engine_chunking, task, label="the chunk-size task")
-    lengths = [c.shape[0] for c in task.job.scan_input.chunks(cells, pairs)]
+    lengths = [b - a for a, b in task.job.scan_input.spans(cells, pairs)]
     return np.cumsum(np.asarray(lengths, np.int64))

@@ -42,11 +42,10 @@ class Partition:
 def plan_partitions(scan_input: ScanInput, cells: int, pairs: int) -> list[Partition]:
     """Cut the scan into partitions of about ``cells`` cells and at most ``pairs`` pairs."""
     out: list[Partition] = []
-    start, prev = 0, -1
-    for k, chunk in enumerate(scan_input.chunks(int(cells), int(pairs))):
-        n = int(chunk.shape[0])
-        out.append(Partition(k, start, start + n, int(scan_input.pair_cells(chunk).sum()), prev))
-        start, prev = start + n, int(chunk[-1, 0])
+    prev = -1
+    for k, (start, stop) in enumerate(scan_input.spans(int(cells), int(pairs))):
+        out.append(Partition(k, start, stop, scan_input.span_cells(start, stop), prev))
+        prev = scan_input.query_of(stop - 1)
     return out
 
 
@@ -107,7 +106,9 @@ def compute_partition(task: PartitionTask, index: int, start: int, stop: int, pr
     renders it (several formats: a tuple of each one's data, in ``task.job.formats`` order)."""
     job = task.job
     si = job.scan_input
-    chunks = scan_chunks(si, task_engine(task), threads=job.threads, pairs=si.pair_range(start, stop), counter0=start)
+    engine = task_engine(task)
+    runs = si.chunks(engine.preferred_chunk_cells, engine.preferred_chunk_pairs, start, stop)
+    chunks = scan_chunks(si, engine, threads=job.threads, chunks=runs, counter0=start)
     data = render_all(_task_sinks(task), chunks, prev_query, job.threads)
     return data[0] if len(data) == 1 else data
 
