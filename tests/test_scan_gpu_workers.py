@@ -168,3 +168,16 @@ def test_worker_gpus_are_read_from_the_command_line():
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == []
     assert scan_worker_gpus(["fold", "x", "--device", "cuda", "--gpus", "0,1"]) == []
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "0,1", "--cluster", "local:2"]) == []
+
+
+def test_workers_started_early_serve_the_run_and_stop_with_the_context():
+    from gamut.scanning.pipeline.gpu_workers import prestarted, workers_for
+
+    with prestarted([0]) as pool:
+        assert pool is not None and len(pool.workers) == 1
+        assert workers_for([0]) == (pool, False)  # the run uses them, and leaves them to the context
+        other, owned = workers_for([1])
+        assert other is not pool and owned and not other.workers  # not started until a run needs them
+    assert not pool.workers
+    with prestarted([]) as none:
+        assert none is None

@@ -17,6 +17,7 @@ import contextvars
 import os
 import pickle
 import queue
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -46,6 +47,7 @@ def _worker_main(conn, gpu: int) -> None:
     replies with ``fn(obj, *args)``; None ends it. Replies are ``("ok", value)`` or
     ``("error", exception)``."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle (it stops us)
     from gamut.cuda.device import prewarm
 
     prewarm(0)

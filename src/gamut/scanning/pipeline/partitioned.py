@@ -41,9 +41,8 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
                     gpu_workers: Sequence[int] | None = None) -> None:
     """Carry out ``job`` in partitions: on its cluster, or on the GPUs of ``gpu_workers`` (default:
     :attr:`ScanJob.gpu_workers`; several: here on the first, a worker process on each other one),
-    else here, in order, keeping
-    finished partitions in its run directory (if any); each of ``sinks`` writes its output
-    (``job.targets``)."""
+    else here, in order, keeping finished partitions in its run directory (if any); each of
+    ``sinks`` writes its output (``job.targets``)."""
     if gpu_workers is None:
         gpu_workers = job.gpu_workers
     if gpu_workers:
