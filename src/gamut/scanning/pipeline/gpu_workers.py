@@ -56,7 +56,10 @@ def _worker_main(conn, gpu: int) -> None:
     conn.send(("ready", None))
     shared = None
     while True:
-        message = conn.recv()
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):  # this process's parent is gone
+            return
         if message is None:
             return
         try:
