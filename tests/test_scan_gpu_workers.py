@@ -158,8 +158,12 @@ def test_an_error_in_a_worker_task_is_raised_here_and_the_workers_stop():
     assert not pool.workers
 
 
-def test_worker_gpus_are_read_from_the_command_line():
-    from gamut.cli import scan_worker_gpus
+def test_worker_gpus_are_read_from_the_command_line(monkeypatch, tmp_path):
+    from gamut.cli import scan_worker_gpus, visible_gpu_count
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == [1, 2]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
     assert scan_worker_gpus(["miranda", "q", "r", "--device", "cuda", "--gpus", "0,1,3"]) == [1, 3]
     assert scan_worker_gpus(["scan", "q", "r", "--device=cuda", "--gpus=2,2"]) == [2]
@@ -168,6 +172,11 @@ def test_worker_gpus_are_read_from_the_command_line():
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == []
     assert scan_worker_gpus(["fold", "x", "--device", "cuda", "--gpus", "0,1"]) == []
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "0,1", "--cluster", "local:2"]) == []
+    for k in range(4):
+        (tmp_path / f"0000:0{k}:00.0").mkdir()
+    assert visible_gpu_count({}, str(tmp_path)) == 4
+    assert visible_gpu_count({"CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b"}, str(tmp_path)) == 2
+    assert visible_gpu_count({}, str(tmp_path / "none")) == 0
 
 
 def test_workers_started_early_serve_the_run_and_stop_with_the_context():

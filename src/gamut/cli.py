@@ -102,19 +102,35 @@ def cuda_requested(argv: list[str]) -> int | None:
 
 
 def scan_worker_gpus(argv: list[str]) -> list[int]:
-    """The GPUs of the worker processes a scan on several GPUs will use (``--gpus 0,1`` and
-    ``--device cuda``: all but the first; none without a list of several, with ``--cluster``, or
-    for other commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`."""
+    """The GPUs of the worker processes a scan on several GPUs will use (``--gpus 0,1`` or ``all``
+    and ``--device cuda``: all but the first; none for one GPU, with ``--cluster``, or for other
+    commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`: a run whose GPUs
+    turn out otherwise starts its own workers."""
     if not argv or argv[0] not in ("scan", "miranda") or cuda_requested(argv) is None:
         return []
     if any(a == "--cluster" or a.startswith("--cluster=") for a in argv):
         return []
     listed = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--gpus"), None)
     listed = next((a[len("--gpus="):] for a in argv if a.startswith("--gpus=")), listed)
+    if (listed or "").strip().lower() == "all":
+        return list(range(1, visible_gpu_count()))
     ids = [g.strip() for g in (listed or "").split(",")]
     if len(ids) < 2 or not all(g.isdigit() for g in ids):
         return []
     return [int(g) for g in ids[1:]]
+
+
+def visible_gpu_count(environ: dict | None = None, driver: str = "/proc/driver/nvidia/gpus") -> int:
+    """How many GPUs CUDA will show, as far as can be told without initialising it: the entries of
+    ``CUDA_VISIBLE_DEVICES`` when set, else the NVIDIA driver's GPUs; 0 when neither says."""
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([g for g in visible.split(",") if g.strip()])
+    try:
+        return len(os.listdir(driver))
+    except OSError:
+        return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,8 +139,8 @@ def _shown(spec: str | Sequence[int]) -> str:
 def parse_gpus(spec: str | Sequence[int] | None) -> list[int]:
     """Parse ``--gpus``: ``None``/``"0"`` style lists, ``"0,1,3"`` or ``"all"``; checks they exist.
 
-    An index may be named more than once (``"0,0"``): the scan then runs a worker process per
-    entry, two of them sharing GPU 0 (:mod:`gamut.scanning.pipeline.gpu_workers`)."""
+    An index may be named more than once (``"0,0"``): the scan then runs on it twice, in this
+    process and in a worker process (:mod:`gamut.scanning.pipeline.gpu_workers`)."""
     gpus = available_gpus()
     if spec is None:
         return [gpus[0]] if gpus else []
