@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks and benchmarks in one call on the lent device machine (see docs/scan_gpu.md).
-#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big energy e2e scaling access
+#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big energy e2e scaling timeline access
 # Wheels for packages the device image lacks travel in .whl/ (carry it); logs and results go to
 # $OUT (or bench/results/device when $OUT is unset).
 set -uo pipefail
@@ -39,6 +39,10 @@ for stage in "$@"; do
     big) run scan_big "${BIG_LIMIT:-400}" python3 bench/scan_gpu.py --out "$OUT" --threads 16 --tables none --big --kind "${KIND:-nvidia-h100-x1}-big" ${BIG_ARGS:-} ;;
     scaling) run scan_scaling "${SCALING_LIMIT:-580}" python3 bench/scan_scaling.py --out "$OUT" --kind "${KIND:-multi-gpu}" \
                --data .data ${SCALING_ARGS:-} ;;
+    timeline) for case in utr clip; do
+                run "timeline_$case" "${TIMELINE_LIMIT:-200}" python3 bench/partition_timeline.py --case "$case" --data .data \
+                  --gpus "${TIMELINE_GPUS:-0,1}" --out "$OUT/partition_timeline_$case.md"
+              done ;;
     access) run access_gpu "${ACCESS_LIMIT:-360}" python3 bench/access.py --gpu --scan --repeat 3 --cpu-refs 240 --data .data \
               --out "$OUT" --kind "${KIND:-nvidia-h100-x1}" ${ACCESS_ARGS:-} ;;
     energy) run energy_gpu "${ENERGY_LIMIT:-240}" python3 bench/energy_gpu.py --out "$OUT" --kind "${KIND:-nvidia-h100-x1}" ${ENERGY_ARGS:-} ;;
