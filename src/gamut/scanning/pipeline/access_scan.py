@@ -75,7 +75,7 @@ def first_pass(scan_input: ScanInput, recorder: RecordingEngine, base: int, budg
                 recorder.forget(chunk_key(result.pairs))  # held whole: its alignments are not needed again
             else:
                 rest.append((result.counter0, len(result)))
-                rest_cells += int(scan_input.pair_cells(result.pairs).sum())
+                rest_cells += scan_input.span_cells(result.counter0, result.counter0 + len(result))
     return FirstPass(held, rest, site_access.distinct_keys(np.concatenate(keys) if keys else np.zeros(0, np.int64)),
                      rest_cells)
 

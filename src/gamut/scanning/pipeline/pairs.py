@@ -91,10 +91,6 @@ class ScanInput:
         """Cells (query x reference letters) of each pair of ``pairs``."""
         return self.query_set.lengths()[pairs[:, 0]] * self.reference_set.lengths()[pairs[:, 1]]
 
-    def cut(self, pairs: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
-        """Split consecutive ``pairs`` into chunks as :meth:`chunks` bounds them."""
-        return _cut(pairs, self.pair_cells(pairs), chunk_cells, chunk_pairs)
-
     def chunks(self, chunk_cells: int, chunk_pairs: int, start: int = 0,
                stop: int | None = None) -> Iterator[np.ndarray]:
         """Consecutive runs of pairs (int64 arrays (n, 2)) of about ``chunk_cells`` cells and at
@@ -170,14 +166,9 @@ class ScanInput:
         return rcum
 
 
-def _cut(pairs: np.ndarray, cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[np.ndarray]:
-    """Split listed pairs into runs of about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs."""
-    for a, b in _cut_spans(cells, chunk_cells, chunk_pairs):
-        yield pairs[a:b]
-
-
 def _cut_spans(cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[tuple[int, int]]:
-    """The runs of :func:`_cut` as (first, last + 1) indices."""
+    """Runs of listed pairs (``cells`` each) of about ``chunk_cells`` cells and at most
+    ``chunk_pairs`` pairs, as (first, last + 1) indices."""
     cum = np.cumsum(cells)
     start = 0
     while start < cells.shape[0]:

@@ -77,7 +77,6 @@ def scan_chunks(
     chunk_cells: int | None = None,
     chunk_pairs: int | None = None,
     progress: Callable[[int], None] | None = None,
-    pairs: np.ndarray | None = None,
     chunks: Iterable[np.ndarray] | None = None,
     counter0: int = 0,
     site_energies: SiteEnergies | None = None,
@@ -91,14 +90,13 @@ def scan_chunks(
     asked before each kernel: see :func:`gamut.io.threads.run_kernel`): only while no alignment
     runs beside them. ``progress`` is called with the number of cells finished after each chunk.
     Chunks hold about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs (default: the
-    engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). ``pairs`` (consecutive
-    pairs of the output order, e.g. one partition) scans those pairs only, ``chunks`` (consecutive
-    runs of such pairs) those chunks as they are; their first pair's running counter is
-    ``counter0 + 1``. ``site_energies`` (with the params' ``site_access``) gives
-    every hit its ``dG_open`` (:func:`gamut.scanning.site_access.site_energies` computes it, the
-    first pass). ``threads`` bounds post-processing (hits, energies and,
-    between chunks, the caller's sink: Numba's thread count in the calling thread until the
-    iteration ends); ``None`` takes every core.
+    engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). ``chunks`` (consecutive
+    runs of pairs of the output order, e.g. one partition's: :meth:`ScanInput.chunks` of a range)
+    scans those chunks only, as they are; their first pair's running counter is ``counter0 + 1``.
+    ``site_energies`` (with the params' ``site_access``) gives every hit its ``dG_open``
+    (:func:`gamut.scanning.site_access.site_energies` computes it). ``threads`` bounds
+    post-processing (hits, energies and, between chunks, the caller's sink: Numba's thread count
+    in the calling thread until the iteration ends); ``None`` takes every core.
     """
     params = scan_input.params
     chunk_cells = engine.preferred_chunk_cells if chunk_cells is None else chunk_cells
@@ -113,12 +111,7 @@ def scan_chunks(
         # each kernel asks again. A GPU engine's host work leaves the cores free.
         return not engine.occupies_cores or all(f.done() for f in list(aligning))
 
-    if chunks is not None:
-        chunks = iter(chunks)
-    elif pairs is None:
-        chunks = scan_input.chunks(int(chunk_cells), int(chunk_pairs))
-    else:
-        chunks = scan_input.cut(np.asarray(pairs, np.int64).reshape(-1, 2), int(chunk_cells), int(chunk_pairs))
+    chunks = iter(chunks) if chunks is not None else scan_input.chunks(int(chunk_cells), int(chunk_pairs))
     counter = counter0  # the running counter before the next chunk (kept by the hits thread)
 
     def align_next():
