@@ -159,7 +159,8 @@ def test_an_error_in_a_worker_task_is_raised_here_and_the_workers_stop():
 
 
 def test_worker_gpus_are_read_from_the_command_line(monkeypatch, tmp_path):
-    from gamut.cli import scan_worker_gpus, visible_gpu_count
+    from gamut.cli import scan_worker_gpus
+    from gamut.cuda.device import visible_gpu_count
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == [1, 2]

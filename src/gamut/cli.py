@@ -81,21 +81,23 @@ def skip_optional_probes(cuda: bool = False) -> None:
             del sys.modules[name]
 
 
+def option_value(argv: list[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``; the first), else None."""
+    for k, arg in enumerate(argv):
+        if arg == flag and k + 1 < len(argv):
+            return argv[k + 1]
+        if arg.startswith(flag + "="):
+            return arg[len(flag) + 1:]
+    return None
+
+
 def cuda_requested(argv: list[str]) -> int | None:
     """The first GPU a command line asks for with ``--device cuda`` (0 unless ``--gpus`` names
     another), else None. Only a hint for :func:`gamut.cuda.device.prewarm`: the sub-command parses
     and checks its options itself."""
-    def value(flag: str) -> str | None:
-        for k, arg in enumerate(argv):
-            if arg == flag and k + 1 < len(argv):
-                return argv[k + 1]
-            if arg.startswith(flag + "="):
-                return arg[len(flag) + 1:]
+    if option_value(argv, "--device") != "cuda":
         return None
-
-    if value("--device") != "cuda":
-        return None
-    first = (value("--gpus") or "0").split(",")[0].strip()
+    first = (option_value(argv, "--gpus") or "0").split(",")[0].strip()
     if first.lower() == "all":
         return 0
     return int(first) if first.isdigit() else None
@@ -108,29 +110,17 @@ def scan_worker_gpus(argv: list[str]) -> list[int]:
     turn out otherwise starts its own workers."""
     if not argv or argv[0] not in ("scan", "miranda") or cuda_requested(argv) is None:
         return []
-    if any(a == "--cluster" or a.startswith("--cluster=") for a in argv):
+    if option_value(argv, "--cluster") is not None:
         return []
-    listed = next((argv[k + 1] for k, a in enumerate(argv[:-1]) if a == "--gpus"), None)
-    listed = next((a[len("--gpus="):] for a in argv if a.startswith("--gpus=")), listed)
-    if (listed or "").strip().lower() == "all":
+    listed = (option_value(argv, "--gpus") or "").strip()
+    if listed.lower() == "all":
+        from gamut.cuda.device import visible_gpu_count
+
         return list(range(1, visible_gpu_count()))
-    ids = [g.strip() for g in (listed or "").split(",")]
+    ids = [g.strip() for g in listed.split(",")]
     if len(ids) < 2 or not all(g.isdigit() for g in ids):
         return []
     return [int(g) for g in ids[1:]]
-
-
-def visible_gpu_count(environ: dict | None = None, driver: str = "/proc/driver/nvidia/gpus") -> int:
-    """How many GPUs CUDA will show, as far as can be told without initialising it: the entries of
-    ``CUDA_VISIBLE_DEVICES`` when set, else the NVIDIA driver's GPUs; 0 when neither says."""
-    environ = os.environ if environ is None else environ
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([g for g in visible.split(",") if g.strip()])
-    try:
-        return len(os.listdir(driver))
-    except OSError:
-        return 0
 
 
 def main(argv: list[str] | None = None) -> int:

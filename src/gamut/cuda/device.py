@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import types
 from typing import Mapping, Sequence
@@ -43,6 +44,19 @@ def _count_gpus() -> tuple[int, ...]:
         return tuple(range(runtime.getDeviceCount()))
     except Exception:  # ImportError, CUDARuntimeError, missing driver...
         return ()
+
+
+def visible_gpu_count(environ: Mapping[str, str] | None = None, driver: str = "/proc/driver/nvidia/gpus") -> int:
+    """How many GPUs CUDA will show, as far as can be told without initialising it: the entries of
+    ``CUDA_VISIBLE_DEVICES`` when set, else the NVIDIA driver's GPUs; 0 when neither says."""
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([g for g in visible.split(",") if g.strip()])
+    try:
+        return len(os.listdir(driver))
+    except OSError:
+        return 0
 
 
 def prewarm(device_id: int = 0) -> threading.Thread:

@@ -31,6 +31,7 @@ from gamut.scanning.pipeline.partitions import (
     compute_partition,
     device_kind,
     engine_chunking,
+    gpu_partitioning,
     plan_partitions,
 )
 from gamut.scanning.pipeline.rundir import RunDir, file_fingerprint, scan_options
@@ -210,23 +211,6 @@ def _load(run_dir: RunDir, index: int, formats: int) -> Any:
     except ValueError as exc:
         raise GamutError(f"--run-dir {run_dir.path}: partition {index} cannot be read back ({exc}); "
                          "run the same command again to recompute it") from None
-
-
-#: Partitions per process of a multi-GPU run (a late or slow GPU leaves the others at most one
-#: partition's work), and the most cells and pairs in one (its data is held in memory until written).
-GPU_PARTS_PER_PROCESS = 4
-GPU_PARTITION_MAX = {"cells": 128_000_000_000, "pairs": 8_000_000}
-
-
-def gpu_partitioning(scan_input, processes: int) -> dict[str, int]:
-    """Partition sizes of a run on ``processes`` GPU processes: about :data:`GPU_PARTS_PER_PROCESS`
-    partitions each, so that every partition is scanned in chunks the engine pipelines (the
-    default partitions of a Dask cluster hold one or two GPU chunks)."""
-    count = max(1, processes * GPU_PARTS_PER_PROCESS)
-    cells = -(-max(scan_input.total_cells(), 1) // count)
-    pairs = -(-max(scan_input.n_pairs, 1) // count)
-    return {"cells": min(max(cells, PARTITION_CELLS["cuda"] // 8), GPU_PARTITION_MAX["cells"]),
-            "pairs": min(max(pairs, PARTITION_PAIRS), GPU_PARTITION_MAX["pairs"])}
 
 
 def _description(conn, local: list[int] | None) -> str:
