@@ -19,8 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scan_e2e  # noqa: E402  (the workloads)
@@ -36,13 +34,7 @@ def profile_case(query: Path, ref: Path, device: str, top: int) -> dict:
     engine = make_engine(device, None, None)
     qs, rs = scan_input.query_set, scan_input.reference_set
     chunks = list(scan_input.chunks(engine.preferred_chunk_cells, engine.preferred_chunk_pairs))
-    # Warm-up: the kernels of every row bucket (one query per length) compiled or loaded, then a chunk.
-    lengths = qs.lengths()
-    one_per_length = np.unique(lengths, return_index=True)[1]
-    warm = np.array([(q, r) for q in one_per_length for r in range(min(20, len(rs)))], np.int64)
-    engine.align(qs, rs, warm, scan_input.params)
-    engine.align(qs, rs, chunks[0], scan_input.params)
-    getattr(engine, "stats", {}).clear()
+    scan_e2e.warm_engine(engine, scan_input, chunks)
     start = time.perf_counter()
     for pairs in chunks:
         engine.align(qs, rs, pairs, scan_input.params)

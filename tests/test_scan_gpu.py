@@ -121,6 +121,25 @@ def test_bucket_for_picks_smallest_fitting_bucket():
     assert bucket_for(MAX_GPU_QUERY + 1) == 0
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text("ACGUNXacgu", min_size=0, max_size=30), min_size=1, max_size=8), st.floats(0.1, 10))
+def test_same_length_tables_equal_query_tables(seqs, scale):
+    """The GPU engine's tables of all the queries of one length, built at once, equal query_tables'."""
+    from gamut.scanning.params import query_tables, same_length_tables
+    from gamut.scanning.pipeline.pairs import sequence_set
+
+    qs = sequence_set([f"q{k}" for k in range(len(seqs))], [s.encode() for s in seqs])
+    params = ScanParams(scale=scale)
+    lengths = qs.lengths()
+    for length in np.unique(lengths).tolist():
+        which = np.flatnonzero(lengths == length)
+        built = same_length_tables(qs, which, length, row_scheme(length, params))
+        for q, got in zip(which.tolist(), built, strict=True):
+            want = query_tables(qs.class_codes(q), params)
+            for name in ("qrev", "profile", "gap_open", "gap_extend", "seed_row"):
+                assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
 @given(st.floats(0.1, 10), st.integers(-12, 0), st.integers(-12, 0))
 def test_gap_scalars_match_row_scheme(scale, go, ge):
     params = ScanParams(scale=scale, gap_open=go, gap_extend=ge)
@@ -264,6 +283,53 @@ def test_host_kernels_golden_cases_in_small_chunks(host_lib, tmp_path, monkeypat
     assert sum(e.stats.get("grid_chunks", 0) for e in engines) > len(CASES)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_device_grouping_sorts_and_suppresses_like_the_host(host_lib, data):
+    """The device's survivors (candidates grouped by pair with atomics, each pair sorted and
+    suppressed by one thread, pairs past suppress_limit suppressed on the host) equal a host
+    lexsort and suppress_sorted, whatever order the candidates come in: few and many per pair
+    (insertion sort and heapsort), many ties, pairs without any."""
+    from gamut.scanning.engines.gpu_device import DeviceRun, TaskPairs
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n_pairs = data.draw(st.integers(1, 12))
+    rows, max_ref = 30, 400
+    cand = []
+    for p in range(n_pairs):
+        n = int(rng.choice([0, 1, 3, 20, 25, 60, 300]))
+        cells = rng.choice(rows * max_ref, size=n, replace=False)
+        scores = rng.integers(140, 140 + int(rng.integers(1, 8)), n)
+        cand += [(p, int(c % rows) + 1, int(c // rows) + 1, int(sc)) for c, sc in zip(cells, scores)]
+    if not cand:
+        return
+    cand = np.array(cand, np.int64)[rng.permutation(len(cand))]
+    pair = np.ascontiguousarray(cand[:, 0])
+    # Each pair's candidates come from two tasks: a listed batch (the map names each task's pair) or a grid batch
+    # (pair q * n_r + r; task q * n_rt + 2 r or 2 r + 1; the map names each segment's reference).
+    coin = rng.integers(0, 2, len(cand))
+    if data.draw(st.booleans()):
+        task = 2 * pair + coin
+        task_map = TaskPairs(2 * n_pairs, 0, np.repeat(np.arange(n_pairs, dtype=np.int32), 2))
+    else:
+        n_r = data.draw(st.sampled_from([d for d in range(1, n_pairs + 1) if n_pairs % d == 0]))
+        task = (pair // n_r) * 2 * n_r + 2 * (pair % n_r) + coin
+        task_map = TaskPairs(2 * n_r, n_r, np.repeat(np.arange(n_r, dtype=np.int32), 2))
+    cands = np.zeros((len(cand), 4), np.int32)
+    cands[:, 0] = task
+    cands[:, 1:] = cand[:, 1:]
+    o = np.lexsort((cand[:, 1], cand[:, 2], -cand[:, 3], pair))
+    keep = suppress_sorted(pair[o], cand[o, 1].astype(np.int32), cand[o, 2].astype(np.int32), rows, max_ref)
+    want = cand[o][keep]
+    tuning = GpuTuning(suppress_limit=data.draw(st.sampled_from([2, 24, 4096])),
+                       device_suppress=data.draw(st.booleans()))
+    run = DeviceRun(HostBackend(host_lib), tuning, ScanParams())
+    d_pair, d_i, d_j, host = run._survivors(task_map, cands, n_pairs, rows, max_ref)
+    assert np.array_equal(host.T, want[:, [0, 1, 2, 3]])
+    assert np.array_equal(np.stack([d_pair, d_i, d_j]), host[:3])
+    assert run.stats["candidates"] == len(cand) and run.stats["survivors"] == len(want)
+
+
 class CountingBackend(HostBackend):
     """A host backend whose candidate kernel reports ``planned`` candidates (issue #17)."""
 
@@ -329,7 +395,7 @@ def test_kernels_compile_for_hopper():
 
     kernels = Path(__file__).resolve().parents[1] / "src" / "gamut" / "cuda" / "kernels"
     for name, options, expressions in (
-        ("scan_dp.cu", [], ["scan_pass1<64>", "scan_repair<64>", "scan_trace<64>", "scan_suppress"]),
+        ("scan_dp.cu", [], ["scan_pass1<64>", "scan_repair<64>", "scan_trace<64>", "scan_sort_suppress"]),
         ("splice.cu", ["-DCOLS=8", *STREAM_OPTIONS], []),
     ):
         rc, log = nvrtc_compile((kernels / name).read_bytes(), name, options, tuple(expressions))

@@ -76,8 +76,9 @@ def shuffled(found: ChunkAlignments, rng: np.random.Generator) -> ChunkAlignment
     batches leave them): only ``sv_start``/``sv_stop`` and ``op_start``/``op_end`` say where they are."""
     n = found.n_pairs
     order = rng.permutation(n)
-    counts = found.sv_stop - found.sv_start
-    rows = np.concatenate([np.arange(found.sv_start[p], found.sv_stop[p]) for p in order] or [np.zeros(0, np.int64)])
+    sv_start, sv_stop = found.dense_ranges()
+    counts = sv_stop - sv_start
+    rows = np.concatenate([np.arange(sv_start[p], sv_stop[p]) for p in order] or [np.zeros(0, np.int64)])
     new_stop = np.zeros(n, np.int64)
     new_stop[order] = np.cumsum(counts[order])
     op_perm = rng.permutation(rows.shape[0])  # op runs stored in yet another order

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 from hypothesis import given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
 from gamut.scanning.fasta import SeqRecord
+from gamut.scanning.pair_run import PairRun, run_of
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.scan_loop import ScanInput
 
@@ -66,6 +68,36 @@ def test_spans_of_a_range_cover_it_and_count_its_cells(data):
     assert [c.tolist() for c in si.chunks(cells, pairs, start, stop)] == [listed[a:b].tolist() for a, b in spans]
     assert all(si.query_of(k) == listed[k, 0] for k in range(n))
     assert si.span_cells(0, n) == si.total_cells()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_chunks_of_an_unrestricted_scan_are_pair_runs(data):
+    """Every chunk of an unrestricted scan is a read-only PairRun that names its first pair; what
+    is derived from it (slices, copies, arithmetic, pickles) is plain pairs; chunk_cells counts its cells."""
+    q = data.draw(st.lists(st.integers(0, 30), min_size=1, max_size=6))
+    r = data.draw(st.lists(st.integers(0, 200), min_size=1, max_size=9))
+    si = _input(q, r)
+    n = si.n_pairs
+    start = data.draw(st.integers(0, n))
+    stop = data.draw(st.integers(start, n))
+    cells, pairs = data.draw(st.integers(1, 3000)), data.draw(st.integers(1, 20))
+    spans = list(si.spans(cells, pairs, start, stop))
+    ql, rl = np.array(q), np.array(r)
+    for (a, b), chunk in zip(spans, si.chunks(cells, pairs, start, stop), strict=True):
+        assert isinstance(chunk, PairRun) and run_of(chunk, len(r)) == a
+        assert run_of(chunk, len(r) + 1) is None
+        assert chunk.tolist() == [[k // len(r), k % len(r)] for k in range(a, b)]
+        assert not chunk.flags.writeable
+        for derived in (chunk[1:], chunk[:, 0:2], chunk.copy(), chunk + 0, pickle.loads(pickle.dumps(chunk))):
+            assert run_of(derived, len(r)) is None
+        assert np.array_equal(pickle.loads(pickle.dumps(chunk)), chunk)
+        assert si.chunk_cells(chunk) == int((ql[chunk[:, 0]] * rl[chunk[:, 1]]).sum())
+        assert si.chunk_cells(np.array(chunk)) == si.chunk_cells(chunk)
+        if b - a > 1:  # the GPU engine's grid path takes the run as it is, or finds it by checking
+            from gamut.scanning.engines.gpu_grid import GridChunk
+
+            assert GridChunk.of_pairs(chunk, len(r), run_of(chunk, len(r))) == GridChunk.of_pairs(np.array(chunk), len(r))
 
 
 @settings(max_examples=60, deadline=None)
@@ -133,3 +165,43 @@ def test_records_come_out_in_key_order():
     data, starts = gather(np.frombuffer(b"hello world", np.uint8), np.array([6, 0]), np.array([5, 5]))
     assert data.tobytes() == b"worldhello" and starts.tolist() == [0, 5]
     assert math.isclose(float(TextBuilder().fixed(np.array([1.0]), 2)[1][0]), 4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_concat_keeps_every_pairs_survivors_without_per_pair_arrays(data):
+    """ChunkAlignments.concat of parts over disjoint pair subsets (dense or sparse parts, pairs
+    with and without survivors) gives each pair exactly its part's survivors, in order; its
+    sparse form lists only pairs with survivors and holds nothing per pair of the chunk."""
+    from gamut.scanning.alignments import ChunkAlignments
+
+    n = data.draw(st.integers(0, 40))
+    owner = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    parts, index, want = [], [], {}
+    for m in range(4):
+        idx = np.array([p for p in range(n) if owner[p] == m], np.int64)
+        counts = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(idx), max_size=len(idx))), np.int64)
+        stop = np.cumsum(counts)
+        total = int(counts.sum())
+        score = np.arange(total, dtype=np.int64) + 1000 * m
+        cols = [score + k for k in range(4)]
+        ops = np.full(total, m, np.uint8)
+        part = ChunkAlignments(stop - counts, stop, score, *cols, np.arange(total), np.arange(total) + 1, ops)
+        if data.draw(st.booleans()):  # the same part in the sparse form
+            pw, a, b = part.survivor_ranges()
+            part = ChunkAlignments(a, b, score, *cols, np.arange(total), np.arange(total) + 1, ops, pairs_with=pw,
+                                   size=len(idx))
+        for k, p in enumerate(idx.tolist()):
+            want[p] = score[stop[k] - counts[k]:stop[k]].tolist()
+        parts.append(part)
+        index.append(idx)
+    got = ChunkAlignments.concat(parts, index, n)
+    assert got.n_pairs == n and got.pairs_with is not None
+    pairs, start, stop = got.survivor_ranges()
+    assert pairs.tolist() == sorted(p for p, rows in want.items() if rows)
+    assert got.sv_start.shape == got.pairs_with.shape  # nothing per pair of the chunk
+    for p in range(n):
+        assert got.pair(p).score.tolist() == want.get(p, []), p
+    dense_start, dense_stop = got.dense_ranges()
+    assert [got.score[a:b].tolist() for a, b in zip(dense_start, dense_stop)] == [want.get(p, []) for p in range(n)]
+    assert ChunkAlignments.empty(n).n_pairs == n and ChunkAlignments.empty(n).survivor_count() == 0

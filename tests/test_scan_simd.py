@@ -46,7 +46,7 @@ def as_tuples(found: ChunkAlignments, p: int):
     return [
         (int(found.score[k]), int(found.i_end[k]), int(found.j_end[k]), int(found.i_start[k]), int(found.j_start[k]),
          "".join(OP_NAMES[int(op)] for op in found.ops[found.op_start[k] : found.op_end[k]]))
-        for k in range(found.sv_start[p], found.sv_stop[p])
+        for k in range(*(int(a[p]) for a in found.dense_ranges()))
     ]
 
 

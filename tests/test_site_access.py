@@ -225,11 +225,13 @@ def test_kept_alignments_restore_exactly():
     kept = KeptAlignments.of(original)
     assert kept.pairs_with.tolist() == [0, 2]
     restored = kept.restore()
-    for name in ("sv_start", "sv_stop", "score", "i_end", "j_end", "i_start", "j_start", "op_start", "op_end", "ops"):
-        got, want = getattr(restored, name), getattr(original, name)
-        assert np.array_equal(got[original.sv_stop > original.sv_start] if name.startswith("sv") else got,
-                              want[original.sv_stop > original.sv_start] if name.startswith("sv") else want), name
-    assert (restored.sv_stop - restored.sv_start).tolist() == (original.sv_stop - original.sv_start).tolist()
+    for name in ("score", "i_end", "j_end", "i_start", "j_start", "op_start", "op_end", "ops"):
+        assert np.array_equal(getattr(restored, name), getattr(original, name)), name
+    assert restored.n_pairs == original.n_pairs == 4
+    (start, stop), (want_start, want_stop) = restored.dense_ranges(), original.dense_ranges()
+    assert (stop - start).tolist() == (want_stop - want_start).tolist() == [2, 0, 1, 0]
+    for got, want in zip(restored.survivor_ranges(), original.survivor_ranges(), strict=True):
+        assert got.tolist() == want.tolist()
     pairs = np.array([[0, 5], [0, 6], [1, 0], [1, 1]])
     assert chunk_key(pairs) == (0, 5, 4) and chunk_key(np.zeros((0, 2))) == (-1, -1, 0)
 

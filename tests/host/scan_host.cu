@@ -13,9 +13,15 @@ struct int4 {
 static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
 static inline int __viaddmax_s32(int a, int b, int c) { return std::max(a + b, c); }
 static inline int __vimax3_s32(int a, int b, int c) { return std::max(a, std::max(b, c)); }
-static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
-    unsigned long long old = *p;
+template <typename T>
+static inline T atomicAdd(T* p, T v) {
+    T old = *p;
     *p += v;
+    return old;
+}
+static inline int atomicSub(int* p, int v) {
+    int old = *p;
+    *p -= v;
     return old;
 }
 using std::max;
@@ -72,9 +78,34 @@ SCAN_HOST_KERNELS(48)
 SCAN_HOST_KERNELS(56)
 SCAN_HOST_KERNELS(64)
 
-extern "C" void host_scan_suppress_0(int n, const long long* start, const int* ci, const int* cj, int window,
-                                     int limit, unsigned char* keep, int* diag) {
-    for (int p = 0; p < n; ++p) scan_suppress_pair(p, start, ci, cj, window, limit, keep, diag);
+extern "C" void host_scan_group_count_0(long long n, const ScanCand* cands, long long n_rt, long long n_r,
+                                        const int* map, int* count) {
+    for (long long x = 0; x < n; ++x) scan_group_count_one(x, cands, n_rt, n_r, map, count);
+}
+
+extern "C" void host_scan_group_scatter_0(long long n, const ScanCand* cands, long long n_rt, long long n_r,
+                                          const int* map, const long long* start, int* count, int* gi, int* gj,
+                                          int* gs) {
+    for (long long x = 0; x < n; ++x) scan_group_scatter_one(x, cands, n_rt, n_r, map, start, count, gi, gj, gs);
+}
+
+extern "C" void host_scan_grid_trace_args_0(long long n, const int* sv_pair, int n_r, int a, long long cp_per_q,
+                                            const long long* ref_cp0, int* pair_q, int* pair_r, long long* pair_cp) {
+    for (long long x = 0; x < n; ++x) scan_grid_trace_args_one(x, sv_pair, n_r, a, cp_per_q, ref_cp0, pair_q, pair_r,
+                                                               pair_cp);
+}
+
+extern "C" void host_scan_sort_suppress_0(long long n_pairs, const long long* start, int* gi, int* gj, int* gs,
+                                          int window, int limit, unsigned char* keep, int* diag, long long* n_keep,
+                                          unsigned int* n_big) {
+    for (long long p = 0; p < n_pairs; ++p)
+        scan_sort_suppress_pair(p, start, gi, gj, gs, window, limit, keep, diag, n_keep, n_big);
+}
+
+extern "C" void host_scan_compact_0(long long n_pairs, const long long* start, const long long* sv_end,
+                                    const long long* n_keep, const int* gi, const int* gj, const int* gs,
+                                    const unsigned char* keep, long long total, int* out) {
+    for (long long p = 0; p < n_pairs; ++p) scan_compact_pair(p, start, sv_end, n_keep, gi, gj, gs, keep, total, out);
 }
 
 extern "C" void host_scan_verify_grid_0(long long n, int n_later, const int* later_rt, int n_rt, const int* rt_ref,

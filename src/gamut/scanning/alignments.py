@@ -31,11 +31,18 @@ DIAGONAL_WINDOW = 6
 class ChunkAlignments:
     """What an engine returns for a chunk of pairs: the survivors of every pair, as columns.
 
-    Pair p's survivors are rows ``sv_start[p]:sv_stop[p]`` (in processing order, miranda-model §6);
-    survivor k ends at (``i_end[k]``, ``j_end[k]``), starts at (``i_start[k]``, ``j_start[k]``)
-    (raw DP coordinates, miranda-model §7) and its columns are ``ops[op_start[k]:op_end[k]]``, query 3'
-    side first. Every array is int64 except ``ops`` (uint8). Rows of different pairs may
+    Survivor k ends at (``i_end[k]``, ``j_end[k]``), starts at (``i_start[k]``, ``j_start[k]``)
+    (raw DP coordinates, miranda-model §7) and its columns are ``ops[op_start[k]:op_end[k]]``,
+    query 3' side first. Every array is int64 except ``ops`` (uint8). Rows of different pairs may
     interleave in any order (engines that finish pairs out of order need not sort).
+
+    Which rows are whose, in one of two forms (:meth:`survivor_ranges` reads either):
+
+    - dense (``pairs_with`` None): pair p's survivors are rows ``sv_start[p]:sv_stop[p]``, for
+      every pair of the chunk;
+    - sparse (what :meth:`concat` gives): ``pairs_with`` lists pairs (ascending, none twice),
+      ``sv_start[k]:sv_stop[k]`` are pair ``pairs_with[k]``'s rows, the chunk's other pairs have
+      none, and ``size`` is the chunk's number of pairs. Nothing is stored per pair of the chunk.
     """
 
     sv_start: np.ndarray
@@ -48,17 +55,40 @@ class ChunkAlignments:
     op_start: np.ndarray
     op_end: np.ndarray
     ops: np.ndarray
+    pairs_with: np.ndarray | None = None
+    size: int = 0
 
     @property
     def n_pairs(self) -> int:
-        return int(self.sv_start.shape[0])
+        return int(self.sv_start.shape[0]) if self.pairs_with is None else int(self.size)
 
     def survivor_count(self) -> int:
         return int((self.sv_stop - self.sv_start).sum())
 
+    def survivor_ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs with at least one survivor (ascending int64) and their rows ``start:stop``."""
+        if self.pairs_with is None:
+            pairs = np.flatnonzero(self.sv_stop > self.sv_start)
+            return pairs, self.sv_start[pairs], self.sv_stop[pairs]
+        some = self.sv_stop > self.sv_start
+        return self.pairs_with[some], self.sv_start[some], self.sv_stop[some]
+
+    def dense_ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(sv_start, sv_stop)`` per pair of the chunk (O(pairs): for tests and small chunks)."""
+        if self.pairs_with is None:
+            return self.sv_start, self.sv_stop
+        start = np.zeros(self.n_pairs, np.int64)
+        stop = np.zeros(self.n_pairs, np.int64)
+        start[self.pairs_with] = self.sv_start
+        stop[self.pairs_with] = self.sv_stop
+        return start, stop
+
     def pair(self, p: int) -> "PairAlignments":
         """Pair ``p``'s survivors as a :class:`PairAlignments` (for tests and the per-pair oracle)."""
-        rows = np.arange(self.sv_start[p], self.sv_stop[p])
+        pairs, starts, stops = self.survivor_ranges()
+        at = int(np.searchsorted(pairs, p))
+        found = at < pairs.shape[0] and pairs[at] == p
+        rows = np.arange(starts[at], stops[at]) if found else np.zeros(0, np.int64)
         counts = self.op_end[rows] - self.op_start[rows]
         offsets = np.zeros(rows.shape[0] + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -70,33 +100,39 @@ class ChunkAlignments:
     @classmethod
     def empty(cls, n_pairs: int) -> "ChunkAlignments":
         z = np.zeros(0, np.int64)
-        zp = np.zeros(n_pairs, np.int64)
-        return cls(zp, zp.copy(), z, z, z, z, z, z, z, np.zeros(0, np.uint8))
+        return cls(z, z, z, z, z, z, z, z, z, np.zeros(0, np.uint8), pairs_with=z, size=n_pairs)
 
     @classmethod
     def concat(cls, parts: "Sequence[ChunkAlignments]", pair_index: "Sequence[np.ndarray]", n_pairs: int) -> "ChunkAlignments":
         """Merge results of disjoint pair subsets: ``parts[m]`` holds the pairs ``pair_index[m]`` of the
-        chunk (pairs in no part have no survivors). Every engine assembles its chunk this way."""
-        sv_start = np.zeros(n_pairs, np.int64)
-        sv_stop = np.zeros(n_pairs, np.int64)
+        chunk (pairs in no part have no survivors). Every engine assembles its chunk this way, in
+        the sparse form: O(pairs with survivors), nothing per pair of the chunk."""
+        owners, starts, stops = [], [], []
         rows = 0
-        n_ops = 0
         for part, idx in zip(parts, pair_index):
-            sv_start[idx] = part.sv_start + rows
-            sv_stop[idx] = part.sv_stop + rows
+            pairs, start, stop = part.survivor_ranges()
+            owners.append(np.asarray(idx, np.int64)[pairs])
+            starts.append(start + rows)
+            stops.append(stop + rows)
             rows += part.score.shape[0]
+        z = np.zeros(0, np.int64)
+        owner = np.concatenate(owners) if owners else z
+        order = np.argsort(owner, kind="stable")
+        sv_start = np.concatenate(starts)[order] if starts else z
+        sv_stop = np.concatenate(stops)[order] if stops else z
         fields = []
         for name in ("score", "i_end", "j_end", "i_start", "j_start"):
             fields.append(np.concatenate([getattr(p, name) for p in parts]).astype(np.int64, copy=False)
                           if parts else np.zeros(0, np.int64))
         shifts = []
+        n_ops = 0
         for part in parts:
             shifts.append(n_ops)
             n_ops += part.ops.shape[0]
         op_start = (np.concatenate([p.op_start + s for p, s in zip(parts, shifts)]) if parts else np.zeros(0, np.int64))
         op_end = (np.concatenate([p.op_end + s for p, s in zip(parts, shifts)]) if parts else np.zeros(0, np.int64))
         ops = np.concatenate([p.ops for p in parts]) if parts else np.zeros(0, np.uint8)
-        return cls(sv_start, sv_stop, *fields, op_start, op_end, ops)
+        return cls(sv_start, sv_stop, *fields, op_start, op_end, ops, pairs_with=owner[order], size=int(n_pairs))
 
 
 @dataclass

@@ -205,31 +205,32 @@ def _strict_seed_ok_text(query_line: str, map_line: str, n5: int, n3: int) -> bo
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pair_q, pair_r, sv_start, sv_stop,
-                       i_start, j_start, i_end, j_end, op_start, op_end, ops, map_chars, linker):
-    """Overlap rule and hit strings for all pairs of a chunk (see :func:`pair_hits`).
+def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, n_pairs, live, live_q, live_r, sv_start,
+                       sv_stop, i_start, j_start, i_end, j_end, op_start, op_end, ops, map_chars, linker):
+    """Overlap rule and hit strings for all pairs of a chunk of ``n_pairs`` (see :func:`pair_hits`).
 
-    Pair p's survivors are ``sv_start[p]:sv_stop[p]``; survivor k's columns ``ops[op_start[k]:op_end[k]]``.
-    The strings are built in parallel over hits.
-    Returns, per kept hit in order: its survivor, its pair's hit offsets, and per hit the text
+    ``live`` (ascending) are the pairs with survivors, of queries ``live_q`` and references
+    ``live_r``, their survivors rows ``sv_start[lp]:sv_stop[lp]``: no other pair is visited.
+    Survivor k's columns are ``ops[op_start[k]:op_end[k]]``. The strings are built in parallel over hits.
+    Returns, per kept hit in order: its survivor, its pair, every pair's hit offsets, and per hit the text
     ``buf[text_off[h]:text_off[h+1]]`` = query line + map line + reference line (``width`` each),
     the fold string ``fold[fold_off[h]:fold_off[h+1]]``, ``n3``, ``n5``, Watson-Crick and paired
     column counts and the strict flag.
     """
-    n_pairs = pair_q.shape[0]
+    n_live = live.shape[0]
     max_sv = 0
     total_sv = 0
-    for p in range(n_pairs):
-        max_sv = max(max_sv, sv_stop[p] - sv_start[p])
-        total_sv += sv_stop[p] - sv_start[p]
+    for lp in range(n_live):
+        max_sv = max(max_sv, sv_stop[lp] - sv_start[lp])
+        total_sv += sv_stop[lp] - sv_start[lp]
     acc_s = np.empty(max_sv, np.int64)
     acc_e = np.empty(max_sv, np.int64)
     hit_sv = np.empty(total_sv, np.int64)
-    pair_hit_off = np.zeros(n_pairs + 1, np.int64)
+    live_hit_off = np.zeros(n_live + 1, np.int64)
     n_hits = 0
-    for p in range(n_pairs):  # pass 1: the reference-overlap rule
+    for lp in range(n_live):  # pass 1: the reference-overlap rule
         n_acc = 0
-        for k in range(sv_start[p], sv_stop[p]):
+        for k in range(sv_start[lp], sv_stop[lp]):
             s = j_start[k]
             e = j_end[k]
             keep = True
@@ -243,17 +244,26 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
                 n_acc += 1
                 hit_sv[n_hits] = k
                 n_hits += 1
-        pair_hit_off[p + 1] = n_hits
+        live_hit_off[lp + 1] = n_hits
+    pair_hit_off = np.empty(n_pairs + 1, np.int64)  # every pair's: one pass, no work per pair beyond it
+    at = 0
+    for lp in range(n_live + 1):
+        stop = live[lp] if lp < n_live else n_pairs
+        for p in range(at, stop + 1):
+            pair_hit_off[p] = live_hit_off[lp]
+        at = stop + 1
     hit_sv = hit_sv[:n_hits]
+    hit_live = np.empty(n_hits, np.int64)
     hit_pair = np.empty(n_hits, np.int64)
     width = np.empty(n_hits, np.int64)
     text_off = np.zeros(n_hits + 1, np.int64)
     fold_off = np.zeros(n_hits + 1, np.int64)
-    for p in range(n_pairs):
-        for h in range(pair_hit_off[p], pair_hit_off[p + 1]):
-            hit_pair[h] = p
+    for lp in range(n_live):
+        for h in range(live_hit_off[lp], live_hit_off[lp + 1]):
+            hit_live[h] = lp
+            hit_pair[h] = live[lp]
             k = hit_sv[h]
-            L = q_off[pair_q[p] + 1] - q_off[pair_q[p]]
+            L = q_off[live_q[lp] + 1] - q_off[live_q[lp]]
             i0 = i_start[k]
             ie = i_end[k]
             width[h] = i0 + (op_end[k] - op_start[k]) + (L - ie)
@@ -268,12 +278,12 @@ def _chunk_hits_kernel(q_letters, q_codes, q_off, r_letters, r_codes, r_off, pai
     n_pair = np.empty(n_hits, np.int64)
     strict = np.empty(n_hits, np.bool_)
     for h in prange(n_hits):  # pass 2: the strings
-        p = hit_pair[h]
+        lp = hit_live[h]
         k = hit_sv[h]
-        qo = q_off[pair_q[p]]
-        L = q_off[pair_q[p] + 1] - qo
-        ro = r_off[pair_r[p]]
-        R = r_off[pair_r[p] + 1] - ro
+        qo = q_off[live_q[lp]]
+        L = q_off[live_q[lp] + 1] - qo
+        ro = r_off[live_r[lp]]
+        R = r_off[live_r[lp] + 1] - ro
         last = qo + L - 1  # qrev[i] is q_letters[last - i]
         i0 = i_start[k]
         j0 = j_start[k]
@@ -474,15 +484,14 @@ def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
             for p, (q, r) in enumerate(pairs.tolist())
         ])
     a = alignments
-    pq = np.ascontiguousarray(pairs[:, 0])
-    pr = np.ascontiguousarray(pairs[:, 1])
+    live, live_start, live_stop = a.survivor_ranges()  # pairs with survivors: the only ones visited
     hit_sv, hit_pair, pair_off, width, text_off, buf, fold_off, fold, n3, n5, n_wc, n_pair, strict = run_kernel(
         _chunk_hits_kernel, a.i_start.shape[0], parallel,
         queries.letters, queries.codes, queries.offsets, references.letters, references.codes, references.offsets,
-        pq, pr, a.sv_start, a.sv_stop, a.i_start, a.j_start, a.i_end, a.j_end, a.op_start, a.op_end, a.ops,
-        MAP_CHARS, _LINKER_BYTES,
+        pairs.shape[0], live, pairs[live, 0], pairs[live, 1], live_start, live_stop, a.i_start, a.j_start, a.i_end,
+        a.j_end, a.op_start, a.op_end, a.ops, MAP_CHARS, _LINKER_BYTES,
     )
-    qi = pq[hit_pair]
+    qi = pairs[hit_pair, 0]
     L = queries.offsets[qi + 1] - queries.offsets[qi]
     ie, i0 = a.i_end[hit_sv], a.i_start[hit_sv]
     return HitTable(

@@ -173,3 +173,19 @@ def query_tables(codes: np.ndarray, params: ScanParams, scheme: RowScheme | None
     for c in range(N_CLASSES):
         profile[c, 1:] = scheme.scores[rows, qrev, c]
     return QueryTables(qrev, profile, scheme.gap_open, scheme.gap_extend, scheme.seed_row)
+
+
+def same_length_tables(queries, which: np.ndarray, length: int, scheme: RowScheme) -> list[QueryTables]:
+    """:func:`query_tables` of the queries ``which`` of a :class:`~gamut.scanning.sequences.SequenceSet`,
+    all ``length`` letters long, under ``scheme`` (``row_scheme(length, params)``), built together."""
+    which = np.asarray(which, np.int64)
+    if which.size == 0:
+        return []
+    codes = queries.codes[queries.offsets[which][:, None] + np.arange(length)]
+    qrev = np.ascontiguousarray(codes[:, ::-1], dtype=np.int8)
+    profile = np.zeros((which.shape[0], N_CLASSES, length + 1), dtype=np.int32)
+    rows = np.arange(1, length + 1)
+    for c in range(N_CLASSES):
+        profile[:, c, 1:] = scheme.scores[rows, qrev, c]
+    return [QueryTables(qrev[k], profile[k], scheme.gap_open, scheme.gap_extend, scheme.seed_row)
+            for k in range(which.shape[0])]

@@ -466,18 +466,106 @@ SCAN_DEV void scan_trace_one(int x, const int* sv_pair, const int* sv_i, const i
     out_n[x] = fail ? -1 : (int)n;
 }
 
-// Diagonal suppression (miranda-model §6) of pair p's candidates, rows start[p]..start[p+1]-1 sorted by
-// (score desc, j asc, i asc): a candidate survives unless an earlier survivor's diagonal j - i is
-// within `window` of its own. The survivors' diagonals are kept in diag[start[p]..]. Pairs with
-// more than `limit` candidates are left to the host (keep untouched) to bound a thread's work.
-SCAN_DEV void scan_suppress_pair(int p, const long long* start, const int* ci, const int* cj, int window, int limit,
-                                 unsigned char* keep, int* diag) {
-    const long long a = start[p];
-    const long long b = start[p + 1];
-    if (b - a > limit) return;
+// Sorting and suppression of a batch's candidates, grouped by pair on the device (no host step per candidate):
+// scan_group_count counts each pair's candidates, the host's prefix sum gives each pair its rows start[p]..start[p+1]-1,
+// scan_group_scatter puts every candidate in its pair's rows (in whatever order the atomics give), scan_sort_suppress
+// orders each pair's rows and suppresses them, and scan_compact writes the survivors of every pair in order.
+
+// Candidate a comes before b: score descending, then j ascending, then i ascending (a total order: a pair's
+// candidates are distinct cells), so the order of the rows before sorting never shows.
+SCAN_DEV bool scan_before(int sa, int ja, int ia, int sb, int jb, int ib) {
+    return sa != sb ? sa > sb : (ja != jb ? ja < jb : ia < ib);
+}
+
+SCAN_DEV void scan_swap_rows(long long x, long long y, int* gi, int* gj, int* gs) {
+    const int i = gi[x], j = gj[x], s = gs[x];
+    gi[x] = gi[y]; gj[x] = gj[y]; gs[x] = gs[y];
+    gi[y] = i; gj[y] = j; gs[y] = s;
+}
+
+// Rows a..b-1 sorted by scan_before: insertion sort for a few rows, heapsort (in place, O(m log m)) for more.
+SCAN_DEV void scan_sort_rows(long long a, long long b, int* gi, int* gj, int* gs) {
+    const long long m = b - a;
+    if (m <= 24) {
+        for (long long k = a + 1; k < b; ++k) {
+            const int i = gi[k], j = gj[k], s = gs[k];
+            long long x = k;
+            while (x > a && scan_before(s, j, i, gs[x - 1], gj[x - 1], gi[x - 1])) {
+                gi[x] = gi[x - 1]; gj[x] = gj[x - 1]; gs[x] = gs[x - 1];
+                --x;
+            }
+            gi[x] = i; gj[x] = j; gs[x] = s;
+        }
+        return;
+    }
+    // Heap with the last row (by scan_before) at the root, so that popping fills from the end.
+    for (long long top = m / 2 - 1; top >= 0; --top) {
+        long long node = top;
+        while (true) {
+            long long child = 2 * node + 1;
+            if (child >= m) break;
+            if (child + 1 < m && scan_before(gs[a + child], gj[a + child], gi[a + child],
+                                             gs[a + child + 1], gj[a + child + 1], gi[a + child + 1])) ++child;
+            if (!scan_before(gs[a + node], gj[a + node], gi[a + node], gs[a + child], gj[a + child], gi[a + child])) break;
+            scan_swap_rows(a + node, a + child, gi, gj, gs);
+            node = child;
+        }
+    }
+    for (long long end = m - 1; end > 0; --end) {
+        scan_swap_rows(a, a + end, gi, gj, gs);
+        long long node = 0;
+        while (true) {
+            long long child = 2 * node + 1;
+            if (child >= end) break;
+            if (child + 1 < end && scan_before(gs[a + child], gj[a + child], gi[a + child],
+                                               gs[a + child + 1], gj[a + child + 1], gi[a + child + 1])) ++child;
+            if (!scan_before(gs[a + node], gj[a + node], gi[a + node], gs[a + child], gj[a + child], gi[a + child])) break;
+            scan_swap_rows(a + node, a + child, gi, gj, gs);
+            node = child;
+        }
+    }
+}
+
+// The batch pair of task t: (t / n_rt) * n_r + map[t % n_rt]. A grid batch (tasks query by query, n_rt reference
+// segments each, map = each segment's reference) and a listed one (n_rt = its task count, n_r = 0, map = each task's
+// pair) both say so.
+SCAN_DEV long long scan_task_pair(long long t, long long n_rt, long long n_r, const int* map) {
+    const long long q = t / n_rt;
+    return q * n_r + map[t - q * n_rt];
+}
+
+SCAN_DEV void scan_group_count_one(long long x, const ScanCand* cands, long long n_rt, long long n_r, const int* map,
+                                   int* count) {
+    atomicAdd(&count[scan_task_pair(cands[x].task, n_rt, n_r, map)], 1);
+}
+
+SCAN_DEV void scan_group_scatter_one(long long x, const ScanCand* cands, long long n_rt, long long n_r, const int* map,
+                                     const long long* start, int* count, int* gi, int* gj, int* gs) {
+    const long long p = scan_task_pair(cands[x].task, n_rt, n_r, map);
+    const long long at = start[p] + atomicSub(&count[p], 1) - 1;
+    gi[at] = cands[x].i;
+    gj[at] = cands[x].j;
+    gs[at] = cands[x].score;
+}
+
+// Pair p's rows sorted, then diagonal-suppressed (miranda-model §6): a row survives unless an earlier survivor's
+// diagonal j - i is within `window` of its own (the survivors' diagonals are kept in diag[start[p]..]). A pair of more
+// than `limit` rows is sorted only, and left to the host (which finds it by its count; n_big counts them) to bound a
+// thread's work. n_keep[p] is the pair's survivors (0 for those left to the host).
+SCAN_DEV void scan_sort_suppress_pair(long long p, const long long* start, int* gi, int* gj, int* gs, int window,
+                                      int limit, unsigned char* keep, int* diag, long long* n_keep,
+                                      unsigned int* n_big) {
+    const long long a = start[p], b = start[p + 1];
+    n_keep[p] = 0;
+    if (b == a) return;
+    scan_sort_rows(a, b, gi, gj, gs);
+    if (b - a > limit) {
+        atomicAdd(n_big, 1u);
+        return;
+    }
     int kept = 0;
     for (long long k = a; k < b; ++k) {
-        const int d = cj[k] - ci[k];
+        const int d = gj[k] - gi[k];
         bool ok = true;
         for (int x = 0; x < kept; ++x) {
             const int dd = diag[a + x] - d;
@@ -488,6 +576,31 @@ SCAN_DEV void scan_suppress_pair(int p, const long long* start, const int* ci, c
         }
         keep[k] = ok ? 1 : 0;
         if (ok) diag[a + kept++] = d;
+    }
+    n_keep[p] = kept;
+}
+
+SCAN_DEV void scan_grid_trace_args_one(long long x, const int* sv_pair, int n_r, int a, long long cp_per_q,
+                                       const long long* ref_cp0, int* pair_q, int* pair_r, long long* pair_cp) {
+    const int s = sv_pair[x] / n_r;
+    const int r = sv_pair[x] - s * n_r;
+    pair_q[x] = a + s;
+    pair_r[x] = r;
+    pair_cp[x] = (long long)s * cp_per_q + ref_cp0[r];
+}
+
+// Pair p's survivors, in order, as columns (pair, i, j, score) of `out` (4 rows of `total`) from sv_end[p] - n_keep[p].
+SCAN_DEV void scan_compact_pair(long long p, const long long* start, const long long* sv_end, const long long* n_keep,
+                                const int* gi, const int* gj, const int* gs, const unsigned char* keep,
+                                long long total, int* out) {
+    long long o = sv_end[p] - n_keep[p];
+    for (long long k = start[p]; k < start[p + 1]; ++k) {
+        if (!keep[k]) continue;
+        out[o] = (int)p;
+        out[total + o] = gi[k];
+        out[2 * total + o] = gj[k];
+        out[3 * total + o] = gs[k];
+        ++o;
     }
 }
 
@@ -545,11 +658,45 @@ SCAN_GLOBAL void scan_repair(int n, const int* rp_pair, const int* rp_seg, const
                          cand_cap, cands);
 }
 
-extern "C" SCAN_GLOBAL void scan_suppress(int n, const long long* start, const int* ci, const int* cj, int window,
-                                          int limit, unsigned char* keep, int* diag) {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n) return;
-    scan_suppress_pair(p, start, ci, cj, window, limit, keep, diag);
+extern "C" SCAN_GLOBAL void scan_group_count(long long n, const ScanCand* cands, long long n_rt, long long n_r,
+                                             const int* map, int* count) {
+    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    scan_group_count_one(x, cands, n_rt, n_r, map, count);
+}
+
+extern "C" SCAN_GLOBAL void scan_group_scatter(long long n, const ScanCand* cands, long long n_rt, long long n_r,
+                                               const int* map, const long long* start, int* count, int* gi, int* gj,
+                                               int* gs) {
+    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    scan_group_scatter_one(x, cands, n_rt, n_r, map, start, count, gi, gj, gs);
+}
+
+// The trace kernel's pair arrays for survivors of a grid batch: survivor x is the batch's pair sv_pair[x] = s * n_r + r
+// (query slot a + s against reference r), whose checkpoints start at s * cp_per_q + ref_cp0[r].
+extern "C" SCAN_GLOBAL void scan_grid_trace_args(long long n, const int* sv_pair, int n_r, int a, long long cp_per_q,
+                                                 const long long* ref_cp0, int* pair_q, int* pair_r,
+                                                 long long* pair_cp) {
+    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= n) return;
+    scan_grid_trace_args_one(x, sv_pair, n_r, a, cp_per_q, ref_cp0, pair_q, pair_r, pair_cp);
+}
+
+extern "C" SCAN_GLOBAL void scan_sort_suppress(long long n_pairs, const long long* start, int* gi, int* gj, int* gs,
+                                               int window, int limit, unsigned char* keep, int* diag,
+                                               long long* n_keep, unsigned int* n_big) {
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n_pairs) return;
+    scan_sort_suppress_pair(p, start, gi, gj, gs, window, limit, keep, diag, n_keep, n_big);
+}
+
+extern "C" SCAN_GLOBAL void scan_compact(long long n_pairs, const long long* start, const long long* sv_end,
+                                         const long long* n_keep, const int* gi, const int* gj, const int* gs,
+                                         const unsigned char* keep, long long total, int* out) {
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n_pairs) return;
+    scan_compact_pair(p, start, sv_end, n_keep, gi, gj, gs, keep, total, out);
 }
 
 template <int LM>

@@ -47,7 +47,8 @@ from gamut.scanning.engines.gpu_plan import (
     split_over_devices,
 )
 from gamut.scanning.engines.simd import SimdEngine
-from gamut.scanning.params import ScanParams, query_tables, row_scheme
+from gamut.scanning.pair_run import run_of
+from gamut.scanning.params import ScanParams, row_scheme, same_length_tables
 from gamut.scanning.sequences import SequenceSet
 
 
@@ -91,11 +92,12 @@ class GpuEngine:
 
     def align(self, queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
               params: ScanParams) -> ChunkAlignments:
+        first = run_of(pairs, len(references))  # O(1) for a PairRun (asarray makes it plain pairs)
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         n = pairs.shape[0]
         if n == 0:
             return ChunkAlignments.empty(0)
-        grid = GridChunk.of_pairs(pairs, len(references))
+        grid = GridChunk.of_pairs(pairs, len(references), first)
         if grid is not None:
             out, rest = self._align_grid(queries, references, grid, params)
         else:
@@ -116,13 +118,13 @@ class GpuEngine:
         began = time.perf_counter()
         tables, schemes = self._query_tables.get(queries, params)
         lengths = queries.lengths()
-        for q in wanted.tolist():
-            if q in tables:
-                continue
-            length = int(lengths[q])
+        new = np.array([q for q in wanted.tolist() if q not in tables], np.int64)
+        for length in np.unique(lengths[new]).tolist():  # the queries of one length at once
+            of_length = new[lengths[new] == length]
             if length not in schemes:
                 schemes[length] = row_scheme(length, params)
-            tables[q] = query_tables(queries.class_codes(q), params, schemes[length])
+            for q, built in zip(of_length.tolist(), same_length_tables(queries, of_length, length, schemes[length])):
+                tables[q] = built
         with self._stats_lock:
             self.stats["tables_s"] = self.stats.get("tables_s", 0.0) + time.perf_counter() - began
         return tables

@@ -178,6 +178,24 @@ class CupyBackend:
 
 
 
+@dataclass(frozen=True)
+class TaskPairs:
+    """The batch pair of task t: ``(t // n_rt) * n_r + map[t % n_rt]`` (``scan_task_pair`` in
+    scan_dp.cu). A grid batch: ``n_rt`` reference segments per query, ``map`` their references;
+    a listed batch: ``n_rt`` its task count, ``n_r`` 0, ``map`` each task's pair."""
+
+    n_rt: int
+    n_r: int
+    map: Any  # backend int32 array
+
+    def args(self) -> list:
+        return [np.int64(self.n_rt), np.int64(self.n_r), self.map]
+
+    def on_host(self, task: np.ndarray, backend) -> np.ndarray:
+        q = task.astype(np.int64) // self.n_rt
+        return q * self.n_r + backend.to_host(self.map)[task - q * self.n_rt]
+
+
 @dataclass
 class KernelArgs:
     """Arrays and scalars every kernel takes (SCAN_ARGS_PARAMS in scan_dp.cu)."""
@@ -273,68 +291,69 @@ class DeviceRun:
         self.stats["repaired_tasks"] += int(redone.sum())
         return xp.concatenate([cands[~redone[cands[:, 0]]], rcands])
 
-    def _sorted_candidates(self, pair, cands, n_pairs: int, rows: int, max_ref: int):
-        """Candidates of batch pairs ``pair`` (one per candidate) ordered by (pair, score desc, j asc,
-        i asc): backend arrays (pair, i, j, score).
+    def _survivors(self, task_map: TaskPairs, cands, n_pairs: int, rows: int, max_ref: int):
+        """The candidates of a batch of ``n_pairs`` pairs (the pair of each candidate's task by
+        ``task_map``) ordered by (pair, score desc, j asc, i asc) and diagonal-suppressed: device
+        int32 (pair, i, j) and host int32 (pair, i, j, score) of the survivors.
 
-        Sorted on the device with one packed 64-bit key when it fits (it does for any realistic
-        input), else with a host lexsort.
+        On the device (:meth:`_device_survivors`) unless ``device_suppress`` is off: then on the host.
         """
-        xp, be = self.xp, self.be
-        i, j, score = cands[:, 1], cands[:, 2], cands[:, 3]
-        smax = int(score.max())
-        smin = int(score.min())
-        bp = max(1, int(n_pairs).bit_length())
-        bs = max(1, int(smax - smin).bit_length())
-        bj = max(1, int(max_ref + 1).bit_length())
-        bi = max(1, int(rows + 1).bit_length())
-        if bp + bs + bj + bi <= 63:
-            key = (((pair << bs) | (smax - score.astype(np.int64))) << bj | j.astype(np.int64)) << bi | i.astype(np.int64)
-            order = xp.argsort(key)
-            return pair[order], i[order], j[order], score[order]
-        pair, i, j, score = (be.to_host(a) for a in (pair, i, j, score))
-        order = np.lexsort((i, j, -score.astype(np.int64), pair))
-        return tuple(be.asarray(np.ascontiguousarray(a[order])) for a in (pair, i, j, score))
+        n = int(cands.shape[0])
+        self.stats["candidates"] += n
+        if n == 0:
+            z = self.xp.zeros(0, np.int32)
+            return z, z, z, np.zeros((4, 0), np.int32)
+        if self.t.device_suppress:
+            device, host = self._device_survivors(task_map, cands, n_pairs, rows, max_ref)
+        else:
+            c = self.be.to_host(cands)
+            p = task_map.on_host(c[:, 0], self.be)
+            order = np.lexsort((c[:, 1], c[:, 2], -c[:, 3].astype(np.int64), p))
+            p, i, j, score = p[order], c[order, 1], c[order, 2], c[order, 3]
+            keep = suppress_sorted(p, i, j, rows, max_ref)
+            host = np.stack([a[keep].astype(np.int32) for a in (p, i, j, score)])
+            device = self.be.asarray(host)
+        self.stats["survivors"] += int(host.shape[1])
+        return device[0], device[1], device[2], host
 
-    def _suppress(self, pair, i, j, rows: int, max_ref: int):
-        """Survivor mask (backend array) of sorted candidates: on the device (one thread per pair
-        with candidates), with pairs of more than ``suppress_limit`` candidates (or all, if the
-        device path is off) done on the host by :func:`suppress_sorted`."""
+    def _device_survivors(self, task_map: TaskPairs, cands, n_pairs: int, rows: int, max_ref: int):
+        """:meth:`_survivors` on the device: candidates grouped by pair (count, prefix sum, scatter),
+        each pair's sorted and suppressed by one thread, survivors written in order; two transfers
+        to the host. Pairs of more than ``suppress_limit`` candidates (rare) are suppressed on the
+        host. Returns the survivors (4, n: pair, i, j, score) on the device and on the host."""
         xp, be, t = self.xp, self.be, self.t
-        n = int(pair.shape[0])
-        if not t.device_suppress:
-            return be.asarray(suppress_sorted(be.to_host(pair), be.to_host(i), be.to_host(j), rows, max_ref))
-        edge = xp.empty(n + 1, bool)
-        edge[0] = edge[n] = True
-        xp.not_equal(pair[1:], pair[:-1], out=edge[1:n])
-        start = xp.flatnonzero(edge).astype(np.int64)  # runs of one pair
-        runs = int(start.shape[0]) - 1
-        keep = xp.zeros(n, np.uint8)
+        n = int(cands.shape[0])
+        block = t.block
+        count = xp.zeros(n_pairs, np.int32)
+        mapping = task_map.args()
+        be.launch("scan_group_count", rows, n, [np.int64(n), cands, *mapping, count], block, plain=True)
+        start = xp.zeros(n_pairs + 1, np.int64)
+        xp.cumsum(count, dtype=np.int64, out=start[1:])
+        gi, gj, gs = (xp.empty(n, np.int32) for _ in range(3))
+        be.launch("scan_group_scatter", rows, n, [np.int64(n), cands, *mapping, start, count, gi, gj, gs], block,
+                  plain=True)
+        keep = xp.empty(n, np.uint8)
         diag = xp.empty(n, np.int32)
-        be.launch("scan_suppress", rows, runs,
-                  [np.int32(runs), start, xp.ascontiguousarray(i), xp.ascontiguousarray(j),
-                   np.int32(DIAGONAL_WINDOW), np.int32(t.suppress_limit), keep, diag], t.block, plain=True)
-        keep = keep.astype(bool)
-        big = be.to_host(xp.flatnonzero(xp.diff(start) > t.suppress_limit))
-        for r in big.tolist():  # rare: pairs with very many candidates
-            a, b = (int(x) for x in be.to_host(start[r:r + 2]))
-            mask = suppress_sorted(be.to_host(pair[a:b]), be.to_host(i[a:b]), be.to_host(j[a:b]), rows, max_ref)
-            keep[a:b] = be.asarray(mask)
-        return keep
-
-    def _survivors(self, pair, cands, n_pairs: int, rows: int, max_ref: int):
-        """Sorted and suppressed candidates: device int32 (pair, i, j) and host scores."""
-        xp, be = self.xp, self.be
-        self.stats["candidates"] += int(cands.shape[0])
-        if cands.shape[0] == 0:
-            z = xp.zeros(0, np.int32)
-            return z, z, z, np.zeros(0, np.int32)
-        c_pair, c_i, c_j, c_s = self._sorted_candidates(pair, cands, n_pairs, rows, max_ref)
-        keep = self._suppress(c_pair, c_i, c_j, rows, max_ref)
-        d_pair, d_i, d_j = (xp.ascontiguousarray(a[keep].astype(np.int32)) for a in (c_pair, c_i, c_j))
-        score = be.to_host(c_s[keep].astype(np.int32))
-        self.stats["survivors"] += int(score.shape[0])
-        return d_pair, d_i, d_j, score
+        n_keep = xp.empty(n_pairs, np.int64)
+        n_big = xp.zeros(1, np.uint32)
+        be.launch("scan_sort_suppress", rows, n_pairs,
+                  [np.int64(n_pairs), start, gi, gj, gs, np.int32(DIAGONAL_WINDOW), np.int32(t.suppress_limit), keep,
+                   diag, n_keep, n_big], block, plain=True)
+        sv_end = xp.cumsum(n_keep)
+        total, big = (int(v) for v in be.to_host(xp.concatenate([sv_end[-1:], n_big.astype(np.int64)])))
+        if big:  # pairs with very many candidates: sorted on the device, suppressed here
+            starts = be.to_host(start)
+            for p in np.flatnonzero(np.diff(starts) > t.suppress_limit).tolist():
+                a, b = int(starts[p]), int(starts[p + 1])
+                mask = suppress_sorted(np.zeros(b - a, np.int64), be.to_host(gi[a:b]), be.to_host(gj[a:b]), rows, max_ref)
+                keep[a:b] = be.asarray(mask.astype(np.uint8))
+                n_keep[p] = int(mask.sum())
+            sv_end = xp.cumsum(n_keep)
+            total = int(be.to_host(sv_end[-1:])[0])
+        out = xp.empty((4, total), np.int32)
+        be.launch("scan_compact", rows, n_pairs,
+                  [np.int64(n_pairs), start, sv_end, n_keep, gi, gj, gs, keep, np.int64(total), out], block, plain=True)
+        return out, be.to_host(out)
 
     def _trace(self, rows, kargs: KernelArgs, d_cp, sv_pair, sv_i, sv_j):
         """Pass 2 for survivors (``sv_pair`` indexes the pair arrays of ``kargs``): host arrays
@@ -353,20 +372,17 @@ class DeviceRun:
         for a in range(0, n, per_launch):
             b = min(n, a + per_launch)
             m = b - a
-            d_i0 = xp.empty(m, dtype=np.int32)
-            d_j0 = xp.empty(m, dtype=np.int32)
-            d_n = xp.empty(m, dtype=np.int32)
+            d_out = xp.empty((3, m), dtype=np.int32)  # i0, j0, op counts: one transfer back
             d_ops = xp.empty(m * opcap, dtype=np.uint8)
             scratch = xp.empty(m * stride // 4, dtype=np.uint32)
             be.launch(
                 "scan_trace", rows, m,
-                [np.int32(m), be.asarray(sv_pair[a:b].copy()), be.asarray(sv_i[a:b].copy()), be.asarray(sv_j[a:b].copy()),
-                 *kargs.args(), d_cp, np.int32(K), scratch, np.int64(m), d_i0, d_j0, d_n, d_ops, np.int64(opcap)],
+                [np.int32(m), *(xp.ascontiguousarray(v[a:b]) for v in (sv_pair, sv_i, sv_j)),
+                 *kargs.args(), d_cp, np.int32(K), scratch, np.int64(m), d_out[0], d_out[1], d_out[2], d_ops,
+                 np.int64(opcap)],
                 t.block,
             )
-            i0[a:b] = be.to_host(d_i0)
-            j0[a:b] = be.to_host(d_j0)
-            nops[a:b] = be.to_host(d_n)
+            i0[a:b], j0[a:b], nops[a:b] = be.to_host(d_out)
             widest = int(nops[a:b].max())
             if widest > 0:
                 ops = be.to_host(xp.ascontiguousarray(d_ops.reshape(m, opcap)[:, :widest]))
@@ -394,20 +410,20 @@ class DeviceRun:
             results.add_failed(sv_call_pair[starts[run_bad]])
         return int(run_bad.sum())
 
-    def _finish(self, rows: int, trace_args, d_cp, pair, cands, n_pairs: int, max_ref: int, clock: float,
-                call_pair, results: Collector) -> None:
-        """Sort, suppress, trace and record the candidates of a batch: ``pair`` (device int64) is
-        each candidate's pair in the batch (0..n_pairs-1); ``trace_args(survivor pairs)`` gives the
-        :class:`KernelArgs` and the index into its pair arrays of each survivor; ``call_pair(local)``
-        maps batch pairs (host) to the call's pairs."""
-        d_pair, d_i, d_j, sv_s = self._survivors(pair, cands, n_pairs, rows, max_ref)
+    def _finish(self, rows: int, trace_args, d_cp, task_map: TaskPairs, cands, n_pairs: int, max_ref: int,
+                clock: float, call_pair, results: Collector) -> None:
+        """Sort, suppress, trace and record the candidates of a batch of ``n_pairs`` pairs:
+        ``task_map`` gives each candidate's pair in the batch (0..n_pairs-1) from its task;
+        ``trace_args(survivor pairs)`` gives the :class:`KernelArgs` and the index into its pair
+        arrays of each survivor; ``call_pair(local)`` maps batch pairs (host) to the call's pairs."""
+        d_pair, d_i, d_j, host = self._survivors(task_map, cands, n_pairs, rows, max_ref)
         clock = self._lap("suppress_s", clock)
-        sv_pair = self.be.to_host(d_pair)
+        sv_pair, sv_i, sv_j, sv_s = host
         kargs, sv_index = trace_args(d_pair)
         traced = self._trace(rows, kargs, d_cp, sv_index, d_i, d_j)
         clock = self._lap("trace_s", clock)
-        self.stats["trace_fallback_pairs"] += self._assemble(call_pair(sv_pair), sv_s, self.be.to_host(d_i),
-                                                             self.be.to_host(d_j), traced, results)
+        self.stats["trace_fallback_pairs"] += self._assemble(call_pair(sv_pair.astype(np.int64)), sv_s, sv_i, sv_j,
+                                                             traced, results)
         self._lap("assemble_s", clock)
 
     # -- explicit pairs ----------------------------------------------------------------------
@@ -506,10 +522,9 @@ class DeviceRun:
             rp_tasks = pair_tasks[np.repeat(pair_task0[rp_pair] - rp_task0[:-1], n_seg) + np.arange(rp_task0[-1])]
             cands = self._repair(rows, rp_kargs, cands, n_tasks, first[rp_pair], rp_task0, rp_tasks, d_cp, d_entry)
         clock = self._lap("verify_repair_s", clock)
-        pair = d_task_pair[cands[:, 0]].astype(np.int64)
         batch_ids = pair_ids[batch]
-        self._finish(rows, lambda d_pair: (kargs, d_pair), d_cp, pair, cands, nb, int(b_R.max()) if nb else 0, clock,
-                     lambda local: batch_ids[local], results)
+        self._finish(rows, lambda d_pair: (kargs, d_pair), d_cp, TaskPairs(max(n_tasks, 1), 0, d_task_pair), cands, nb,
+                     int(b_R.max()) if nb else 0, clock, lambda local: batch_ids[local], results)
 
 
 def bucket_profiles(qtabs: dict, queries: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:

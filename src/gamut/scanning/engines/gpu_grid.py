@@ -13,12 +13,12 @@ references + survivors).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numba import njit
 
-from gamut.scanning.engines.gpu_device import Collector, DeviceRun, KernelArgs
+from gamut.scanning.engines.gpu_device import Collector, DeviceRun, KernelArgs, TaskPairs
 
 
 @njit(cache=True, nogil=True)
@@ -47,12 +47,15 @@ class GridChunk:
     n_refs: int
 
     @classmethod
-    def of_pairs(cls, pairs: np.ndarray, n_refs: int) -> GridChunk | None:
-        """The chunk ``pairs`` (int64 (n, 2)) is, if it is a run of consecutive pairs of the output order."""
+    def of_pairs(cls, pairs: np.ndarray, n_refs: int, first: int | None = None) -> GridChunk | None:
+        """The chunk ``pairs`` (int64 (n, 2)) is, if it is a run of consecutive pairs of the output
+        order. ``first``: the run's first pair when the caller knows it (from a
+        :class:`~gamut.scanning.pair_run.PairRun`, :func:`~gamut.scanning.pair_run.run_of`); else
+        one pass over the pairs finds out."""
         n = pairs.shape[0]
         if n == 0 or n_refs == 0:
             return None
-        k0 = run_start(pairs, n_refs)
+        k0 = run_start(pairs, n_refs) if first is None else first
         return cls(k0, k0 + n, n_refs) if k0 >= 0 else None
 
     @property
@@ -134,12 +137,27 @@ def ref_tasks(lengths: np.ndarray, seglen: int, cpint: int) -> RefTasks:
 
 @dataclass(frozen=True)
 class DeviceRefs:
-    """A chunk's references ``ra..rb-1`` end to end on a device, and their lengths (host)."""
+    """A chunk's references ``ra..rb-1`` end to end on a device, and their lengths (host); with
+    :meth:`tasks`, their segments, made once per segment length while the references are held."""
 
     letters: object
     offsets: object
     lengths_dev: object
     lengths: np.ndarray
+    _tasks: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def tasks(self, backend, seglen: int, cpint: int) -> tuple[RefTasks, dict]:
+        """:func:`ref_tasks` of these references and its arrays on ``backend`` (``rt_ref``,
+        ``rt_seg``, ``later``, ``ref_cp0``), made on first use (two threads may both make them: the same)."""
+        key = (seglen, cpint)
+        held = self._tasks.get(key)
+        if held is None:
+            tasks = ref_tasks(self.lengths, seglen, cpint)
+            dev = {name: backend.asarray(getattr(tasks, name)) for name in ("rt_ref", "rt_seg", "later")}
+            dev["ref_cp0"] = backend.asarray(tasks.ref_cp0[:-1].copy())
+            backend.synchronize()  # on the device before jobs on other streams read them
+            held = self._tasks[key] = (tasks, dev)
+        return held
 
 
 class GridRun(DeviceRun):
@@ -151,11 +169,9 @@ class GridRun(DeviceRun):
         ``lo[s]..hi[s]-1`` of ``refs``; pair (s, r) is pair ``first_pair[s] + r`` of the call."""
         be, t = self.be, self.t
         began = time.perf_counter()
-        tasks = ref_tasks(refs.lengths, seglen, t.cpint)
+        tasks, dev = refs.tasks(be, seglen, t.cpint)
         if tasks.n == 0:
             return
-        dev = {name: be.asarray(getattr(tasks, name)) for name in ("rt_ref", "rt_seg", "later")}
-        dev["ref_cp0"] = be.asarray(tasks.ref_cp0[:-1].copy())
         kargs = KernelArgs(refs.letters, refs.offsets, refs.lengths_dev, None, None, None, be.asarray(prof),
                            be.asarray(pad), seglen, t.cpint, t.warm, self.gaps, self.threshold)
         state_bytes = 2 * rows * 4
@@ -197,23 +213,21 @@ class GridRun(DeviceRun):
             if bad.size:
                 cands = self._grid_repair(rows, bad, a, tasks, kargs, cands, n_tasks, n_r, d_cp, d_entry)
         clock = self._lap("verify_repair_s", clock)
-        task = cands[:, 0].astype(np.int64)
-        qi = task // n_rt
-        pair = qi * n_r + dev["rt_ref"][task - qi * n_rt]
 
         def trace_args(d_pair):
-            sq = d_pair // n_r
-            sr = d_pair - sq * n_r
-            sv = replace(kargs, pair_q=(sq + a).astype(np.int32), pair_r=sr.astype(np.int32),
-                         pair_cp=sq.astype(np.int64) * cp_per_q + dev["ref_cp0"][sr])
-            return sv, xp.arange(d_pair.shape[0], dtype=np.int32)
+            n = int(d_pair.shape[0])
+            pq, pr, pcp = xp.empty(n, np.int32), xp.empty(n, np.int32), xp.empty(n, np.int64)
+            be.launch("scan_grid_trace_args", rows, n, [np.int64(n), d_pair, np.int32(n_r), np.int32(a),
+                                                       np.int64(cp_per_q), dev["ref_cp0"], pq, pr, pcp],
+                      t.block, plain=True)
+            return replace(kargs, pair_q=pq, pair_r=pr, pair_cp=pcp), xp.arange(n, dtype=np.int32)
 
         def call_pair(local: np.ndarray) -> np.ndarray:
             sq = local // n_r
             return first_pair[a + sq] + (local - sq * n_r)
 
-        self._finish(rows, trace_args, d_cp, pair, cands, nq * n_r, int(refs.lengths.max()), clock, call_pair,
-                     results)
+        self._finish(rows, trace_args, d_cp, TaskPairs(n_rt, n_r, dev["rt_ref"]), cands, nq * n_r,
+                     int(refs.lengths.max()), clock, call_pair, results)
 
     def _grid_repair(self, rows, bad, a, tasks: RefTasks, kargs: KernelArgs, cands, n_tasks, n_r, d_cp, d_entry):
         """Repair the (query, reference) pairs of the flagged segment starts ``bad`` (from each

@@ -1,5 +1,6 @@
 """The scan's pairs in miRanda's output order (every reference for the first query, then the second,
-...), as int64 arrays: :class:`ScanInput` holds the sequences and cuts the pairs into chunks."""
+...), as int64 arrays: :class:`ScanInput` holds the sequences and cuts the pairs into chunks; a
+chunk of an unrestricted scan is a :class:`PairRun`, which knows where it starts."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import numpy as np
 from gamut.scanning.alphabet import encode
 from gamut.scanning.fasta import SeqRecord
 from gamut.scanning.hits import SequenceSet
+from gamut.scanning.pair_run import PairRun, run_of
 from gamut.scanning.params import ScanParams
 
 
@@ -79,13 +81,21 @@ class ScanInput:
         return int((ql[restricted[:, 0]] * rl[restricted[:, 1]]).sum())
 
     def pair_range(self, start: int, stop: int) -> np.ndarray:
-        """Pairs ``start..stop-1`` of the output order as an int64 array (n, 2)."""
+        """Pairs ``start..stop-1`` of the output order as an int64 array (n, 2): a
+        :class:`PairRun` unless the scan is restricted."""
         restricted = self.restricted_pairs
         if restricted is not None:
             return restricted[start:stop]
-        index = np.arange(start, stop, dtype=np.int64)
-        q_of = index // max(len(self.references), 1)
-        return np.stack((q_of, index - q_of * len(self.references)), axis=1)
+        if not self.references:
+            return np.zeros((0, 2), np.int64)
+        return PairRun.of_range(start, stop, len(self.references))
+
+    def chunk_cells(self, chunk: np.ndarray) -> int:
+        """Cells of a chunk of pairs: O(queries) for a :class:`PairRun` of this scan, else a sum over its pairs."""
+        first = run_of(chunk, len(self.references))
+        if first is not None and self.restricted_pairs is None:
+            return self.span_cells(first, first + int(chunk.shape[0]))
+        return int(self.pair_cells(np.asarray(chunk, np.int64).reshape(-1, 2)).sum())
 
     def pair_cells(self, pairs: np.ndarray) -> np.ndarray:
         """Cells (query x reference letters) of each pair of ``pairs``."""

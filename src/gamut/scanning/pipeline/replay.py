@@ -46,8 +46,8 @@ class KeptAlignments:
 
     @classmethod
     def of(cls, alignments: ChunkAlignments) -> KeptAlignments:
-        pairs_with = np.flatnonzero(alignments.sv_stop > alignments.sv_start)
-        return cls(alignments.n_pairs, pairs_with, alignments.sv_start[pairs_with], alignments.sv_stop[pairs_with],
+        pairs_with, sv_start, sv_stop = alignments.survivor_ranges()
+        return cls(alignments.n_pairs, pairs_with, sv_start, sv_stop,
                    tuple(getattr(alignments, name) for name in _SURVIVOR_FIELDS))
 
     @property
@@ -55,11 +55,8 @@ class KeptAlignments:
         return sum(a.nbytes for a in (self.pairs_with, self.sv_start, self.sv_stop, *self.survivors))
 
     def restore(self) -> ChunkAlignments:
-        sv_start = np.zeros(self.n_pairs, np.int64)
-        sv_stop = np.zeros(self.n_pairs, np.int64)
-        sv_start[self.pairs_with] = self.sv_start
-        sv_stop[self.pairs_with] = self.sv_stop
-        return ChunkAlignments(sv_start, sv_stop, *self.survivors)
+        return ChunkAlignments(self.sv_start, self.sv_stop, *self.survivors, pairs_with=self.pairs_with,
+                               size=self.n_pairs)
 
 
 def chunk_key(pairs: np.ndarray) -> tuple[int, int, int]:

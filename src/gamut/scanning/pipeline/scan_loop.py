@@ -102,7 +102,6 @@ def scan_chunks(
     chunk_cells = engine.preferred_chunk_cells if chunk_cells is None else chunk_cells
     chunk_pairs = engine.preferred_chunk_pairs if chunk_pairs is None else chunk_pairs
     queries, references = scan_input.query_set, scan_input.reference_set
-    ql, rl = queries.lengths(), references.lengths()
     aligning: deque = deque()  # futures of (pairs, alignments) or None, in order
 
     def spare_cores() -> bool:
@@ -143,7 +142,7 @@ def scan_chunks(
 
                 site_filter(result, scan_input, params.site_types, spare_cores)
         counter += len(result)
-        cells = int((ql[chunk[:, 0]] * rl[chunk[:, 1]]).sum()) if progress is not None else 0
+        cells = scan_input.chunk_cells(chunk) if progress is not None else 0
         return result, cells
 
     processing: deque = deque()  # futures of (ChunkResult, cells), in order
