@@ -101,6 +101,32 @@ def test_cli_skips_numba_blas_probe_without_hiding_scipy(tmp_path):
     assert out.stdout.strip() == "ok"
 
 
+def test_probe_hiding_windows_of_two_threads_never_overlap(tmp_path):
+    """gamut.probes: imports from two threads at once (the main thread's Numba registry, the
+    prewarm thread's cupyx) each see SciPy hidden for the whole of their import, and SciPy is
+    importable again after both."""
+    for k in range(2):
+        (tmp_path / f"probe_{k}.py").write_text(
+            "import builtins, sys, time\n"
+            f"seen = [sys.modules.get('scipy', 'absent')]\n"
+            "time.sleep(0.2)\n"
+            "seen.append(sys.modules.get('scipy', 'absent'))\n"
+            f"builtins.SEEN_{k} = seen\n")
+    code = (
+        "import builtins, sys, threading\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from gamut.probes import import_without_probes\n"
+        "ts = [threading.Thread(target=import_without_probes, args=([f'probe_{k}'],)) for k in range(2)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "assert builtins.SEEN_0 == builtins.SEEN_1 == [None, None], (builtins.SEEN_0, builtins.SEEN_1)\n"
+        "assert 'scipy' not in sys.modules or sys.modules['scipy'] is not None\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_command_output_is_whole_after_the_quick_exit(tmp_path):
     """`python -m gamut` ends with os._exit once main returns: what went to a pipe or a file is all there."""
     q, r = EXAMPLES / "mirnas.fa", EXAMPLES / "targets.fa"

@@ -49,36 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def skip_optional_probes(cuda: bool = False) -> None:
-    """Import Numba's array-math registry (and, with ``cuda``, CuPy's ``cupyx``) with SciPy and
-    ``coverage`` hidden, so that optional probes fail fast.
+    """Import Numba's array-math registry (and, with ``cuda``, CuPy's ``cupyx``) without their
+    optional SciPy and ``coverage`` probes (see :mod:`gamut.probes`)."""
+    from gamut.probes import import_without_probes
 
-    When Numba loads its first compiled function it imports ``numba.np.arraymath``, whose BLAS
-    probe imports ``scipy.linalg`` (0.3-0.5 s where SciPy is installed) only to enable ``np.dot``
-    and friends in compiled code, and ``numba.misc.coverage_support`` imports the ``coverage``
-    package (about 0.5 s where it is installed) only to report compiled lines to a running
-    coverage measurement. CuPy's first kernel imports ``cupyx``, whose sparse matrices import
-    ``scipy.sparse`` (0.2-0.4 s of a one-pair CUDA scan on the H100 host) only to convert SciPy's
-    matrices. gamut's compiled code uses no BLAS and no SciPy matrix, and a command-line process
-    not started under ``coverage`` has no measurement to report to (one started under it has
-    ``coverage`` imported already and keeps it). ``sys.modules`` is restored right after, so both
-    stay importable.
-    """
-    wanted = ["numba.np.arraymath"] + (["cupyx"] if cuda else [])
-    wanted = [name for name in wanted if name not in sys.modules]
-    if not wanted:
-        return
-    hidden = [name for name in ("scipy", "coverage") if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # 'import name...' raises ImportError
-    try:
-        for name in wanted:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 (no Numba, no CuPy, no driver: the commands that need them say so)
-                pass
-    finally:
-        for name in hidden:
-            del sys.modules[name]
+    import_without_probes(["numba.np.arraymath"] + (["cupyx"] if cuda else []))
 
 
 def option_value(argv: list[str], flag: str) -> str | None:
@@ -133,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         if gpu is not None:
             from gamut.cuda.device import prewarm
 
-            prewarm(gpu)  # CuPy's import and the CUDA context on a thread, beside the imports below
-        skip_optional_probes(cuda=gpu is not None)
+            prewarm(gpu)  # CuPy (and cupyx) and the CUDA context on a thread, beside the imports below
+        skip_optional_probes()
         with end_promptly_on_signals(), warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return _dispatch(argv)

@@ -61,10 +61,11 @@ def visible_gpu_count(environ: Mapping[str, str] | None = None, driver: str = "/
 
 def prewarm(device_id: int = 0) -> threading.Thread:
     """Start, on a daemon thread, what a CUDA run pays before its first kernel: importing CuPy,
-    initialising the driver (:func:`available_gpus`) and creating device ``device_id``'s
-    context. The command line calls it for ``--device cuda`` as its first step, so that this
-    overlaps the main thread's own imports and input reading; failures are left to the main
-    thread, which meets them again and reports them."""
+    initialising the driver (:func:`available_gpus`), creating device ``device_id``'s context
+    and importing ``cupyx`` (which CuPy's first kernel imports; without its SciPy probe, see
+    :mod:`gamut.probes`). The command line calls it for ``--device cuda`` as its first step, so
+    that this overlaps the main thread's own imports and input reading; failures are left to the
+    main thread, which meets them again and reports them."""
 
     def warm() -> None:
         try:
@@ -73,6 +74,9 @@ def prewarm(device_id: int = 0) -> threading.Thread:
 
                 runtime.setDevice(device_id)
                 runtime.free(0)  # cudaFree(NULL): creates the primary context
+                from gamut.probes import import_without_probes
+
+                import_without_probes(["cupyx"])
         except Exception:  # noqa: BLE001 (reported by the main thread when it needs the GPU)
             pass
 
