@@ -483,6 +483,19 @@ SCAN_DEV void scan_swap_rows(long long x, long long y, int* gi, int* gj, int* gs
     gi[y] = i; gj[y] = j; gs[y] = s;
 }
 
+// Heap rows a..a+end-1 (node k's children 2k+1, 2k+2): row a+node moves down until no child comes after it.
+SCAN_DEV void scan_sift_down(long long a, long long node, long long end, int* gi, int* gj, int* gs) {
+    while (true) {
+        long long child = 2 * node + 1;
+        if (child >= end) return;
+        if (child + 1 < end && scan_before(gs[a + child], gj[a + child], gi[a + child],
+                                           gs[a + child + 1], gj[a + child + 1], gi[a + child + 1])) ++child;
+        if (!scan_before(gs[a + node], gj[a + node], gi[a + node], gs[a + child], gj[a + child], gi[a + child])) return;
+        scan_swap_rows(a + node, a + child, gi, gj, gs);
+        node = child;
+    }
+}
+
 // Rows a..b-1 sorted by scan_before: insertion sort for a few rows, heapsort (in place, O(m log m)) for more.
 SCAN_DEV void scan_sort_rows(long long a, long long b, int* gi, int* gj, int* gs) {
     const long long m = b - a;
@@ -499,30 +512,10 @@ SCAN_DEV void scan_sort_rows(long long a, long long b, int* gi, int* gj, int* gs
         return;
     }
     // Heap with the last row (by scan_before) at the root, so that popping fills from the end.
-    for (long long top = m / 2 - 1; top >= 0; --top) {
-        long long node = top;
-        while (true) {
-            long long child = 2 * node + 1;
-            if (child >= m) break;
-            if (child + 1 < m && scan_before(gs[a + child], gj[a + child], gi[a + child],
-                                             gs[a + child + 1], gj[a + child + 1], gi[a + child + 1])) ++child;
-            if (!scan_before(gs[a + node], gj[a + node], gi[a + node], gs[a + child], gj[a + child], gi[a + child])) break;
-            scan_swap_rows(a + node, a + child, gi, gj, gs);
-            node = child;
-        }
-    }
+    for (long long top = m / 2 - 1; top >= 0; --top) scan_sift_down(a, top, m, gi, gj, gs);
     for (long long end = m - 1; end > 0; --end) {
         scan_swap_rows(a, a + end, gi, gj, gs);
-        long long node = 0;
-        while (true) {
-            long long child = 2 * node + 1;
-            if (child >= end) break;
-            if (child + 1 < end && scan_before(gs[a + child], gj[a + child], gi[a + child],
-                                               gs[a + child + 1], gj[a + child + 1], gi[a + child + 1])) ++child;
-            if (!scan_before(gs[a + node], gj[a + node], gi[a + node], gs[a + child], gj[a + child], gi[a + child])) break;
-            scan_swap_rows(a + node, a + child, gi, gj, gs);
-            node = child;
-        }
+        scan_sift_down(a, 0, end, gi, gj, gs);
     }
 }
 

@@ -177,7 +177,6 @@ class CupyBackend:
         self.note_memory()
 
 
-
 @dataclass(frozen=True)
 class TaskPairs:
     """The batch pair of task t: ``(t // n_rt) * n_r + map[t % n_rt]`` (``scan_task_pair`` in
