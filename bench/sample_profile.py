@@ -6,6 +6,11 @@ waiting, so the report says, per thread, how many seconds went where, and when (
 
     python bench/sample_profile.py --out profile.md -- miranda q.fa r.fa --device cuda -quiet -out o.txt
 
+or a workload of :mod:`bench.scan_e2e` (``one``: the one-pair process of :mod:`bench.startup`), in a
+fresh process after an untimed warm-up one (caches filled, as for any run after the first)::
+
+    python bench/sample_profile.py --case clip --data ../shared/data --device cuda --out sample_clip.md
+
 Costs about 1% of one core at the default 2 ms. The timeline starts at this script's first line
 (``t0``), so imports before ``main`` are counted too.
 """
@@ -71,8 +76,13 @@ def main() -> int:
     ap.add_argument("--focus", default="gamut/,cupy/_core,cupy/cuda,numba/core/caching,numba/core/dispatcher")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", type=Path, help="also write the report here (markdown)")
+    ap.add_argument("--case", choices=("one", "clip", "sars", "utr"), help="a workload instead of a command line")
+    ap.add_argument("--data", type=Path, help="with --case: the folder of ../shared/data")
+    ap.add_argument("--device", default="cuda", help="with --case: --device of the scan")
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="the gamut command line, after --")
     args = ap.parse_args()
+    if args.case:
+        return sample_case(args)
     argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     table: dict = defaultdict(float)
     spans: dict = {}
@@ -106,6 +116,44 @@ def main() -> int:
     if args.out:
         args.out.write_text(report)
     return code
+
+
+def sample_case(args) -> int:
+    """``--case``: the workload's inputs written to a temporary folder, then this script on its
+    command line in a fresh process, twice (the first untimed); the second's report is printed."""
+    import subprocess
+    import tempfile
+    import types
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import scan_e2e
+    import startup
+
+    data = args.data or scan_e2e.SHARED
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.case == "one":
+            query, ref = startup.inputs(data, Path(tmp))
+            flags: list[str] = []
+        else:
+            work = types.SimpleNamespace(data=data, mirnas=1921, clip=20000, utr_refs=scan_e2e.UTR_COUNT,
+                                         cases=args.case, big=False, t2_length=20_000)
+            query, ref, flags = scan_e2e.workloads(work, Path(tmp))[args.case]
+        argv = ["miranda", str(query), str(ref), *flags, "--device", args.device, "-out", str(Path(tmp) / "out.txt")]
+        own = [sys.executable, str(Path(__file__).resolve()), "--interval", str(args.interval), "--focus", args.focus,
+               "--top", str(args.top)]
+        for timed in (False, True):
+            (Path(tmp) / "out.txt").unlink(missing_ok=True)
+            done = subprocess.run([*own, *(["--out", str(args.out)] if timed and args.out else []), "--", *argv],
+                                  capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(f"{' '.join(argv)}: exit code {done.returncode}\n{done.stderr[-2000:]}")
+    note = (f"- workload: `python bench/sample_profile.py --case {args.case} --device {args.device}` "
+            f"(inputs as in bench/scan_e2e.py and bench/startup.py), after an untimed warm-up process\n")
+    report = done.stdout.replace("\n\n", "\n\n" + note, 1)
+    if args.out:
+        args.out.write_text(report)
+    print(report)
+    return 0
 
 
 if __name__ == "__main__":
