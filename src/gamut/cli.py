@@ -48,12 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def skip_optional_probes(cuda: bool = False) -> None:
-    """Import Numba's array-math registry (and, with ``cuda``, CuPy's ``cupyx``) without their
-    optional SciPy and ``coverage`` probes (see :mod:`gamut.probes`)."""
+def skip_optional_probes() -> None:
+    """Import Numba's array-math registry without its optional SciPy and ``coverage`` probes (see
+    :mod:`gamut.probes`; a CUDA run's ``cupyx`` is imported so by :func:`gamut.cuda.device.prewarm`)."""
     from gamut.probes import import_without_probes
 
-    import_without_probes(["numba.np.arraymath"] + (["cupyx"] if cuda else []))
+    import_without_probes(["numba.np.arraymath"])
 
 
 def option_value(argv: list[str], flag: str) -> str | None:

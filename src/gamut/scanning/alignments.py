@@ -84,11 +84,14 @@ class ChunkAlignments:
         return start, stop
 
     def pair(self, p: int) -> "PairAlignments":
-        """Pair ``p``'s survivors as a :class:`PairAlignments` (for tests and the per-pair oracle)."""
-        pairs, starts, stops = self.survivor_ranges()
-        at = int(np.searchsorted(pairs, p))
-        found = at < pairs.shape[0] and pairs[at] == p
-        rows = np.arange(starts[at], stops[at]) if found else np.zeros(0, np.int64)
+        """Pair ``p``'s survivors as a :class:`PairAlignments` (for tests and the per-pair oracle;
+        O(1) in the dense form, a binary search in the sparse one)."""
+        if self.pairs_with is None:
+            at, found = p, True
+        else:
+            at = int(np.searchsorted(self.pairs_with, p))
+            found = at < self.pairs_with.shape[0] and self.pairs_with[at] == p
+        rows = np.arange(self.sv_start[at], self.sv_stop[at]) if found else np.zeros(0, np.int64)
         counts = self.op_end[rows] - self.op_start[rows]
         offsets = np.zeros(rows.shape[0] + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])

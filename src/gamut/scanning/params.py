@@ -164,15 +164,10 @@ def query_tables(codes: np.ndarray, params: ScanParams, scheme: RowScheme | None
 
     ``scheme`` may pass ``row_scheme(len(codes), params)`` when many queries share a length.
     """
-    qrev = np.ascontiguousarray(codes[::-1], dtype=np.int8)
-    L = qrev.shape[0]
+    codes = np.asarray(codes)
     if scheme is None:
-        scheme = row_scheme(L, params)
-    profile = np.zeros((N_CLASSES, L + 1), dtype=np.int32)
-    rows = np.arange(1, L + 1)
-    for c in range(N_CLASSES):
-        profile[c, 1:] = scheme.scores[rows, qrev, c]
-    return QueryTables(qrev, profile, scheme.gap_open, scheme.gap_extend, scheme.seed_row)
+        scheme = row_scheme(codes.shape[0], params)
+    return _tables_of(codes[None, :], scheme)[0]
 
 
 def same_length_tables(queries, which: np.ndarray, length: int, scheme: RowScheme) -> list[QueryTables]:
@@ -181,11 +176,16 @@ def same_length_tables(queries, which: np.ndarray, length: int, scheme: RowSchem
     which = np.asarray(which, np.int64)
     if which.size == 0:
         return []
-    codes = queries.codes[queries.offsets[which][:, None] + np.arange(length)]
+    return _tables_of(queries.codes[queries.offsets[which][:, None] + np.arange(length)], scheme)
+
+
+def _tables_of(codes: np.ndarray, scheme: RowScheme) -> list[QueryTables]:
+    """:class:`QueryTables` of each row of ``codes`` (queries of one length, class codes 5'->3')."""
     qrev = np.ascontiguousarray(codes[:, ::-1], dtype=np.int8)
-    profile = np.zeros((which.shape[0], N_CLASSES, length + 1), dtype=np.int32)
+    length = qrev.shape[1]
+    profile = np.zeros((qrev.shape[0], N_CLASSES, length + 1), dtype=np.int32)
     rows = np.arange(1, length + 1)
     for c in range(N_CLASSES):
         profile[:, c, 1:] = scheme.scores[rows, qrev, c]
     return [QueryTables(qrev[k], profile[k], scheme.gap_open, scheme.gap_extend, scheme.seed_row)
-            for k in range(which.shape[0])]
+            for k in range(qrev.shape[0])]
