@@ -151,9 +151,10 @@ def results_digest(path: Path) -> str:
 
 
 def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path,
-            device: str | None = None) -> tuple[float, int]:
+            device: str | None = None, served: Path | None = None) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one ``gamut miranda`` process (``device="cpu"``: the
-    CPU comparison, every core)."""
+    CPU comparison, every core; ``served``: the command run by the ``gamut serve`` process on that
+    socket, the peak RSS then being the client's)."""
     cpu_compare = device == "cpu" and args.device != "cpu"
     cmd = [sys.executable, "-m", "gamut", "miranda", str(query), str(ref), *extra, "--device",
            device or args.device, "-out", str(out_file)]
@@ -167,7 +168,8 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path,
     # Through a small launcher process: a child's ru_maxrss counts the memory of the process it
     # was forked from (Linux keeps the high-water mark across exec), and this one holds every
     # workload; the launcher's is a few MB, so the figure is the gamut process' own.
-    launched = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, GAMUT_SERVER=str(served) if served else "off")
+    launched = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True, env=env)
     if launched.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with status {launched.returncode}")
     wall, rss = launched.stdout.strip().splitlines()[-1].split()
@@ -182,6 +184,27 @@ _, status, usage = os.wait4(proc.pid, 0)
 print(time.perf_counter() - start, usage.ru_maxrss)
 sys.exit(os.waitstatus_to_exitcode(status))
 """
+
+
+class Server:
+    """A ``gamut serve`` process on a socket of its own for the served runs (``--served``)."""
+
+    def __init__(self, tmp: Path, device: str) -> None:
+        self.socket = tmp / "serve.sock"
+        self.env = dict(os.environ, GAMUT_SERVER=str(self.socket))
+        begin = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "gamut", "serve", "--detach", "--device", device, "--idle-timeout", "0"],
+                       check=True, env=self.env)
+        self.ready_s = time.perf_counter() - begin
+        self.pid = int(self.socket.with_suffix(".log").read_text().split("(pid ")[1].split(",")[0])
+
+    def peak_rss(self) -> int:
+        """The server's peak RSS (bytes) so far."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0]) * 1024
+
+    def stop(self) -> None:
+        subprocess.run([sys.executable, "-m", "gamut", "serve", "--stop"], env=self.env, check=False)
 
 
 def engine_only(query: Path, ref: Path, args) -> dict:
@@ -250,6 +273,8 @@ def main() -> int:
     ap.add_argument("--utr-refs", type=int, default=UTR_COUNT, help="references of the utr case (default 6,150)")
     ap.add_argument("--compare-cpu", action="store_true",
                     help="also time each case as a --device cpu process with every core, in the same run")
+    ap.add_argument("--served", action="store_true",
+                    help="also time each case run by a `gamut serve` process (started once, warmed up) from a client process")
     ap.add_argument("--modes", default="default,noenergy", help="default (energies) and/or noenergy")
     ap.add_argument("--mirnas", type=int, default=1921, help="human miRNAs to use (clip, sars)")
     ap.add_argument("--clip", type=int, default=2000, help="CLIP fragments to use")
@@ -296,6 +321,9 @@ def main() -> int:
         startup = sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt")[0] for _ in range(3))[1]
         cpu_startup = (sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt", device="cpu")[0] for _ in range(3))[1]
                        if args.compare_cpu else None)
+        server = Server(tmp, args.device) if args.served else None
+        served_startup = (sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt", served=server.socket)[0]
+                                 for _ in range(3))[1] if server else None)
         for case, (query, ref, extra) in cases.items():
             engine = engine_only(query, ref, args) if case != "big" else None
             for mode in (["noenergy"] if case == "big" else modes):
@@ -327,10 +355,20 @@ def main() -> int:
                     row.update(cpu_wall_s=cpu_walls[len(cpu_walls) // 2], cpu_walls_s=cpu_walls,
                                cpu_peak_rss_bytes=max(r for _, r in cpu_runs), cpu_startup_s=cpu_startup,
                                cpu_output_same=results_digest(tmp / f"{case}_{mode}_cpu.txt") == digest)
+                if server and case != "big":
+                    served_runs = [run_cli(query, ref, flags, args, tmp / f"{case}_{mode}_served.txt", served=server.socket)
+                                   for _ in range(max(1, args.repeat))]
+                    served_walls = sorted(w for w, _ in served_runs)
+                    row.update(served_wall_s=served_walls[len(served_walls) // 2], served_walls_s=served_walls,
+                               served_startup_s=served_startup, server_ready_s=server.ready_s,
+                               server_peak_rss_bytes=server.peak_rss(),
+                               served_output_same=results_digest(tmp / f"{case}_{mode}_served.txt") == digest)
                 if case == "utr":
                     row["utr_lengths"] = args.utr_stats
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+        if server:
+            server.stop()
     write(rows, args)
     return 0
 
@@ -363,6 +401,14 @@ def write(rows: list[dict], args) -> None:
         lines[5] += (f"; CPU comparison (`--device cpu`, every core, same inputs): start-up "
                      f"{rows[0]['cpu_startup_s']:.2f} s, outputs identical to the {args.device} ones: "
                      f"{all(r.get('cpu_output_same', True) for r in rows)}")
+    if rows and rows[0].get("served_startup_s") is not None:
+        lines[5] += (f"; served: the same command from a client process, run by a `gamut serve --device {args.device}` "
+                     f"process started once in this run (ready after {rows[0]['server_ready_s']:.2f} s, its warm-up "
+                     f"included), one-pair start-up {rows[0]['served_startup_s']:.2f} s, outputs identical: "
+                     f"{all(r.get('served_output_same', True) for r in rows)}, server peak RSS "
+                     f"{max(r['server_peak_rss_bytes'] for r in rows if 'server_peak_rss_bytes' in r) / 2**30:.2f} GiB")
+        lines[7] += " served wall s |"
+        lines[8] += " ---: |"
     utr = next((r["utr_lengths"] for r in rows if r.get("utr_lengths")), None)
     if utr:
         lines[5] += (f"; utr references: {utr['n']:,}, median {utr['median']:,.0f}, mean {utr['mean']:,.0f}, "
@@ -375,7 +421,8 @@ def write(rows: list[dict], args) -> None:
         lines.append(f"| {r['case']} | {r['mode']} | {r['pairs']:,} | {r['wall_s']:.2f} | {eng} | {ratio} | {net} | "
                      f"{r['pairs_per_s'] / 1e6:.2f} M | {cps} | {r['peak_rss_bytes'] / 2**30:.2f} GiB | "
                      + (f"{r['cpu_wall_s']:.2f} | {r['cpu_peak_rss_bytes'] / 2**30:.2f} GiB |" if "cpu_wall_s" in r
-                        else "- | - |"))
+                        else "- | - |")
+                     + (f" {r['served_wall_s']:.2f} |" if "served_wall_s" in r else ""))
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

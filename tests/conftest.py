@@ -1,11 +1,16 @@
 """Shared test fixtures: data paths and the ``gpu`` marker (skipped where no CUDA GPU exists)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 DATA = Path(__file__).parent / "data"
+
+# Every command a test runs runs in its own process, never in a `gamut serve` the developer left
+# running (tests/test_serve.py starts its own, on a socket of its own).
+os.environ["GAMUT_SERVER"] = "off"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -15,7 +15,7 @@ from typing import Callable, NoReturn
 
 from gamut.errors import GamutError
 
-SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli", "gamut.access.cli")
+SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli", "gamut.access.cli", "gamut.serve.cli")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -121,7 +121,8 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def run() -> NoReturn:
-    """The ``gamut`` command (console script and ``python -m gamut``): :func:`main`, then a quick exit.
+    """The ``gamut`` command (console script and ``python -m gamut``): in this user's ``gamut serve``
+    process where one listens (:mod:`gamut.serve`), else :func:`main`, then a quick exit.
 
     When :func:`main` returns, every output is complete (files are written to a temporary name and
     renamed before it returns). Standard output and error are flushed, the ``atexit`` handlers run,
@@ -130,10 +131,25 @@ def run() -> NoReturn:
     CPU, 0.25-0.3 s of 2.1 s on the H100 host. Under a profiler or a tracer the ordinary exit is
     kept, as they write their reports at the end.
     """
+    from gamut.serve.client import run_served
+
+    served = run_served(sys.argv[1:])  # a `gamut serve` process of this user and environment runs it
+    if served is not None:
+        os._exit(served)
     from gamut.io.heap import reuse_large_buffers
 
     reuse_large_buffers()  # a process of its own: per-chunk buffers are reused (see gamut.io.heap)
-    code = main()
+    code = flush_streams(main())
+    finish = getattr(atexit, "_run_exitfuncs", None)
+    if finish is None or sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)
+    finish()
+    os._exit(code)
+
+
+def flush_streams(code: int) -> int:
+    """Flush standard output and error after a command; a failed write of its output turns a
+    status 0 into 1 (with a message)."""
     for stream, name in ((sys.stdout, "standard output"), (sys.stderr, "standard error")):
         try:
             stream.flush()
@@ -144,11 +160,7 @@ def run() -> NoReturn:
                 print(f"gamut: error: writing {name} failed: {getattr(exc, 'strerror', None) or exc}",
                       file=sys.stderr)
                 code = code or 1
-    finish = getattr(atexit, "_run_exitfuncs", None)
-    if finish is None or sys.getprofile() is not None or sys.gettrace() is not None:
-        sys.exit(code)
-    finish()
-    os._exit(code)
+    return code
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -1,0 +1,219 @@
+"""``gamut serve``: commands run by a warm server give the outputs, messages and exit statuses of
+their own processes; anything the server cannot take runs in the command's own process."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gamut.serve import protocol
+from gamut.serve.client import run_served
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def _env(sock: Path | str, **extra: str) -> dict[str, str]:
+    return dict(os.environ, GAMUT_SERVER=str(sock),
+                PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]), **extra)
+
+
+def gamut(args: list[str], sock: Path | str, cwd: Path | None = None, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gamut", *args], env=_env(sock, **extra), cwd=cwd,
+                          capture_output=True, timeout=300)
+
+
+def served_count(log: Path) -> int:
+    """Commands the server has run (one log line each)."""
+    return sum(": status " in line for line in log.read_text().splitlines())
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A `gamut serve --device cpu` on a socket of its own; its socket path and log."""
+    tmp = tmp_path_factory.mktemp("serve")
+    sock = tmp / "serve.sock"
+    started = gamut(["serve", "--detach", "--device", "cpu", "--idle-timeout", "600"], sock)
+    assert started.returncode == 0, started.stderr.decode()
+    yield sock, sock.with_suffix(".log")
+    gamut(["serve", "--stop"], sock)
+
+
+def test_served_commands_match_their_own_processes(server, tmp_path):
+    sock, log = server
+    q, r = EXAMPLES / "mirnas.fa", EXAMPLES / "targets.fa"
+    cases = [
+        ["miranda", str(q), str(r)],  # to standard output
+        ["miranda", str(q), str(r), "-quiet", "-out", "OUT.txt"],
+        ["scan", str(q), str(r), "-o", "OUT.tsv"],
+        ["miranda", str(q), str(tmp_path / "missing.fa")],  # an input error: one line, status 1
+        ["scan", "--no-such-option"],  # a usage error: status 2
+        ["--version"],
+    ]
+    before = served_count(log)
+    for k, argv in enumerate(cases):
+        runs = {}
+        for how, where in (("served", sock), ("own", "off")):
+            out = tmp_path / f"{how}{k}"
+            out.mkdir()
+            done = gamut(argv, where, cwd=out)
+            written = sorted((p.name, p.read_bytes()) for p in out.iterdir())
+            runs[how] = (done.returncode, done.stdout, done.stderr, written)
+        assert runs["served"] == runs["own"], argv
+    assert served_count(log) == before + len(cases)
+
+
+def test_relative_paths_are_the_clients(server, tmp_path):
+    sock, _ = server
+    (tmp_path / "q.fa").write_bytes((EXAMPLES / "mirnas.fa").read_bytes())
+    (tmp_path / "r.fa").write_bytes((EXAMPLES / "targets.fa").read_bytes())
+    done = gamut(["miranda", "q.fa", "r.fa", "-out", "hits.txt"], sock, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Scores for this hit" in (tmp_path / "hits.txt").read_bytes()
+
+
+def test_a_different_setting_runs_in_its_own_process(server, tmp_path):
+    """NUMBA_NUM_THREADS is fixed when a process starts: a command with another value is declined
+    by the server and runs itself, with the same output."""
+    sock, log = server
+    before = served_count(log)
+    argv = ["miranda", str(EXAMPLES / "mirnas.fa"), str(EXAMPLES / "targets.fa")]
+    own = gamut(argv, sock, NUMBA_NUM_THREADS="1")
+    assert own.returncode == 0 and served_count(log) == before
+    assert own.stdout == gamut(argv, sock).stdout
+    assert served_count(log) == before + 1
+
+
+def test_no_server_or_a_stale_socket_runs_here(tmp_path):
+    assert run_served(["--version"], {"GAMUT_SERVER": str(tmp_path / "none.sock")}) is None
+    assert run_served(["--version"], {"GAMUT_SERVER": "off"}) is None
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(stale))  # bound, never listening, then closed: a server that died
+    assert stale.exists()
+    assert run_served(["--version"], {"GAMUT_SERVER": str(stale)}) is None
+    done = gamut(["--version"], stale)
+    assert done.returncode == 0 and done.stdout.startswith(b"gamut ")
+
+
+def test_a_second_server_on_the_same_socket_is_refused(server):
+    sock, _ = server
+    done = gamut(["serve", "--device", "cpu"], sock)
+    assert done.returncode == 1
+    assert b"already listens" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_interrupting_a_served_command_ends_it_and_the_server(tmp_path):
+    """Ctrl-C reaches the command: exit 130, 'gamut: interrupted' on the client's stderr, no output
+    nor temporary file; the server ends with it, and the next command runs in its own process."""
+    sock = tmp_path / "own.sock"
+    assert gamut(["serve", "--detach", "--device", "cpu"], sock).returncode == 0
+    rng = np.random.default_rng(5)
+    q, r = tmp_path / "q.fa", tmp_path / "r.fa"
+    q.write_text("".join(f">m{k}\n{''.join(rng.choice(list('ACGU'), 22))}\n" for k in range(300)))
+    r.write_text("".join(f">u{k}\n{''.join(rng.choice(list('ACGU'), 200_000))}\n" for k in range(6)))
+    out = tmp_path / "out.tsv"
+    proc = subprocess.Popen([sys.executable, "-m", "gamut", "scan", str(q), str(r), "-o", str(out),
+                             "--device", "cpu", "--no-progress"], env=_env(sock), stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out.tsv.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.fail(f"the scan ended before it could be interrupted: {proc.stderr.read()}")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    assert b"gamut: interrupted" in proc.stderr.read()
+    assert not out.exists() and not list(tmp_path.glob(".out.tsv.*.tmp"))
+    deadline = time.monotonic() + 30
+    while (tmp_path / "own.sock").exists() and _listening(sock) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _listening(sock)
+    assert gamut(["--version"], sock).returncode == 0
+
+
+def test_a_command_interrupted_while_waiting_for_its_turn_ends_alone(tmp_path):
+    """A client whose command has not started (the server busy with another) ends at once on
+    Ctrl-C, with the status and message of an interrupted command; nothing is passed on."""
+    sock = tmp_path / "busy.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as busy:
+        busy.bind(str(sock))
+        busy.listen(1)
+        code = "import sys; from gamut.serve.client import run_served; sys.exit(run_served(['--version']))"
+        proc = subprocess.Popen([sys.executable, "-c", code], env=_env(sock), stderr=subprocess.PIPE)
+        busy.settimeout(60)
+        conn, _ = busy.accept()
+        with conn:
+            message, fds = protocol.receive(conn, max_fds=3)
+            for fd in fds:
+                os.close(fd)
+            assert message["run"] == ["--version"]
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 130
+            assert proc.stderr.read().strip() == b"gamut: interrupted"
+            conn.settimeout(5)
+            assert conn.recv(1) == b""  # the client closed without passing the signal on
+
+
+def _listening(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def test_messages_carry_descriptors_and_end_cleanly():
+    a, b = socket.socketpair()
+    read_end, write_end = os.pipe()
+    try:
+        protocol.send(a, {"run": ["x"] * 1000, "n": 3}, fds=(write_end,))
+        message, fds = protocol.receive(b, max_fds=3)
+        assert message == {"run": ["x"] * 1000, "n": 3} and len(fds) == 1
+        os.write(fds[0], b"hi")
+        os.close(fds[0])
+        assert os.read(read_end, 2) == b"hi"
+        a.close()
+        assert protocol.receive(b) == (None, [])
+    finally:
+        b.close()
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_socket_path_and_its_directory(tmp_path, monkeypatch):
+    assert protocol.socket_path({"GAMUT_SERVER": "off"}) is None
+    assert protocol.socket_path({"GAMUT_SERVER": str(tmp_path / "x.sock")}) == tmp_path / "x.sock"
+    default = protocol.socket_path({"XDG_RUNTIME_DIR": str(tmp_path)})
+    assert default.parent == tmp_path / f"gamut-{os.getuid()}" and default.suffix == ".sock"
+    protocol.private_directory(default)
+    assert (default.parent.stat().st_mode & 0o777) == 0o700
+    default.parent.chmod(0o770)
+    with pytest.raises(PermissionError, match="not private"):
+        protocol.private_directory(default)
+
+
+def test_only_start_up_settings_must_match():
+    env = {"NUMBA_NUM_THREADS": "4", "GAMUT_SERVER": "/x", "HOME": "/h", "CUDA_VISIBLE_DEVICES": "1", "TMPDIR": "/t"}
+    assert protocol.settled_environment(env) == {"NUMBA_NUM_THREADS": "4", "CUDA_VISIBLE_DEVICES": "1", "TMPDIR": "/t"}
+
+
+@pytest.mark.gpu
+def test_served_gpu_scan_matches_its_own_process(tmp_path):
+    sock = tmp_path / "gpu.sock"
+    assert gamut(["serve", "--detach", "--device", "cuda"], sock).returncode == 0
+    try:
+        argv = ["miranda", str(EXAMPLES / "mirnas.fa"), str(EXAMPLES / "targets.fa"), "--device", "cuda"]
+        served, own = gamut(argv, sock), gamut(argv, "off")
+        assert served.returncode == own.returncode == 0
+        assert served.stdout == own.stdout and b"Scores for this hit" in served.stdout
+        assert served_count(sock.with_suffix(".log")) == 1
+    finally:
+        gamut(["serve", "--stop"], sock)
