@@ -13,6 +13,7 @@ else
   export PYTHONPATH=$PWD/src:$PWD/tests
 fi
 export NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONUNBUFFERED=1
+export GAMUT_SERVER=${GAMUT_SERVER:-off}  # every command its own process (scan_e2e --served starts its own server)
 # The device image sets PYTHONDONTWRITEBYTECODE=1, so every process would compile ~900 modules from
 # source (0.8 s of each start-up); an installation has its bytecode, so keep it (in /tmp: the
 # image's site-packages may be read-only).

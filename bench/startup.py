@@ -98,7 +98,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     q, r = inputs(data, args.out / "inputs")
     extra = ["-noenergy"] if args.noenergy else []
-    env = dict(os.environ, PYTHONPATH=str(repo / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(repo / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               GAMUT_SERVER="off")  # each process its own start-up, even beside a `gamut serve`
     os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the profile's child as well
     report: dict = {"repo": str(repo), "python": sys.version.split()[0], "cpus": os.cpu_count(), "walls": {}}
     for device in [d for d in args.devices.split(",") if d]:

@@ -191,3 +191,65 @@ def test_workers_started_early_serve_the_run_and_stop_with_the_context():
     assert not pool.workers
     with prestarted([]) as none:
         assert none is None
+
+
+def test_kept_workers_outlive_a_command_and_serve_the_next(tmp_path):
+    """Inside kept_workers (gamut serve), the workers of one command serve the next on the same
+    GPUs (same processes); a pool whose worker ended is started again; all stop with the block."""
+    from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted, run_in_order
+
+    flag = str(tmp_path / "worker-ran")
+    with kept_workers():
+        pids = []
+        for _ in range(2):
+            with prestarted([0]) as pool:
+                got = dict(run_in_order(pool, _task_here_or_there, flag, ((k, (k,)) for k in range(4)), warm=_warm))
+                assert sorted(got) == list(range(4))
+                pids.append({v[0] for v in got.values()})
+        assert pids[0] == pids[1] and pool.alive()
+        pool.workers[0].process.kill()
+        pool.workers[0].process.join()
+        with prestarted([0]) as again:
+            assert again is not pool and again.alive()
+            assert dict(run_in_order(again, _task_here_or_there, flag, ((k, (k,)) for k in range(2)), warm=_warm))
+        assert not pool.workers
+    assert not again.workers
+
+
+def test_kept_workers_do_not_hold_the_commands_output():
+    """A kept worker outlives the command, so it is started with the server's streams: a reader of
+    the command's output (a pipe) sees its end once the command is done, worker or not."""
+    import contextlib
+    import os
+
+    from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted
+
+    @contextlib.contextmanager
+    def own_stdout():
+        current = os.dup(1)
+        os.dup2(server_fd, 1)
+        try:
+            yield
+        finally:
+            os.dup2(current, 1)
+            os.close(current)
+
+    server_fd = os.open(os.devnull, os.O_WRONLY)
+    read_end, write_end = os.pipe()
+    saved = os.dup(1)
+    try:
+        with kept_workers(own_stdout):
+            os.dup2(write_end, 1)  # the command's standard output
+            try:
+                with prestarted([0]) as pool:
+                    assert pool.alive()
+            finally:
+                os.dup2(saved, 1)
+            os.close(write_end)
+            write_end = -1
+            os.set_blocking(read_end, False)
+            assert pool.alive() and os.read(read_end, 1) == b""  # no writer left (else BlockingIOError)
+    finally:
+        for fd in (saved, server_fd, read_end, write_end):
+            if fd >= 0:
+                os.close(fd)

@@ -214,6 +214,10 @@ def test_served_gpu_scan_matches_its_own_process(tmp_path):
         served, own = gamut(argv, sock), gamut(argv, "off")
         assert served.returncode == own.returncode == 0
         assert served.stdout == own.stdout and b"Scores for this hit" in served.stdout
-        assert served_count(sock.with_suffix(".log")) == 1
+        # A worker process sharing the GPU, kept by the server for the second command.
+        for _ in range(2):
+            shared = gamut([*argv, "--gpus", "0,0", "--partition-cells", "20000"], sock)
+            assert shared.returncode == 0 and shared.stdout == own.stdout, shared.stderr.decode()
+        assert served_count(sock.with_suffix(".log")) == 3
     finally:
         gamut(["serve", "--stop"], sock)

@@ -153,7 +153,8 @@ def _build(path: str, transcripts: dict[str, tuple[str, int, list[tuple[int, int
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, fmt: str, size: int, mtime_ns: int, features: tuple[str, ...] = ("exon",)) -> Annotation:
+def _load(path: str, fmt: str, size: int, mtime_ns: int, features: tuple[str, ...] = ("exon",),
+          file_id: tuple[int, int] = (0, 0)) -> Annotation:
     if fmt == "bed":
         return _build(path, _read_bed12(path))
     return _build(path, _read_gff(path, gtf=fmt == "gtf", features=features))
@@ -174,4 +175,6 @@ def read_annotation(path: str | os.PathLike, fmt: str | None = None, features: t
     if st is None or os.path.isdir(path):
         open_input(path).close()  # raises the reader's InputError (missing file, directory...)
         raise InputError(f"{path}: cannot read the annotation")
-    return _load(path, fmt, st.st_size, st.st_mtime_ns, tuple(features))
+    # The file's device and inode too: a relative path names another file from another directory
+    # (commands of a `gamut serve` process run in their own directories).
+    return _load(path, fmt, st.st_size, st.st_mtime_ns, tuple(features), (st.st_dev, st.st_ino))

@@ -23,9 +23,11 @@ from typing import Any
 OFF = ("off", "0", "no", "false", "")
 
 #: Environment variables read once per process (by Numba, CuPy, the CUDA driver, Python's
-#: ``tempfile``): a command runs in a server only if its values of these equal the server's.
+#: ``tempfile`` and its text encodings): a command runs in a server only if its values of these
+#: equal the server's.
 _SETTLED_PREFIXES = ("GAMUT_", "NUMBA_", "CUDA_", "CUPY_", "NVIDIA_", "OMP_", "MKL_", "OPENBLAS_")
-_SETTLED_NAMES = ("TMPDIR", "TEMP", "TMP", "PYTHONHASHSEED", "PYTHONPATH", "LD_LIBRARY_PATH")
+_SETTLED_NAMES = ("TMPDIR", "TEMP", "TMP", "PYTHONHASHSEED", "PYTHONPATH", "PYTHONIOENCODING", "PYTHONUTF8",
+                  "LD_LIBRARY_PATH", "LANG", "LC_ALL", "LC_CTYPE")
 _NOT_SETTLED = ("GAMUT_SERVER",)
 
 _LENGTH = struct.Struct(">I")

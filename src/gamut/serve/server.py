@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gamut.errors import UsageError
+from gamut.scanning.pipeline.gpu_workers import kept_workers
 from gamut.serve import protocol
 
 #: The one-pair scan that loads every stage's compiled code (a hit with an energy): hsa-let-7a-5p
@@ -66,31 +67,42 @@ def _streams() -> tuple[TextIO, TextIO, TextIO]:
 
 
 @contextlib.contextmanager
+def _streams_of(fds: Sequence[int]) -> Iterator[None]:
+    """Descriptors 0-2 are ``fds`` while inside (for processes started there), then what they were."""
+    current = [os.dup(k) for k in range(3)]
+    try:
+        for k, fd in enumerate(fds):
+            os.dup2(fd, k)
+        yield
+    finally:
+        for k, fd in enumerate(current):
+            os.dup2(fd, k)
+            os.close(fd)
+
+
+@contextlib.contextmanager
 def _as_client(fds: Sequence[int], cwd: str, umask: int, environ: dict[str, str]) -> Iterator[None]:
     """This process with the client's streams, directory, umask and environment; restored after."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    saved_fds = [os.dup(k) for k in range(3)]
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)
     saved_environ, saved_argv = dict(os.environ), sys.argv
     saved_cwd, saved_umask = os.getcwd(), os.umask(umask)
     try:
-        for k, fd in enumerate(fds):
-            os.dup2(fd, k)
-        sys.stdin, sys.stdout, sys.stderr = _streams()
-        os.environ.clear()
-        os.environ.update(environ)
-        os.chdir(cwd)
-        yield
+        with _streams_of(fds):
+            sys.stdin, sys.stdout, sys.stderr = _streams()
+            try:
+                os.environ.clear()
+                os.environ.update(environ)
+                os.chdir(cwd)
+                yield
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.flush()
+                sys.stdin, sys.stdout, sys.stderr = saved_streams
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        sys.stdin, sys.stdout, sys.stderr = saved_streams
-        for k, fd in enumerate(saved_fds):
-            os.dup2(fd, k)
-            os.close(fd)
         os.environ.clear()
         os.environ.update(saved_environ)
         sys.argv = saved_argv
@@ -300,7 +312,11 @@ def serve(path: Path, devices: Sequence[str], idle_timeout: float, log: Callable
         idle = f"{idle_timeout:g} s idle" if idle_timeout else "'gamut serve --stop'"
         log(f"ready on {path} (pid {os.getpid()}, warmed up on {', '.join(devices)} in "
             f"{time.perf_counter() - began:.1f} s; ends after {idle})")
-        Server(path, idle_timeout, log).serve(listener)
+        own = tuple(os.dup(k) for k in range(3))
+        # A scan's GPU worker processes stay for the next command on those GPUs, holding the
+        # server's standard streams, not the command's.
+        with kept_workers(lambda: _streams_of(own)):
+            Server(path, idle_timeout, log).serve(listener)
     finally:
         listener.close()
         with contextlib.suppress(OSError):

@@ -160,25 +160,69 @@ class GpuWorkers:
         for worker in workers:
             worker.stop()
 
+    def alive(self) -> bool:
+        """Whether the workers are started and none has ended."""
+        return bool(self.workers) and all(w.process.is_alive() for w in self.workers)
+
+
+class _Kept(dict):
+    """Pools kept by GPU list, and how to start one: inside ``detached()`` (the server's own
+    standard streams in place of the command's, which a process that outlives the command must
+    not hold: a reader of the command's output waits for every writer to close it)."""
+
+    def __init__(self, detached: Callable[[], contextlib.AbstractContextManager]) -> None:
+        super().__init__()
+        self.detached = detached
+
 
 #: Workers the command line started before the job was known (:func:`prestarted`).
 _PRESTARTED: contextvars.ContextVar[GpuWorkers | None] = contextvars.ContextVar("gamut_gpu_workers", default=None)
+#: Inside :func:`kept_workers`: the pools kept from one command to the next, by GPU list.
+_KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("gamut_kept_gpu_workers", default=None)
+
+
+@contextlib.contextmanager
+def kept_workers(detached: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+                 ) -> Iterator[None]:
+    """While inside (a ``gamut serve`` process), the workers :func:`prestarted` starts outlive the
+    command: the next command on the same GPUs finds them started, with their CUDA contexts,
+    compiled code and engines. They are started inside ``detached()`` and stopped when the block
+    ends."""
+    kept = _Kept(detached)
+    token = _KEPT.set(kept)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+        for pool in kept.values():
+            pool.close()
 
 
 @contextlib.contextmanager
 def prestarted(gpus: Sequence[int] | None) -> Iterator[GpuWorkers | None]:
     """Start workers on ``gpus`` (if any) now, for a run in this context to use
-    (:func:`workers_for`), and stop them when the context ends."""
+    (:func:`workers_for`), and stop them when the context ends (inside :func:`kept_workers`:
+    reuse the kept ones, and keep them)."""
     if not gpus:
         yield None
         return
-    pool = GpuWorkers(gpus).start()
+    kept = _KEPT.get()
+    key = tuple(int(g) for g in gpus)
+    pool = kept.get(key) if kept is not None else None
+    if pool is None or not pool.alive():
+        if pool is not None:
+            pool.close()
+        with kept.detached() if kept is not None else contextlib.nullcontext():
+            pool = GpuWorkers(gpus).start()
+        if kept is not None:
+            kept[key] = pool
     token = _PRESTARTED.set(pool)
     try:
         yield pool
     finally:
         _PRESTARTED.reset(token)
-        pool.close()
+        if kept is None:
+            pool.close()
 
 
 def workers_for(gpus: Sequence[int]) -> tuple[GpuWorkers, bool]:
@@ -208,6 +252,8 @@ def run_in_order(
     out of order (``held()``) stay within :data:`WINDOW_PER_WORKER` per process. An error a task
     raises is raised here; a worker that dies is a one-line :class:`WorkerError`."""
     pool.start()
+    for worker in pool.workers:  # kept workers (gamut serve) served an earlier run
+        worker.serving = False
     limit = max(1, WINDOW_PER_WORKER * (pool.n_workers + (local is not None)))
     results: queue.Queue = queue.Queue()
     gate = threading.Condition()

@@ -13,6 +13,7 @@ whether formatting may take every core now; see :func:`gamut.io.threads.run_kern
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -83,8 +84,16 @@ class TextSink:
         self._writes.write(self.build(result, spare_cores).render_array)
 
     def render(self, chunks: Chunks, prev_query: int) -> bytes:
-        """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it."""
-        return b"".join(self.build(result, spare).render() for result, spare in chunks)
+        """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it.
+        As :meth:`write` does, a chunk is rendered on a thread of its own while the next is built."""
+        collected = io.BytesIO()
+        writes = WriteBehind(collected)
+        try:
+            for result, spare in chunks:
+                writes.write(self.build(result, spare).render_array)
+        finally:
+            writes.finish()
+        return collected.getvalue()
 
     def write_part(self, part: Partition, data: bytes) -> None:
         self._writes.write(lambda: data)
