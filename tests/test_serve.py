@@ -15,6 +15,7 @@ import pytest
 
 from gamut.serve import protocol
 from gamut.serve.client import run_served
+from gamut.serve.server import listening
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -132,9 +133,9 @@ def test_interrupting_a_served_command_ends_it_and_the_server(tmp_path):
     assert b"gamut: interrupted" in proc.stderr.read()
     assert not out.exists() and not list(tmp_path.glob(".out.tsv.*.tmp"))
     deadline = time.monotonic() + 30
-    while (tmp_path / "own.sock").exists() and _listening(sock) and time.monotonic() < deadline:
+    while (tmp_path / "own.sock").exists() and listening(sock) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _listening(sock)
+    assert not listening(sock)
     assert gamut(["--version"], sock).returncode == 0
 
 
@@ -159,15 +160,6 @@ def test_a_command_interrupted_while_waiting_for_its_turn_ends_alone(tmp_path):
             assert proc.stderr.read().strip() == b"gamut: interrupted"
             conn.settimeout(5)
             assert conn.recv(1) == b""  # the client closed without passing the signal on
-
-
-def _listening(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 def test_messages_carry_descriptors_and_end_cleanly():

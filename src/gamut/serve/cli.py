@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("gamut serve: --idle-timeout must be at least 0")
     if "GAMUT_SERVER" not in os.environ:
         protocol.private_directory(path)
+    elif not path.parent.is_dir():
+        raise UsageError(f"gamut serve: cannot listen on {path}: no directory {path.parent} (GAMUT_SERVER)")
     if args.detach:
         return _detach(path, args)
     from gamut.serve.server import serve

@@ -115,6 +115,7 @@ def run_command(argv: Sequence[str], cwd: str, umask: int, environ: dict[str, st
     directory, umask and environment; its exit status."""
     from gamut import cli
 
+    environ = {**environ, "GAMUT_SERVER": "off"}  # a gamut the command starts must not wait for this one
     try:
         with _as_client(fds, cwd, umask, environ):
             sys.argv = ["gamut", *argv]
@@ -142,7 +143,8 @@ def _warm_inputs(directory: Path) -> tuple[Path, Path]:
 
 
 def warm(devices: Sequence[str]) -> None:
-    """Run the one-pair scan on each device, so that every stage's compiled code is loaded."""
+    """Run the one-pair scan on each device, so that every stage's compiled code is loaded (its
+    messages, such as a first run's compiling notice or an error, on this process's stderr)."""
     with tempfile.TemporaryDirectory(prefix="gamut-serve-") as tmp:
         query, reference = _warm_inputs(Path(tmp))
         fd = os.open(os.devnull, os.O_RDWR)
@@ -150,10 +152,10 @@ def warm(devices: Sequence[str]) -> None:
             for device in devices:
                 out = Path(tmp) / f"warm_{device}.txt"
                 argv = ["miranda", str(query), str(reference), "--device", device, "-out", str(out)]
-                status = run_command(argv, tmp, protocol.current_umask(), dict(os.environ), (fd, fd, fd))
+                status = run_command(argv, tmp, protocol.current_umask(), dict(os.environ), (fd, fd, 2))
                 if status != 0 or "Scores for this hit" not in out.read_text():
-                    raise UsageError(f"gamut serve: the warm-up scan on {device} failed (status {status}); "
-                                     f"run 'gamut miranda {query} {reference} --device {device}' to see why")
+                    raise UsageError(f"gamut serve: the warm-up scan on {device} failed (status {status}; "
+                                     "its messages are above)")
         finally:
             os.close(fd)
 
@@ -291,9 +293,12 @@ def bind(path: Path) -> socket.socket:
     old = os.umask(0o177)
     try:
         listener.bind(str(path))
+        listener.listen(64)
+    except OSError as exc:
+        listener.close()
+        raise UsageError(f"gamut serve: cannot listen on {path}: {exc.strerror or exc}") from None
     finally:
         os.umask(old)
-    listener.listen(64)
     return listener
 
 
