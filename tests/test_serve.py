@@ -71,6 +71,16 @@ def test_served_commands_match_their_own_processes(server, tmp_path):
     assert served_count(log) == before + len(cases)
 
 
+def test_status_and_stop_say_what_listens(server, tmp_path):
+    sock, _ = server
+    status = gamut(["serve", "--status"], sock)
+    assert status.returncode == 0 and b"warmed up on cpu" in status.stdout and b"commands run" in status.stdout
+    none = tmp_path / "none.sock"
+    for flag in ("--status", "--stop"):
+        done = gamut(["serve", flag], none)
+        assert done.returncode == 1 and b"no server listens" in done.stdout + done.stderr
+
+
 def test_relative_paths_are_the_clients(server, tmp_path):
     sock, _ = server
     (tmp_path / "q.fa").write_bytes((EXAMPLES / "mirnas.fa").read_bytes())

@@ -33,6 +33,8 @@ def register(subparsers) -> None:
                    help=f"end after this long without a command; 0: never (default {IDLE_TIMEOUT:g})")
     p.add_argument("--detach", action="store_true", help="run in the background; return once it is ready")
     p.add_argument("--stop", action="store_true", help="stop the server of this environment")
+    p.add_argument("--status", action="store_true",
+                   help="say whether a server of this environment listens, and since when (exit 1 if none)")
     p.set_defaults(func=run)
 
 
@@ -46,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("gamut serve: GAMUT_SERVER turns serving off; unset it or name a socket")
     if args.stop:
         return _stop(path)
+    if args.status:
+        return _status(path)
     if args.idle_timeout < 0:
         raise UsageError("gamut serve: --idle-timeout must be at least 0")
     if "GAMUT_SERVER" not in os.environ:
@@ -68,18 +72,36 @@ def _devices(device: str) -> list[str]:
     return ["cpu"] + (["cuda"] if resolve_device("auto", "scan") == "cuda" else [])
 
 
-def _stop(path: Path) -> int:
+def _ask(path: Path, request: dict) -> dict | None:
+    """The server's reply to ``request``, None if no server listens on ``path``."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
             sock.connect(str(path))
-            protocol.send(sock, {"stop": True})
-            reply, _ = protocol.receive(sock)
-        except OSError:
-            reply = None
+            protocol.send(sock, request)
+            return protocol.receive(sock)[0]
+        except (OSError, ValueError):
+            return None
+
+
+def _stop(path: Path) -> int:
+    reply = _ask(path, {"stop": True})
     if not reply or not reply.get("stopped"):
         _log(f"no server listens on {path}")
         return 1
     _log(f"stopped the server on {path}")
+    return 0
+
+
+def _status(path: Path) -> int:
+    """One line on standard output: the server's pid, devices, uptime and commands run."""
+    reply = _ask(path, {"status": True})
+    info = reply.get("status_of_server") if reply else None
+    if not info:
+        print(f"gamut serve: no server listens on {path}")
+        return 1
+    idle = f"ends after {info['idle_timeout_s']:g} s idle" if info["idle_timeout_s"] else "runs until stopped"
+    print(f"gamut serve: pid {info['pid']} on {info['socket']}, warmed up on {', '.join(info['devices'])}, "
+          f"up {info['up_s']:g} s, {info['commands']} commands run, {idle}")
     return 0
 
 

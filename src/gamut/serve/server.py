@@ -196,10 +196,19 @@ class Server:
     """Serves commands on ``path`` until ``idle_timeout`` seconds pass without one (0: never),
     a client asks it to stop, or SIGINT/SIGTERM."""
 
-    def __init__(self, path: Path, idle_timeout: float, log: Callable[[str], None]) -> None:
+    def __init__(self, path: Path, idle_timeout: float, log: Callable[[str], None], devices: Sequence[str] = ()) -> None:
         self.path = path
         self.idle_timeout = idle_timeout
         self.log = log
+        self.devices = list(devices)
+        self.began = time.time()
+        self.commands = 0
+
+    def status(self) -> dict[str, Any]:
+        """What ``gamut serve --status`` prints."""
+        return {"pid": os.getpid(), "socket": str(self.path), "devices": self.devices,
+                "up_s": round(time.time() - self.began, 1), "commands": self.commands,
+                "idle_timeout_s": self.idle_timeout}
 
     def serve(self, listener: socket.socket) -> None:
         previous = signal.signal(signal.SIGTERM, self._stop)
@@ -235,6 +244,9 @@ class Server:
         try:
             if message is None:
                 return True
+            if message.get("status"):
+                protocol.send(conn, {"status_of_server": self.status()})
+                return True
             if message.get("stop"):
                 protocol.send(conn, {"stopped": True})
                 self.log("stopped by 'gamut serve --stop'")
@@ -259,6 +271,7 @@ class Server:
         watcher = threading.Thread(target=_watch_client, args=(conn, done), name="gamut-serve-client", daemon=True)
         watcher.start()
         began = time.perf_counter()
+        self.commands += 1
         argv = [str(a) for a in message["run"]]
         status = run_command(argv, str(message["cwd"]), int(message["umask"]), dict(message["environ"]), fds)
         done.set()
@@ -321,7 +334,7 @@ def serve(path: Path, devices: Sequence[str], idle_timeout: float, log: Callable
         # A scan's GPU worker processes stay for the next command on those GPUs, holding the
         # server's standard streams, not the command's.
         with kept_workers(lambda: _streams_of(own)):
-            Server(path, idle_timeout, log).serve(listener)
+            Server(path, idle_timeout, log, devices).serve(listener)
     finally:
         listener.close()
         with contextlib.suppress(OSError):
