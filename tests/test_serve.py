@@ -81,6 +81,22 @@ def test_status_and_stop_say_what_listens(server, tmp_path):
         assert done.returncode == 1 and b"no server listens" in done.stdout + done.stderr
 
 
+def test_a_reader_that_stops_early_ends_the_command_as_its_own_process(server):
+    """`gamut ... | head -1`: status 0, as a process of its own; nothing of the command's output
+    reaches the server's log, and the server goes on."""
+    sock, log = server
+    argv = [sys.executable, "-m", "gamut", "miranda", str(EXAMPLES / "mirnas.fa"), str(EXAMPLES / "targets.fa")]
+    codes = {}
+    for how, where in (("served", sock), ("own", "off")):
+        proc = subprocess.Popen(argv, env=_env(where), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout.readline()
+        proc.stdout.close()
+        codes[how] = (proc.wait(timeout=120), proc.stderr.read())
+    assert codes["served"] == codes["own"]
+    assert b"Scores for this hit" not in log.read_bytes() and b"Read Sequence" not in log.read_bytes()
+    assert gamut(["--version"], sock).returncode == 0
+
+
 def test_relative_paths_are_the_clients(server, tmp_path):
     sock, _ = server
     (tmp_path / "q.fa").write_bytes((EXAMPLES / "mirnas.fa").read_bytes())

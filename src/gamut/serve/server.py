@@ -58,11 +58,12 @@ def _exit_status(code: Any) -> int:
 
 
 def _streams() -> tuple[TextIO, TextIO, TextIO]:
-    """Fresh ``sys.stdin``/``stdout``/``stderr`` on descriptors 0-2, buffered as Python's own."""
+    """Fresh ``sys.stdin``/``stdout``/``stderr`` on copies of descriptors 0-2, buffered as Python's
+    own (copies: text a closed pipe left in a buffer can never reach the server's own streams)."""
     encoding = sys.stdout.encoding or "utf-8"
-    stdin = open(0, "r", encoding=encoding, closefd=False)
-    stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=encoding, closefd=False)
-    stderr = open(2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False)
+    stdin = open(os.dup(0), "r", encoding=encoding)
+    stdout = open(os.dup(1), "w", buffering=1 if os.isatty(1) else -1, encoding=encoding)
+    stderr = open(os.dup(2), "w", buffering=1, encoding=encoding, errors="backslashreplace")
     return stdin, stdout, stderr
 
 
@@ -98,10 +99,13 @@ def _as_client(fds: Sequence[int], cwd: str, umask: int, environ: dict[str, str]
                 os.chdir(cwd)
                 yield
             finally:
-                for stream in (sys.stdout, sys.stderr):
+                client = (sys.stdin, sys.stdout, sys.stderr)
+                sys.stdin, sys.stdout, sys.stderr = saved_streams
+                for stream in client:
                     with contextlib.suppress(OSError, ValueError):
                         stream.flush()
-                sys.stdin, sys.stdout, sys.stderr = saved_streams
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.close()
     finally:
         os.environ.clear()
         os.environ.update(saved_environ)
