@@ -186,6 +186,12 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
+def timed(runs: list[tuple[float, int]]) -> tuple[float, list[float], int]:
+    """Of ``run_cli`` results: the median wall time, every wall time (sorted) and the peak RSS."""
+    walls = sorted(w for w, _ in runs)
+    return walls[len(walls) // 2], walls, max(r for _, r in runs)
+
+
 class Server:
     """A ``gamut serve`` process on a socket of its own for the served runs (``--served``)."""
 
@@ -317,21 +323,19 @@ def main() -> int:
         one_q = write_fasta(tmp / "one_q.fa", read_fasta(first_q)[:1])
         one_r = write_fasta(tmp / "one_r.fa", read_fasta(first_r)[:1])
         hit_r = write_fasta(tmp / "hit_r.fa", [("site", complementary_site(read_fasta(first_q)[0][1]))])
-        startup_nohit = sorted(run_cli(one_q, one_r, [], args, tmp / "one.txt")[0] for _ in range(3))[1]
-        startup = sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt")[0] for _ in range(3))[1]
-        cpu_startup = (sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt", device="cpu")[0] for _ in range(3))[1]
+        startup_nohit = timed([run_cli(one_q, one_r, [], args, tmp / "one.txt") for _ in range(3)])[0]
+        startup = timed([run_cli(one_q, hit_r, [], args, tmp / "one.txt") for _ in range(3)])[0]
+        cpu_startup = (timed([run_cli(one_q, hit_r, [], args, tmp / "one.txt", device="cpu") for _ in range(3)])[0]
                        if args.compare_cpu else None)
         server = Server(tmp, args.device) if args.served else None
-        served_startup = (sorted(run_cli(one_q, hit_r, [], args, tmp / "one.txt", served=server.socket)[0]
-                                 for _ in range(3))[1] if server else None)
+        served_startup = (timed([run_cli(one_q, hit_r, [], args, tmp / "one.txt", served=server.socket)
+                                 for _ in range(3)])[0] if server else None)
         for case, (query, ref, extra) in cases.items():
             engine = engine_only(query, ref, args) if case != "big" else None
             for mode in (["noenergy"] if case == "big" else modes):
                 flags = [*extra, *(["-noenergy"] if mode == "noenergy" and "-noenergy" not in extra else [])]
-                runs = [run_cli(query, ref, flags, args, tmp / f"{case}_{mode}.txt")
-                        for _ in range(1 if case == "big" else max(1, args.repeat))]
-                walls = sorted(w for w, _ in runs)
-                wall, rss = walls[len(walls) // 2], max(r for _, r in runs)
+                wall, walls, rss = timed([run_cli(query, ref, flags, args, tmp / f"{case}_{mode}.txt")
+                                          for _ in range(1 if case == "big" else max(1, args.repeat))])
                 size = (tmp / f"{case}_{mode}.txt").stat().st_size
                 digest = results_digest(tmp / f"{case}_{mode}.txt")
                 if engine is None:
@@ -349,20 +353,19 @@ def main() -> int:
                        "startup_s": startup, "startup_nohit_s": startup_nohit,
                        "after_startup_over_engine": (wall - startup) / info["engine_s"] if info["engine_s"] else None}
                 if args.compare_cpu and case != "big":
-                    cpu_runs = [run_cli(query, ref, flags, args, tmp / f"{case}_{mode}_cpu.txt", device="cpu")
-                                for _ in range(max(1, args.repeat))]
-                    cpu_walls = sorted(w for w, _ in cpu_runs)
-                    row.update(cpu_wall_s=cpu_walls[len(cpu_walls) // 2], cpu_walls_s=cpu_walls,
-                               cpu_peak_rss_bytes=max(r for _, r in cpu_runs), cpu_startup_s=cpu_startup,
-                               cpu_output_same=results_digest(tmp / f"{case}_{mode}_cpu.txt") == digest)
+                    cpu_out = tmp / f"{case}_{mode}_cpu.txt"
+                    cpu_wall, cpu_walls, cpu_rss = timed([run_cli(query, ref, flags, args, cpu_out, device="cpu")
+                                                          for _ in range(max(1, args.repeat))])
+                    row.update(cpu_wall_s=cpu_wall, cpu_walls_s=cpu_walls, cpu_peak_rss_bytes=cpu_rss,
+                               cpu_startup_s=cpu_startup, cpu_output_same=results_digest(cpu_out) == digest)
                 if server and case != "big":
-                    served_runs = [run_cli(query, ref, flags, args, tmp / f"{case}_{mode}_served.txt", served=server.socket)
-                                   for _ in range(max(1, args.repeat))]
-                    served_walls = sorted(w for w, _ in served_runs)
-                    row.update(served_wall_s=served_walls[len(served_walls) // 2], served_walls_s=served_walls,
+                    served_out = tmp / f"{case}_{mode}_served.txt"
+                    served_wall, served_walls, _ = timed([run_cli(query, ref, flags, args, served_out, served=server.socket)
+                                                          for _ in range(max(1, args.repeat))])
+                    row.update(served_wall_s=served_wall, served_walls_s=served_walls,
                                served_startup_s=served_startup, server_ready_s=server.ready_s,
                                server_peak_rss_bytes=server.peak_rss(),
-                               served_output_same=results_digest(tmp / f"{case}_{mode}_served.txt") == digest)
+                               served_output_same=results_digest(served_out) == digest)
                 if case == "utr":
                     row["utr_lengths"] = args.utr_stats
                 rows.append(row)

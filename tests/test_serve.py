@@ -16,6 +16,7 @@ import pytest
 from gamut.serve import protocol
 from gamut.serve.client import run_served
 from gamut.serve.server import listening
+from signal_helpers import random_letters, signal_running_scan, write_fasta
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -144,19 +145,12 @@ def test_interrupting_a_served_command_ends_it_and_the_server(tmp_path):
     assert gamut(["serve", "--detach", "--device", "cpu"], sock).returncode == 0
     rng = np.random.default_rng(5)
     q, r = tmp_path / "q.fa", tmp_path / "r.fa"
-    q.write_text("".join(f">m{k}\n{''.join(rng.choice(list('ACGU'), 22))}\n" for k in range(300)))
-    r.write_text("".join(f">u{k}\n{''.join(rng.choice(list('ACGU'), 200_000))}\n" for k in range(6)))
-    out = tmp_path / "out.tsv"
-    proc = subprocess.Popen([sys.executable, "-m", "gamut", "scan", str(q), str(r), "-o", str(out),
-                             "--device", "cpu", "--no-progress"], env=_env(sock), stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not list(tmp_path.glob(".out.tsv.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if proc.poll() is not None:
-        pytest.fail(f"the scan ended before it could be interrupted: {proc.stderr.read()}")
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) == 130
-    assert b"gamut: interrupted" in proc.stderr.read()
+    write_fasta(q, {"long": random_letters(rng, 10_000)})
+    write_fasta(r, {f"u{k}": random_letters(rng, 20_000) for k in range(20)})
+    code, _, err, out = signal_running_scan(tmp_path, q, r, signal.SIGINT, "--noenergy", old=None,
+                                            environ={"GAMUT_SERVER": str(sock)})
+    assert code == 130
+    assert "gamut: interrupted" in err
     assert not out.exists() and not list(tmp_path.glob(".out.tsv.*.tmp"))
     deadline = time.monotonic() + 30
     while (tmp_path / "own.sock").exists() and listening(sock) and time.monotonic() < deadline:

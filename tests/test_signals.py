@@ -9,50 +9,16 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gamut.io.interrupt import Ending, remove_stale, temporary_file
+from signal_helpers import random_letters, signal_running_scan, write_fasta
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-SRC = Path(__file__).resolve().parents[1] / "src"
 BOUND_S = 5.0  # generous: the benchmark measures tens of milliseconds
-
-
-def write_fasta(path: Path, records: dict[str, np.ndarray]) -> None:
-    with open(path, "wb") as handle:
-        for name, letters in records.items():
-            handle.write(b">" + name.encode() + b"\n" + letters.tobytes() + b"\n")
-
-
-def random_letters(rng: np.random.Generator, n: int) -> np.ndarray:
-    return np.frombuffer(b"ACGU", np.uint8)[rng.integers(0, 4, n)]
-
-
-def signal_running_scan(tmp_path: Path, queries: Path, references: Path, sig: int, *extra: str):
-    """Start a scan writing over an existing output, signal it while it computes; returns
-    (exit code, seconds from the signal to the exit, stderr, output path)."""
-    out = tmp_path / "out.tsv"
-    out.write_text("old results\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "gamut", "scan", str(queries), str(references), "-o", str(out),
-                             "--device", "cpu", "--no-progress", *extra],
-                            stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 300
-    while not list(tmp_path.glob(".out.tsv.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(1.0)  # well inside the alignment
-    if proc.poll() is not None:
-        pytest.fail(f"the scan ended before it could be signalled: {proc.stderr.read()}")
-    sent = time.monotonic()
-    proc.send_signal(sig)
-    code = proc.wait(timeout=120)
-    return code, time.monotonic() - sent, proc.stderr.read(), out
 
 
 def assert_ended_cleanly(tmp_path: Path, code: int, latency: float, err: str, out: Path, sig: int) -> None:

@@ -112,7 +112,8 @@ def _detach(path: Path, args: argparse.Namespace) -> int:
     if listening(path):
         raise UsageError(ALREADY.format(path=path))
     log = path.with_suffix(".log")
-    command = [sys.executable, "-m", "gamut", "serve", "--device", args.device, "--idle-timeout", str(args.idle_timeout)]
+    command = [sys.executable, "-m", "gamut", "serve", "--device", args.device,
+               "--idle-timeout", str(args.idle_timeout)]
     with open(log, "ab") as out, open(os.devnull, "rb") as nothing:
         child = subprocess.Popen(command, stdin=nothing, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + READY_TIMEOUT

@@ -16,6 +16,7 @@ import socket
 import sys
 from collections.abc import Sequence
 
+from gamut.io.interrupt import MESSAGES
 from gamut.serve import protocol
 
 #: Commands never handed to a server.
@@ -45,11 +46,8 @@ def run_served(argv: Sequence[str], environ: dict[str, str] | None = None) -> in
                 return None
             return _wait(sock, signals)
         except _Interrupted as stop:
-            print(f"gamut: {_WORDS.get(stop.signum, 'ended by a signal')}", file=sys.stderr)
+            print(f"gamut: {MESSAGES.get(stop.signum, f'ended by signal {stop.signum}')}", file=sys.stderr)
             return 128 + stop.signum
-
-
-_WORDS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
 class _Interrupted(Exception):

@@ -28,9 +28,9 @@ from gamut.scanning.pipeline.gpu_workers import kept_workers
 from gamut.serve import protocol
 
 #: The one-pair scan that loads every stage's compiled code (a hit with an energy): hsa-let-7a-5p
-#: against a site complementary to it.
+#: against its reverse complement between flanks.
 WARM_QUERY = "UGAGGUAGUAGGUUGUAUAGUU"
-WARM_FLANK = "ACGUACGUAC" * 3
+WARM_REFERENCE = "ACGUACGUAC" * 3 + "AACUAUACAACCUACUACCUCA" + "ACGUACGUAC" * 3
 
 #: Signals a client may pass on (SIGHUP, a closed terminal, ends a command as SIGTERM does).
 PASSED_ON = {signal.SIGINT: signal.SIGINT, signal.SIGTERM: signal.SIGTERM, signal.SIGHUP: signal.SIGTERM}
@@ -41,10 +41,6 @@ ALREADY = "gamut serve: a server already listens on {path} (stop it with 'gamut 
 
 class Stopped(BaseException):
     """SIGTERM reached the server between commands: it ends (removing its socket)."""
-
-
-def _complement(rna: str) -> str:
-    return rna[::-1].translate(str.maketrans("ACGU", "UGCA"))
 
 
 def _exit_status(code: Any) -> int:
@@ -142,7 +138,7 @@ def run_command(argv: Sequence[str], cwd: str, umask: int, environ: dict[str, st
 def _warm_inputs(directory: Path) -> tuple[Path, Path]:
     query, reference = directory / "warm_q.fa", directory / "warm_r.fa"
     query.write_text(f">warm-query\n{WARM_QUERY}\n")
-    reference.write_text(f">warm-reference\n{WARM_FLANK}{_complement(WARM_QUERY)}{WARM_FLANK}\n")
+    reference.write_text(f">warm-reference\n{WARM_REFERENCE}\n")
     return query, reference
 
 
@@ -200,7 +196,8 @@ class Server:
     """Serves commands on ``path`` until ``idle_timeout`` seconds pass without one (0: never),
     a client asks it to stop, or SIGINT/SIGTERM."""
 
-    def __init__(self, path: Path, idle_timeout: float, log: Callable[[str], None], devices: Sequence[str] = ()) -> None:
+    def __init__(self, path: Path, idle_timeout: float, log: Callable[[str], None],
+                 devices: Sequence[str] = ()) -> None:
         self.path = path
         self.idle_timeout = idle_timeout
         self.log = log
