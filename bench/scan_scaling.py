@@ -33,7 +33,7 @@ def run_set(gpus: str, args) -> list[dict]:
     """One :mod:`scan_e2e` run on GPU set ``gpus``; its rows."""
     cmd = [sys.executable, str(HERE / "scan_e2e.py"), "--device", args.device, "--cases", args.cases,
            "--clip", str(args.clip), "--modes", args.modes, "--repeat", str(args.repeat), "--data", str(args.data),
-           "--kind", args.kind, "--out", str(args.out), "--gpus", gpus]
+           "--kind", args.kind, "--out", str(args.out), "--gpus", gpus, *(["--served"] if args.served else [])]
     subprocess.run(cmd, check=True)
     stem = f"scan_e2e_{args.kind}_gpus{gpus.replace(',', '-')}"
     return json.loads((args.out / f"{stem}.json").read_text())["rows"]
@@ -49,7 +49,9 @@ def table(runs: dict[str, list[dict]]) -> list[dict]:
             b = base[(r["case"], r["mode"])]
             out.append({"case": r["case"], "mode": r["mode"], "gpus": gpus, "n_gpus": len(gpus.split(",")),
                         "wall_s": r["wall_s"], "walls_s": r["walls_s"], "speedup": b["wall_s"] / r["wall_s"],
-                        "same_output": r["output_sha256"] == b["output_sha256"], "pairs": r["pairs"]})
+                        "same_output": r["output_sha256"] == b["output_sha256"], "pairs": r["pairs"],
+                        "served_wall_s": r.get("served_wall_s"),
+                        "served_speedup": (b["served_wall_s"] / r["served_wall_s"]) if r.get("served_wall_s") else None})
     return out
 
 
@@ -64,6 +66,8 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
     ap.add_argument("--kind", default=platform.node())
     ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--served", action="store_true", help="also time each command run by a `gamut serve` process "
+                    "(scan_e2e --served: the workers kept between commands)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     have = gpu_count()
@@ -86,8 +90,10 @@ def main() -> int:
              f"- date: {date}", f"- command: `{command}`",
              f"- GPUs present: {have}; the process scans on the first GPU of a set and a worker process on each "
              f"other one; wall: median of {args.repeat}", "",
-             "| case | mode | GPUs | wall s | speed-up | output identical |", "| --- | --- | ---: | ---: | ---: | --- |"]
-    lines += [f"| {r['case']} | {r['mode']} | {r['gpus']} | {r['wall_s']:.2f} | {r['speedup']:.2f}x | {r['same_output']} |"
+             "| case | mode | GPUs | wall s | speed-up | output identical | served wall s | served speed-up |",
+             "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |"]
+    lines += [f"| {r['case']} | {r['mode']} | {r['gpus']} | {r['wall_s']:.2f} | {r['speedup']:.2f}x | {r['same_output']} | "
+              + (f"{r['served_wall_s']:.2f} | {r['served_speedup']:.2f}x |" if r["served_wall_s"] else "- | - |")
               for r in rows]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
