@@ -67,26 +67,6 @@ def test_two_workers_with_a_run_dir_and_two_outputs(host_lib, tmp_path):
     assert Path(outs[0][0]).read_bytes() == single(host_lib, "miranda", tmp_path)
 
 
-def test_every_format_takes_partition_data_as_memory_views(host_lib, tmp_path, monkeypatch):
-    """Partition data given as memoryviews (as a shared-memory handoff from a worker would give
-    it), not bytes: every format's sink, and a run directory, take it so."""
-    from gamut.scanning.pipeline import partitioned
-
-    compute = partitioned.compute_partition
-
-    def as_views(*args):
-        data = compute(*args)
-        return tuple(memoryview(d) for d in data) if isinstance(data, tuple) else memoryview(data)
-
-    monkeypatch.setattr(partitioned, "compute_partition", as_views)
-    outs = [(str(tmp_path / "w.txt"), "miranda"), (str(tmp_path / "w.tsv"), "tsv"),
-            (str(tmp_path / "w.parquet"), "parquet"), (str(tmp_path / "w.jsonl"), "jsonl")]
-    job = _job(outs, run_dir=str(tmp_path / "run"), **PARTS)
-    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib))
-    for path, fmt in outs:
-        assert Path(path).read_bytes() == single(host_lib, fmt, tmp_path), fmt
-
-
 def test_a_dead_worker_is_a_one_line_error_and_keeps_the_old_output(host_lib, tmp_path):
     out = tmp_path / "out.txt"
     out.write_bytes(b"old output\n")
