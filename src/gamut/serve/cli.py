@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from gamut.cuda.device import DEVICES
 from gamut.errors import UsageError
 from gamut.serve import protocol
 
@@ -27,7 +28,7 @@ def register(subparsers) -> None:
         "streams, directory and environment: the same outputs and exit status, without the start-up. "
         "Set GAMUT_SERVER=off to run a command in its own process.",
     )
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+    p.add_argument("--device", choices=DEVICES, default="auto",
                    help="what to warm up: cpu, cuda, or auto: the CPU and a usable GPU (default)")
     p.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, metavar="SECONDS",
                    help=f"end after this long without a command; 0: never (default {IDLE_TIMEOUT:g})")

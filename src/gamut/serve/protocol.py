@@ -110,6 +110,8 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | Non
     the connection before a message began."""
     if max_fds:
         head, fds, _, _ = socket.recv_fds(sock, _LENGTH.size, max_fds)
+        for fd in fds:  # close-on-exec, as Python's own descriptors: no process a command starts inherits them
+            os.set_inheritable(fd, False)
     else:
         head, fds = sock.recv(_LENGTH.size), []
     if not head:
