@@ -233,3 +233,23 @@ def test_served_gpu_scan_matches_its_own_process(tmp_path):
         assert served_count(sock.with_suffix(".log")) == 3
     finally:
         gamut(["serve", "--stop"], sock)
+
+
+def test_received_streams_are_not_inherited_by_processes_a_command_starts():
+    """The descriptors a client hands over stay in the server only as close-on-exec copies (its
+    descriptors 0-2 are what a command's children get)."""
+
+    a, b = socket.socketpair()
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        protocol.send(a, {"run": []}, fds=(write_end,))
+        message, fds = protocol.receive(b, max_fds=3)
+        assert message == {"run": []} and len(fds) == 1
+        assert not os.get_inheritable(fds[0])
+        os.close(fds[0])
+    finally:
+        for fd in (read_end, write_end):
+            os.close(fd)
+        a.close()
+        b.close()
