@@ -253,3 +253,38 @@ def test_received_streams_are_not_inherited_by_processes_a_command_starts():
             os.close(fd)
         a.close()
         b.close()
+
+
+#: A fresh interpreter (no resource tracker yet), as the server runs a command whose GPU workers
+#: it keeps: the first worker also starts multiprocessing's resource tracker, which is handed the
+#: number of ``sys.stderr``'s descriptor. Then checks that no process holds the command's pipes.
+_KEPT_WORKERS_SCRIPT = """
+import os, sys
+from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted
+from gamut.serve.server import _as_client, _own_streams
+
+own, streams = tuple(os.dup(k) for k in range(3)), (sys.stdin, sys.stdout, sys.stderr)
+(out_r, out_w), (err_r, err_w), null = os.pipe(), os.pipe(), os.open(os.devnull, os.O_RDONLY)
+with kept_workers(lambda: _own_streams(own, streams)):
+    with _as_client((null, out_w, err_w), os.getcwd(), 0o022, dict(os.environ)):
+        with prestarted([0]) as pool:
+            print("out"), print("err", file=sys.stderr)
+    for fd in (null, out_w, err_w):
+        os.close(fd)
+    held = []
+    for name, fd in (("stdout", out_r), ("stderr", err_r)):
+        os.set_blocking(fd, False)
+        try:
+            while os.read(fd, 4096):
+                pass
+        except BlockingIOError:  # a writer is left
+            held.append(name)
+    print("alive" if pool.alive() else "dead", *held)
+"""
+
+
+def test_processes_a_kept_worker_starts_do_not_hold_the_commands_streams():
+    done = subprocess.run([sys.executable, "-c", _KEPT_WORKERS_SCRIPT], env=_env("off"), capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["alive"], done.stderr.decode()

@@ -78,6 +78,21 @@ def _streams_of(fds: Sequence[int]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _own_streams(fds: Sequence[int], streams: tuple[TextIO, TextIO, TextIO]) -> Iterator[None]:
+    """This process's own standard streams while inside, descriptors 0-2 (``fds``) and Python's
+    (``streams``): what a process started there that outlives the command must hold instead of the
+    command's (a reader of the command's output waits for every writer to close it), including a
+    descriptor passed on by number, as multiprocessing's resource tracker gets ``sys.stderr``'s."""
+    saved = (sys.stdin, sys.stdout, sys.stderr)
+    with _streams_of(fds):
+        sys.stdin, sys.stdout, sys.stderr = streams
+        try:
+            yield
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved
+
+
+@contextlib.contextmanager
 def _as_client(fds: Sequence[int], cwd: str, umask: int, environ: dict[str, str]) -> Iterator[None]:
     """This process with the client's streams, directory, umask and environment; restored after."""
     for stream in (sys.stdout, sys.stderr):
@@ -331,10 +346,10 @@ def serve(path: Path, devices: Sequence[str], idle_timeout: float, log: Callable
         idle = f"{idle_timeout:g} s idle" if idle_timeout else "'gamut serve --stop'"
         log(f"ready on {path} (pid {os.getpid()}, warmed up on {', '.join(devices)} in "
             f"{time.perf_counter() - began:.1f} s; ends after {idle})")
-        own = tuple(os.dup(k) for k in range(3))
-        # A scan's GPU worker processes stay for the next command on those GPUs, holding the
-        # server's standard streams, not the command's.
-        with kept_workers(lambda: _streams_of(own)):
+        own, streams = tuple(os.dup(k) for k in range(3)), (sys.stdin, sys.stdout, sys.stderr)
+        # A scan's GPU worker processes (and multiprocessing's resource tracker, started with the
+        # first) stay for the next command on those GPUs, holding the server's streams.
+        with kept_workers(lambda: _own_streams(own, streams)):
             Server(path, idle_timeout, log, devices).serve(listener)
     finally:
         listener.close()
