@@ -1,7 +1,8 @@
 """When each partition of a multi-GPU scan runs, and where: a ``gamut`` command line (``--gpus 0,1``
 ...) run in this process with the partitions' computation timed in every process (this one and its
-GPU workers), then one line per partition (process, first pair number, pairs, seconds from this
-process's start, bytes of data) and per worker start-up.
+GPU workers), then one line per partition (process, partition, seconds from this process's start
+(from the end of the process's previous partition: its pipeline begins the next partition before
+one ends) and bytes of data) and per worker start-up.
 
     python bench/partition_timeline.py miranda hsa.fa utr.fa --device cuda --gpus 0,1 -quiet -out o.txt
     python bench/partition_timeline.py --case utr --data .data --gpus 0,1 --out timeline_utr.md
@@ -26,15 +27,18 @@ def _log(*fields) -> None:
         f.write(" ".join(str(x) for x in fields) + "\n")
 
 
-def timed_compute(task, index, start, stop, prev):
-    """:func:`gamut.scanning.pipeline.partitions.compute_partition`, timed."""
+def timed_partitions(task, taken):
+    """:func:`gamut.scanning.pipeline.partitions.compute_partitions`, each partition timed from the
+    previous one's end in the same process (its pipeline begins a partition before the last ends)."""
     from gamut.scanning.pipeline import partitions
 
     began = time.time()
-    data = partitions.compute_partition(task, index, start, stop, prev)
-    size = sum(len(d) for d in data) if isinstance(data, tuple) else len(data)
-    _log("part", os.getpid(), index, start, stop - start, f"{began:.3f}", f"{time.time():.3f}", size)
-    return data
+    for key, data in partitions.compute_partitions(task, taken):
+        ended = time.time()
+        size = sum(len(d) for d in data) if isinstance(data, tuple) else len(data)
+        _log("part", os.getpid(), key, "-", "-", f"{began:.3f}", f"{ended:.3f}", size)
+        began = ended
+        yield key, data
 
 
 def timed_warm(task):
@@ -51,16 +55,15 @@ def report(path: str) -> str:
     """The log as a table, times from the first line's start."""
     lines = [line.split() for line in open(path)]
     t0 = next(float(f[1]) for f in lines if f[0] == "start")
-    out = ["| event | process | partition | first pair | pairs | from s | to s | bytes |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    out = ["| event | process | partition | from s | to s | bytes |",
+           "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for f in lines:
         if f[0] == "part":
-            out.append(f"| partition | {f[1]} | {f[2]} | {int(f[3]):,} | {int(f[4]):,} | {float(f[5]) - t0:.2f} | "
-                       f"{float(f[6]) - t0:.2f} | {int(f[7]):,} |")
+            out.append(f"| partition | {f[1]} | {f[2]} | {float(f[5]) - t0:.2f} | {float(f[6]) - t0:.2f} | {int(f[7]):,} |")
         elif f[0] == "warm":
-            out.append(f"| worker engine made | {f[1]} | | | | {float(f[2]) - t0:.2f} | {float(f[3]) - t0:.2f} | |")
+            out.append(f"| worker engine made | {f[1]} | | {float(f[2]) - t0:.2f} | {float(f[3]) - t0:.2f} | |")
         elif f[0] == "end":
-            out.append(f"| process ends | | | | | | {float(f[1]) - t0:.2f} | |")
+            out.append(f"| process ends | | | | {float(f[1]) - t0:.2f} | |")
     return "\n".join(out)
 
 
@@ -69,7 +72,7 @@ def timed_run(argv: list[str]) -> tuple[int, str]:
     from gamut.cli import main as gamut_main
     from gamut.scanning.pipeline import partitioned
 
-    partitioned.compute_partition = timed_compute
+    partitioned.compute_partitions = timed_partitions
     partitioned.engine_chunking = timed_warm
     if os.path.exists(LOG):
         os.unlink(LOG)

@@ -3,6 +3,7 @@ scanning with the host build of the CUDA kernels, give byte for byte the output 
 and a worker that dies is a one-line error that leaves the old output alone."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,43 @@ def test_two_workers_with_a_run_dir_and_two_outputs(host_lib, tmp_path):
         Path(path).unlink()
     run_partitioned(job, make_sinks(job), host_engine_factory(host_lib, crash_in_worker=True), gpu_workers=[0, 0])
     assert Path(outs[0][0]).read_bytes() == single(host_lib, "miranda", tmp_path)
+
+
+@pytest.mark.parametrize("run_dir", [False, True])
+def test_results_in_shared_memory_give_the_same_outputs(host_lib, tmp_path, monkeypatch, run_dir):
+    """Every worker result of a byte or more comes back as a memfd (the threshold lowered from
+    1 MiB): the outputs (two formats: a tuple of results) and a run directory's parts are those of
+    one process."""
+    from gamut.scanning.pipeline import gpu_workers
+
+    monkeypatch.setattr(gpu_workers, "SHARED_MIN_BYTES", 1)
+    outs = [(str(tmp_path / "w.txt"), "miranda"), (str(tmp_path / "w.tsv"), "tsv")]
+    job = _job(outs, run_dir=str(tmp_path / "run") if run_dir else None, **PARTS)
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib, meet=str(tmp_path / "met")),
+                    gpu_workers=[0, 0])
+    assert (tmp_path / "met").exists()
+    for path, fmt in outs:
+        assert Path(path).read_bytes() == single(host_lib, fmt, tmp_path), fmt
+
+
+def test_every_format_takes_partition_data_as_memory_views(host_lib, tmp_path, monkeypatch):
+    """A worker's shared result arrives as a memoryview of a mapping, not bytes: every format's
+    sink, and a run directory, take it so."""
+    from gamut.scanning.pipeline import partitioned
+
+    compute = partitioned.compute_partition
+
+    def as_views(*args):
+        data = compute(*args)
+        return tuple(memoryview(d) for d in data) if isinstance(data, tuple) else memoryview(data)
+
+    monkeypatch.setattr(partitioned, "compute_partition", as_views)
+    outs = [(str(tmp_path / "w.txt"), "miranda"), (str(tmp_path / "w.tsv"), "tsv"),
+            (str(tmp_path / "w.parquet"), "parquet"), (str(tmp_path / "w.jsonl"), "jsonl")]
+    job = _job(outs, run_dir=str(tmp_path / "run"), **PARTS)
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib))
+    for path, fmt in outs:
+        assert Path(path).read_bytes() == single(host_lib, fmt, tmp_path), fmt
 
 
 def test_a_dead_worker_is_a_one_line_error_and_keeps_the_old_output(host_lib, tmp_path):
@@ -148,6 +186,110 @@ def test_this_process_and_a_worker_share_the_tasks_in_order(tmp_path):
     assert not pool.workers
 
 
+def _big_result(shared, size: int):
+    """A task: ``size`` bytes of a pattern, alone and in a tuple with a short one."""
+    data = bytes(range(256)) * (size // 256)
+    return data, (b"short", data[::-1])
+
+
+def _open_fds() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(__import__("os"), "memfd_create"),
+                    reason="needs Linux (memfd, /proc)")
+def test_large_worker_results_come_back_in_shared_memory_without_leaking_descriptors():
+    from gamut.scanning.pipeline.gpu_workers import SHARED_MIN_BYTES, GpuWorkers, run_in_order
+
+    pool = GpuWorkers([0])
+    sizes = {0: SHARED_MIN_BYTES * 3, 1: 1024, 2: SHARED_MIN_BYTES}
+    try:
+        counts = []
+        for _ in range(4):
+            got = dict(run_in_order(pool, _big_result, None, ((k, (n,)) for k, n in sizes.items())))
+            for k, n in sizes.items():
+                data, (short, backwards) = got[k]
+                expected = bytes(range(256)) * (n // 256)
+                assert bytes(data) == expected and short == b"short" and bytes(backwards) == expected[::-1]
+                assert isinstance(data, memoryview) == (n >= SHARED_MIN_BYTES)
+            del got, data, backwards
+            counts.append(_open_fds())
+    finally:
+        pool.close()
+    assert len(set(counts[1:])) == 1, counts  # each mapping (and its descriptor) freed with its view
+
+
+def _doubling_stream(obj, taken):
+    """A stream (``streamed=True``): (pid, value * 2) for each task; fails at task ``obj`` in a worker."""
+    import os
+
+    for key, (value,) in taken:
+        if isinstance(obj, int) and key == obj:
+            raise ValueError(f"stream failed at task {key}")
+        yield key, (os.getpid(), value * 2)
+
+
+def test_streamed_tasks_come_back_once_each_from_this_process_and_a_worker():
+    import os
+
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+
+    pool = GpuWorkers([0])
+    try:
+        for _ in range(2):  # the same workers serve a second run
+            got = dict(run_in_order(pool, _doubling_stream, None, ((k, (k,)) for k in range(40)), local="here",
+                                    streamed=True))
+            assert sorted(got) == list(range(40)) and all(v[1] == 2 * k for k, v in got.items())
+            assert os.getpid() in {v[0] for v in got.values()}
+    finally:
+        pool.close()
+
+
+def test_a_streamed_task_that_fails_in_a_worker_is_raised_here():
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+
+    pool = GpuWorkers([0])
+    with pytest.raises(ValueError, match="stream failed at task 2"):
+        for _ in run_in_order(pool, _doubling_stream, 2, ((k, (k,)) for k in range(6)), streamed=True):
+            pass
+    assert not pool.workers
+
+
+def _failing_here_stream(obj, taken):
+    """A stream that, in this process (``obj == "here"``), fails while a thread of its own waits for
+    the next task (as the scan's pipeline does), closing ``taken`` first; elsewhere, echoes."""
+    import threading
+
+    if obj != "here":
+        for key, args in taken:
+            yield key, args
+        return
+    first = next(taken)
+    reader = threading.Thread(target=lambda: next(taken, None), daemon=True)
+    reader.start()
+    try:
+        reader.join(0.3)
+        raise ValueError(f"failed after task {first[0]}")
+    finally:
+        taken.close()
+        reader.join(30)
+        assert not reader.is_alive(), "a closed stream's wait for a task did not end"
+    yield  # a generator
+
+
+def test_a_stream_here_that_fails_while_waiting_for_a_task_ends_the_wait():
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+
+    pool = GpuWorkers([0])
+    with pytest.raises(ValueError, match="failed after task"):  # the window stays full: held() is large
+        for _ in run_in_order(pool, _failing_here_stream, None, ((k, (k,)) for k in range(6)), local="here",
+                              held=lambda: 100, streamed=True):
+            pass
+    assert not pool.workers
+
+
 def test_an_error_in_a_worker_task_is_raised_here_and_the_workers_stop():
     from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
 
@@ -214,3 +356,22 @@ def test_kept_workers_outlive_a_command_and_serve_the_next(tmp_path):
             assert dict(run_in_order(again, _task_here_or_there, flag, ((k, (k,)) for k in range(2)), warm=_warm))
         assert not pool.workers
     assert not again.workers
+
+
+def test_a_run_that_ends_before_its_kept_worker_is_ready_leaves_it_starting(tmp_path):
+    """gamut serve: a short command done here before the worker started keeps the worker (it is
+    not killed mid start-up), and the next command on those GPUs uses it."""
+    from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted, run_in_order
+
+    flag = str(tmp_path / "worker-ran")
+    with kept_workers():
+        with prestarted([0]) as pool:
+            pid = pool.workers[0].process.pid
+            got = dict(run_in_order(pool, _task_here_or_there, flag, [(0, (1,))], local=(flag, 0.0), warm=_warm))
+            assert got == {0: (os.getpid(), 2)} and not pool.workers[0].ready
+        assert pool.alive()
+        with prestarted([0]) as again:
+            assert again is pool and pool.workers[0].process.pid == pid
+            got = dict(run_in_order(pool, _task_here_or_there, flag, ((k, (k,)) for k in range(4)), warm=_warm))
+            assert {v[0] for v in got.values()} == {pid}
+    assert not pool.workers

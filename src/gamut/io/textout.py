@@ -23,9 +23,10 @@ def _ascii_compatible(encoding: str) -> bool:
 
 
 def _is_ascii(data: Rendered) -> bool:
-    if isinstance(data, np.ndarray):
-        return data.size == 0 or int(data.max()) < 128
-    return bytes(data).isascii() if isinstance(data, memoryview) else data.isascii()
+    if isinstance(data, (bytes, bytearray)):
+        return data.isascii()
+    values = data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
+    return values.size == 0 or int(values.max()) < 128
 
 
 def write_bytes(out: IO, data: Rendered) -> None:

@@ -6,12 +6,16 @@ it is free (:func:`run_in_order`, which has the role of :func:`gamut.cluster.run
 the partitioned runner writes their data in partition order: the output is byte for byte that of
 one process.
 
+A worker's large results (a partition's rendered bytes: 100-200 MB for the utr scan) come back in
+shared memory, not through the pipe (:mod:`~gamut.scanning.pipeline.handoff`).
+
 The command line starts the workers first (:func:`prestarted`), so that their imports and CUDA
 contexts overlap this process's own start-up. A GPU id may be named twice (``--gpus 0,0``): this
 process and a worker then share that GPU.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import os
@@ -23,9 +27,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from gamut.errors import GamutError, UsageError
+from gamut.scanning.pipeline.handoff import send_fds, share, unshare
 
 #: Tasks in flight per process (this one and each worker), plus results held out of order.
 WINDOW_PER_WORKER = 2
+
+
+#: Results (bytes, or bytes in a tuple) of at least this size come back in shared memory.
+SHARED_MIN_BYTES = 1 << 20
 
 
 class WorkerError(GamutError):
@@ -40,12 +49,14 @@ class _Died(Exception):
     """The worker's end of the pipe closed: the process is gone."""
 
 
-def _worker_main(conn, gpu: int) -> None:
+def _worker_main(conn, gpu: int, share_from: int) -> None:
     """A worker process: see only GPU ``gpu``, start what every scan needs (CuPy and the CUDA
     context on a thread, the scan's modules here), say it is ready, then serve requests:
-    ``("shared", obj, warm)`` keeps ``obj`` (and runs ``warm(obj)``), ``("call", fn, args)``
-    replies with ``fn(obj, *args)``; None ends it. Replies are ``("ok", value)`` or
-    ``("error", exception)``."""
+    ``("shared", obj, warm)`` keeps ``obj`` (and runs ``warm(obj)``), replying ``("ok", value)``;
+    ``("stream", fn)`` replies ``("ok", key, value)`` for each ``(key, value)`` of
+    ``fn(obj, tasks)``, where ``tasks`` are the ``("task", key, args)`` messages up to ``("end",)``,
+    then ``("done", None, None)``. A failure replies ``("error", ..., exception)``; None ends the
+    process. Results of ``share_from`` bytes or more come back in shared memory."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle (it stops us)
     from gamut.cuda.device import prewarm
@@ -65,13 +76,66 @@ def _worker_main(conn, gpu: int) -> None:
         try:
             if message[0] == "shared":
                 shared, warm = message[1], message[2]
-                value = warm(shared) if warm is not None else None
+                _reply(conn, ("ok", warm(shared) if warm is not None else None))
             else:
-                value = message[1](shared, *message[2])
-            reply = ("ok", value)
-        except Exception as exc:  # noqa: BLE001 (handed to the parent, which raises it)
-            reply = ("error", _picklable(exc))
-        conn.send(reply)
+                inbox = _Inbox(conn)
+                for key, value in message[1](shared, inbox):
+                    fds: list[int] = []
+                    try:
+                        _reply(conn, ("ok", key, share(value, fds, share_from)), fds)
+                    finally:
+                        for fd in fds:
+                            os.close(fd)
+                _reply(conn, ("done", None, None))
+        except _ParentGone:
+            return
+        except Exception as exc:  # noqa: BLE001 (handed to the parent, which raises it and stops us)
+            try:
+                _reply(conn, ("error", None, _picklable(exc)))
+            except _ParentGone:
+                return
+
+
+class _ParentGone(Exception):
+    """A worker's pipe to its parent is closed."""
+
+
+def _reply(conn, message: tuple, fds: list[int] | None = None) -> None:
+    try:
+        conn.send(message)
+        if fds:
+            send_fds(conn, fds)
+    except OSError:
+        raise _ParentGone() from None
+
+
+class _Inbox:
+    """The tasks of a stream, as ``(key, args)``: read from the parent's ``("task", key, args)``
+    messages until ``("end",)``; :meth:`close` (the stream failed) makes a read that waits end."""
+
+    def __init__(self, conn) -> None:
+        self.conn = conn
+        self.closed = False
+
+    def __iter__(self) -> _Inbox:
+        return self
+
+    def __next__(self) -> tuple[Any, tuple]:
+        try:
+            while not self.closed and not self.conn.poll(0.05):
+                pass
+            if self.closed:
+                raise StopIteration
+            message = self.conn.recv()
+        except (EOFError, OSError):
+            raise _ParentGone() from None
+        if message[0] != "task":
+            self.closed = True
+            raise StopIteration
+        return message[1], message[2]
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _picklable(exc: BaseException) -> BaseException:
@@ -85,10 +149,10 @@ def _picklable(exc: BaseException) -> BaseException:
 class _Worker:
     """One worker process and the parent's end of its pipe."""
 
-    def __init__(self, ctx, gpu: int) -> None:
+    def __init__(self, ctx, gpu: int, share_from: int) -> None:
         self.gpu = gpu
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, gpu), name=f"gamut-gpu{gpu}", daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, gpu, share_from), name=f"gamut-gpu{gpu}", daemon=True)
         self.process.start()
         child.close()
         self.ready = False  # started (imports, CUDA context)
@@ -104,15 +168,30 @@ class _Worker:
         self.receive()
         self.ready = True
 
-    def request(self, message: tuple) -> Any:
+    def send(self, message: tuple) -> None:
         try:
             self.conn.send(message)
         except (OSError, ValueError):
             raise _Died() from None
-        kind, value = self.receive()
+
+    def request(self, message: tuple) -> Any:
+        """Send ``message`` and return the value of the reply (raising the worker's error)."""
+        self.send(message)
+        reply = self.receive()
+        if reply[0] == "error":
+            raise reply[-1]
+        return reply[-1]
+
+    def result(self) -> tuple[str, Any, Any]:
+        """The next reply of a stream, ``(kind, key, value)``, its shared memory mapped here (an
+        error the worker reports is raised)."""
+        kind, key, value = self.receive()
         if kind == "error":
             raise value
-        return value
+        try:
+            return kind, key, unshare(value, self.conn)
+        except OSError:
+            raise _Died() from None
 
     def stop(self) -> None:
         """Kill the process (its results, if any, are delivered: nothing of it needs an orderly end)."""
@@ -133,6 +212,7 @@ class GpuWorkers:
         self.gpus = [int(g) for g in gpus]
         self.description = f"{len(self.gpus)} GPU worker{'s' if len(self.gpus) > 1 else ''} ({','.join(map(str, self.gpus))})"
         self.workers: list[_Worker] = []
+        self.share_from = SHARED_MIN_BYTES
 
     @property
     def n_workers(self) -> int:
@@ -151,7 +231,7 @@ class GpuWorkers:
                 raise UsageError(f"{script}:{line}: a scan on several GPUs starts worker processes, which "
                                  "re-run the main script: put this call under 'if __name__ == \"__main__\":'")
             ctx = multiprocessing.get_context("spawn")
-            self.workers = [_Worker(ctx, gpu) for gpu in self.gpus]
+            self.workers = [_Worker(ctx, gpu, self.share_from) for gpu in self.gpus]
         return self
 
     def close(self) -> None:
@@ -234,6 +314,50 @@ def workers_for(gpus: Sequence[int]) -> tuple[GpuWorkers, bool]:
     return GpuWorkers(gpus), True
 
 
+#: How often a worker's feed looks whether the run has ended while the worker starts, in seconds.
+READY_POLL_S = 0.05
+
+#: Tasks sent ahead to a worker: the one it computes and the next, which its pipeline begins
+#: before the first is written.
+AHEAD = 2
+
+
+class _Each:
+    """The stream of ``fn(obj, *args)`` for each task, one at a time (:func:`run_in_order`'s
+    ``fn`` when it is not ``streamed``)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+
+    def __call__(self, obj: Any, taken: Iterable[tuple[Any, tuple]]) -> Iterator[tuple[Any, Any]]:
+        for key, args in taken:
+            yield key, self.fn(obj, *args)
+
+
+class _Taken:
+    """The tasks this process's own stream takes (``take(True)``, until None); :meth:`close`
+    ends a wait for one."""
+
+    def __init__(self, take: Callable[[bool, Any], Any], wake: Callable[[], None]) -> None:
+        self.take, self.wake, self.closed = take, wake, False
+
+    def __iter__(self) -> _Taken:
+        return self
+
+    def __next__(self) -> tuple[Any, tuple]:
+        item = None if self.closed else self.take(True, self)
+        if item is None:
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake()
+
+
+_BUSY = object()
+
+
 def run_in_order(
     pool: GpuWorkers,
     fn: Callable,
@@ -244,13 +368,18 @@ def run_in_order(
     warm: Callable | None = None,
     held: Callable[[], int] = lambda: 0,
     label: str = "task",
+    streamed: bool = False,
 ) -> Iterator[tuple[int, Any]]:
     """Run ``fn(shared, *args)`` for each ``(key, args)`` of ``tasks`` on the workers (each first
     gets ``shared`` and runs ``warm(shared)``, if given) and, with ``local``, as ``fn(local, *args)``
     on a thread of this process from the first task on; yield ``(key, result)`` as tasks finish (in
-    any order). Whoever is free takes the next task. Tasks in flight plus results the caller holds
+    any order). Whoever is free takes the next task. With ``streamed``, ``fn(obj, taken)`` yields
+    ``(key, result)`` for each ``(key, args)`` of ``taken``, in order, reading the next task only
+    when it is ready for it (so that it may begin it before the last one's result is out): a
+    worker gets its next task before it finishes one. Tasks in flight plus results the caller holds
     out of order (``held()``) stay within :data:`WINDOW_PER_WORKER` per process. An error a task
     raises is raised here; a worker that dies is a one-line :class:`WorkerError`."""
+    stream = fn if streamed else _Each(fn)
     pool.start()
     for worker in pool.workers:  # kept workers (gamut serve) served an earlier run
         worker.serving = False
@@ -258,11 +387,14 @@ def run_in_order(
     results: queue.Queue = queue.Queue()
     gate = threading.Condition()
     state = {"inflight": 0, "exhausted": False, "stop": False}
+    engaged: list[_Worker] = []  # workers past their start-up in this run
     todo = iter(tasks)
 
-    def take() -> tuple[int, tuple] | None:
+    def take(wait: bool, taker: _Taken | None = None) -> Any:
+        """The next task; None when there are no more (or the run stops, or ``taker`` is closed);
+        when the window is full, ``_BUSY`` (unless ``wait``: then wait for room)."""
         with gate:
-            while not state["stop"]:
+            while not state["stop"] and not (taker is not None and taker.closed):
                 if state["inflight"] + held() < limit or state["inflight"] == 0:
                     item = next(todo, None)
                     if item is None:
@@ -271,35 +403,62 @@ def run_in_order(
                         return None
                     state["inflight"] += 1
                     return item
+                if not wait:
+                    return _BUSY
                 gate.wait()
             return None
 
+    def wake() -> None:
+        with gate:
+            gate.notify_all()
+
     def serve_worker(worker: _Worker) -> None:
-        key = None
+        sent: collections.deque = collections.deque()
         try:
-            if not worker.ready:
-                worker.wait_ready()
+            while not worker.ready:  # a run that ends first leaves it starting (a kept one serves the next)
+                if state["stop"]:
+                    return
+                if worker.conn.poll(READY_POLL_S):
+                    worker.wait_ready()
+            with gate:
+                if state["stop"]:
+                    return
+                engaged.append(worker)
             worker.request(("shared", shared, warm))
             worker.serving = True
-            while (item := take()) is not None:
-                key, args = item
-                results.put(("ok", key, worker.request(("call", fn, args))))
-                key = None
+            worker.send(("stream", stream))
+            ended = False
+            while True:
+                while not ended and len(sent) < AHEAD:
+                    # Wait for room only with nothing of ours in flight: our results must come in.
+                    item = take(not sent)
+                    if item is _BUSY:
+                        break
+                    if item is None:
+                        worker.send(("end",))
+                        ended = True
+                    else:
+                        worker.send(("task", *item))
+                        sent.append(item[0])
+                kind, key, value = worker.result()
+                if kind == "done":
+                    break
+                if key != sent[0]:
+                    raise GamutError(f"a GPU worker returned {label} {key} for {label} {sent[0]}")
+                results.put(("ok", sent.popleft(), value))
         except _Died:
-            what = "its start-up" if key is None else f"{label} {key}"
-            results.put(("error", key, WorkerError(f"a GPU worker process died while running {what} on GPU "
-                                                   f"{worker.gpu} (out of memory, a driver error or a crash)")))
+            what = f"{label} {sent[0]}" if sent else "its start-up"
+            results.put(("error", None, WorkerError(f"a GPU worker process died while running {what} on GPU "
+                                                    f"{worker.gpu} (out of memory, a driver error or a crash)")))
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
-            results.put(("error", key, exc))
+            results.put(("error", None, exc))
 
     def serve_here() -> None:
-        key = None
         try:
-            while (item := take()) is not None:
-                key, args = item
-                results.put(("ok", key, fn(local, *args)))
+            for key, value in stream(local, _Taken(take, wake)):
+                results.put(("ok", key, value))
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
-            results.put(("error", key, exc))
+            results.put(("error", None, exc))
 
     threads = [threading.Thread(target=serve_worker, args=(w,), name=f"gamut-gpu{w.gpu}-feed", daemon=True)
                for w in pool.workers]
@@ -323,8 +482,9 @@ def run_in_order(
         with gate:
             state["stop"] = True
             gate.notify_all()
-        # Workers still starting, or busy with a task nobody waits for, are stopped, not awaited.
-        stopped = [w for w in pool.workers if not finished or not w.serving]
+            # After a failure all workers stop; after a success, those still busy with their shared
+            # object (not awaited). A worker still starting is left to start (a kept one serves the next run).
+            stopped = list(pool.workers) if not finished else [w for w in engaged if not w.serving]
         for worker in stopped:
             worker.process.kill()
         for thread in threads:

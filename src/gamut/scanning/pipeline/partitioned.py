@@ -29,6 +29,7 @@ from gamut.scanning.pipeline.partitions import (
     PartitionTask,
     abandon_on_failure,
     compute_partition,
+    compute_partitions,
     device_kind,
     engine_chunking,
     gpu_partitioning,
@@ -156,8 +157,8 @@ def execute(
 
         tasks = ((p.index, (p.index, p.start, p.stop, p.prev_query)) for p in todo)
         try:
-            for index, data in run_in_order(conn, compute_partition, task, tasks, local=local, warm=engine_chunking,
-                                            held=lambda: len(held), label="partition"):
+            for index, data in run_in_order(conn, compute_partitions, task, tasks, local=local, warm=engine_chunking,
+                                            held=lambda: len(held), label="partition", streamed=True):
                 deliver(index, data)
         except WorkerError as exc:
             raise exc.advised(_resume_advice(run_dir, len(finished), len(parts))) from None

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import queue
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from gamut.io.threads import numba_threads
 from gamut.scanning.pipeline.job import ScanJob
@@ -120,13 +124,47 @@ def engine_chunking(task: PartitionTask) -> tuple[int, int]:
 def compute_partition(task: PartitionTask, index: int, start: int, stop: int, prev_query: int) -> Any:
     """Scan partition ``index`` (pairs ``start..stop-1``) and return its data, as the task's sink
     renders it (several formats: a tuple of each one's data, in ``task.job.formats`` order)."""
+    ((_, data),) = compute_partitions(task, [(index, (index, start, stop, prev_query))])
+    return data
+
+
+def compute_partitions(task: PartitionTask, taken: Iterable[tuple[Any, tuple[int, int, int, int]]]
+                       ) -> Iterator[tuple[Any, Any]]:
+    """:func:`compute_partition` of each ``(key, (index, start, stop, prev_query))`` of ``taken``,
+    as ``(key, data)`` in that order, through one pipeline: the engine aligns the next partition's
+    first chunks while this one's last are rendered, as in a single process's scan. (Computed one
+    at a time, a partition of a few chunks leaves the engine idle while its first chunk's hits are
+    found and its last chunk is written: a third of the time, for four chunks.) ``taken`` is read
+    only when the pipeline needs the next partition's chunks (on the pipeline's thread); its
+    ``close()``, if it has one, is called when the partitions end, or fail."""
     job = task.job
     si = job.scan_input
     engine = task_engine(task)
-    runs = si.chunks(engine.preferred_chunk_cells, engine.preferred_chunk_pairs, start, stop)
-    chunks = scan_chunks(si, engine, threads=job.threads, chunks=runs, counter0=start)
-    data = render_all(_task_sinks(task), chunks, prev_query, job.threads)
-    return data[0] if len(data) == 1 else data
+    cells, pairs = engine.preferred_chunk_cells, engine.preferred_chunk_pairs
+    begun: deque = deque()  # (key, prev_query, chunks) of each partition whose chunks entered the pipeline
+
+    def chunk_source() -> Iterator[tuple[np.ndarray, int | None]]:
+        for key, (_index, start, stop, prev_query) in taken:
+            spans = list(si.spans(cells, pairs, start, stop))
+            begun.append((key, prev_query, len(spans)))
+            for k, (a, b) in enumerate(spans):
+                yield si.pair_range(a, b), (start if k == 0 else None)
+
+    results = scan_chunks(si, engine, threads=job.threads, chunks=chunk_source())
+    sinks = _task_sinks(task)
+    try:
+        for first in results:
+            key, prev_query, count = begun.popleft()
+            rest = itertools.islice(results, count - 1)
+            data = render_all(sinks, itertools.chain([first], rest), prev_query, job.threads)
+            for _ in rest:  # a sink that stopped early: the partition's chunks end here all the same
+                pass
+            yield key, (data[0] if len(data) == 1 else data)
+    finally:  # a read of ``taken`` that waits (the pipeline's thread) must end before the pipeline can
+        close = getattr(taken, "close", None)
+        if close is not None:
+            close()
+        results.close()
 
 
 def abandon_on_failure(stack: contextlib.ExitStack, sinks: Sequence[Any]) -> None:

@@ -77,7 +77,7 @@ def scan_chunks(
     chunk_cells: int | None = None,
     chunk_pairs: int | None = None,
     progress: Callable[[int], None] | None = None,
-    chunks: Iterable[np.ndarray] | None = None,
+    chunks: Iterable[np.ndarray | tuple[np.ndarray, int]] | None = None,
     counter0: int = 0,
     site_energies: SiteEnergies | None = None,
 ) -> Iterator[tuple[ChunkResult, Parallel]]:
@@ -92,7 +92,9 @@ def scan_chunks(
     Chunks hold about ``chunk_cells`` cells and at most ``chunk_pairs`` pairs (default: the
     engine's ``preferred_chunk_cells`` and ``preferred_chunk_pairs``). ``chunks`` (consecutive
     runs of pairs of the output order, e.g. one partition's: :meth:`ScanInput.chunks` of a range)
-    scans those chunks only, as they are; their first pair's running counter is ``counter0 + 1``.
+    scans those chunks only, as they are; their first pair's running counter is ``counter0 + 1``
+    (an item ``(pairs, counter)`` starts the count again: its first pair's is ``counter + 1``, as
+    at the start of a partition).
     ``site_energies`` (with the params' ``site_access``) gives every hit its ``dG_open``
     (:func:`gamut.scanning.site_access.site_energies` computes it). ``threads`` bounds
     post-processing (hits, energies and, between chunks, the caller's sink: Numba's thread count
@@ -116,7 +118,10 @@ def scan_chunks(
     def align_next():
         """The next chunk's pairs and alignments (the chunk is cut on this thread too); None when there are no more."""
         chunk = next(chunks, None)
-        return None if chunk is None else (chunk, engine.align(queries, references, chunk, params))
+        if chunk is None:
+            return None
+        chunk, restart = chunk if isinstance(chunk, tuple) else (chunk, None)
+        return chunk, engine.align(queries, references, chunk, params), restart
 
     def post_process(aligned) -> tuple[ChunkResult, int] | None:
         """A chunk's result and its cells (for progress), once it is aligned; None after the last one."""
@@ -124,7 +129,9 @@ def scan_chunks(
         got = aligned.result()
         if got is None:
             return None
-        chunk, alignments = got
+        chunk, alignments, restart = got
+        if restart is not None:
+            counter = int(restart)
         with numba_threads(threads):
             hits = chunk_hits(queries, references, chunk, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, engine.energy_device)

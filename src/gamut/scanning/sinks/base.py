@@ -86,14 +86,14 @@ class TextSink:
     def render(self, chunks: Chunks, prev_query: int) -> bytes:
         """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it.
         As :meth:`write` does, a chunk is rendered on a thread of its own while the next is built."""
-        collected = io.BytesIO()
+        collected = _Pieces()
         writes = WriteBehind(collected)
         try:
             for result, spare in chunks:
                 writes.write(self.build(result, spare).render_array)
         finally:
             writes.finish()
-        return collected.getvalue()
+        return b"".join(collected.pieces)
 
     def write_part(self, part: Partition, data: bytes) -> None:
         self._writes.write(lambda: data)
@@ -103,3 +103,21 @@ class TextSink:
         text = self.footer()
         if text:
             self.out.write(text)
+
+
+class _Pieces(io.RawIOBase):
+    """A binary output that keeps what is written to it, piece by piece (each chunk's rendered
+    array), joined once at the end: a growing :class:`io.BytesIO` copies its contents again at each
+    of its many resizes (a partition is 100-200 MB)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces: list = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.pieces.append(data)
+        return len(data)
+
