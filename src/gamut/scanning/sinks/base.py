@@ -107,8 +107,9 @@ class TextSink:
 
 class _Pieces(io.RawIOBase):
     """A binary output that keeps what is written to it, piece by piece (each chunk's rendered
-    array), joined once at the end: a growing :class:`io.BytesIO` copies its contents again at each
-    of its many resizes (a partition is 100-200 MB)."""
+    array, made for this write and never changed after it: kept, not copied), joined once at the
+    end: a growing :class:`io.BytesIO` copies its contents again at each of its many resizes (a
+    partition is 100-200 MB)."""
 
     def __init__(self) -> None:
         super().__init__()
