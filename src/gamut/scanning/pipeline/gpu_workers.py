@@ -378,7 +378,9 @@ def run_in_order(
     when it is ready for it (so that it may begin it before the last one's result is out): a
     worker gets its next task before it finishes one. Tasks in flight plus results the caller holds
     out of order (``held()``) stay within :data:`WINDOW_PER_WORKER` per process. An error a task
-    raises is raised here; a worker that dies is a one-line :class:`WorkerError`."""
+    raises is raised here (and every worker is stopped); a worker that dies is a one-line
+    :class:`WorkerError`. A worker still starting when the run ends is left to start: whoever owns
+    the pool stops it, or (kept by ``gamut serve``) it serves the next run."""
     stream = fn if streamed else _Each(fn)
     pool.start()
     for worker in pool.workers:  # kept workers (gamut serve) served an earlier run
