@@ -261,11 +261,11 @@ def test_received_streams_are_not_inherited_by_processes_a_command_starts():
 _KEPT_WORKERS_SCRIPT = """
 import os, sys
 from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted
-from gamut.serve.server import _as_client, _own_streams
+from gamut.serve.server import _as_client, _standard_streams
 
 own, streams = tuple(os.dup(k) for k in range(3)), (sys.stdin, sys.stdout, sys.stderr)
 (out_r, out_w), (err_r, err_w), null = os.pipe(), os.pipe(), os.open(os.devnull, os.O_RDONLY)
-with kept_workers(lambda: _own_streams(own, streams)):
+with kept_workers(lambda: _standard_streams(own, streams)):
     with _as_client((null, out_w, err_w), os.getcwd(), 0o022, dict(os.environ)):
         with prestarted([0]) as pool:
             print("out"), print("err", file=sys.stderr)

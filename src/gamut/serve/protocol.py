@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gamut.io.descriptors import receive_fds
+
 #: ``GAMUT_SERVER`` values that turn serving off.
 OFF = ("off", "0", "no", "false", "")
 
@@ -109,9 +111,7 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any] | Non
     """One message and the descriptors sent with it; ``(None, [])`` if the other side closed
     the connection before a message began."""
     if max_fds:
-        head, fds, _, _ = socket.recv_fds(sock, _LENGTH.size, max_fds)
-        for fd in fds:  # close-on-exec, as Python's own descriptors: no process a command starts inherits them
-            os.set_inheritable(fd, False)
+        head, fds = receive_fds(sock, _LENGTH.size, max_fds)
     else:
         head, fds = sock.recv(_LENGTH.size), []
     if not head:

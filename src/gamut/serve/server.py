@@ -53,13 +53,13 @@ def _exit_status(code: Any) -> int:
     return 1
 
 
-def _streams() -> tuple[TextIO, TextIO, TextIO]:
-    """Fresh ``sys.stdin``/``stdout``/``stderr`` on copies of descriptors 0-2, buffered as Python's
-    own (copies: text a closed pipe left in a buffer can never reach the server's own streams)."""
+def _streams_on(fds: Sequence[int]) -> tuple[TextIO, TextIO, TextIO]:
+    """Fresh ``sys.stdin``/``stdout``/``stderr`` on copies of ``fds``, buffered as Python's own
+    (copies: text a closed pipe left in a buffer can never reach the server's own streams)."""
     encoding = sys.stdout.encoding or "utf-8"
-    stdin = open(os.dup(0), "r", encoding=encoding)
-    stdout = open(os.dup(1), "w", buffering=1 if os.isatty(1) else -1, encoding=encoding)
-    stderr = open(os.dup(2), "w", buffering=1, encoding=encoding, errors="backslashreplace")
+    stdin = open(os.dup(fds[0]), "r", encoding=encoding)
+    stdout = open(os.dup(fds[1]), "w", buffering=1 if os.isatty(fds[1]) else -1, encoding=encoding)
+    stderr = open(os.dup(fds[2]), "w", buffering=1, encoding=encoding, errors="backslashreplace")
     return stdin, stdout, stderr
 
 
@@ -78,11 +78,12 @@ def _streams_of(fds: Sequence[int]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _own_streams(fds: Sequence[int], streams: tuple[TextIO, TextIO, TextIO]) -> Iterator[None]:
-    """This process's own standard streams while inside, descriptors 0-2 (``fds``) and Python's
-    (``streams``): what a process started there that outlives the command must hold instead of the
-    command's (a reader of the command's output waits for every writer to close it), including a
-    descriptor passed on by number, as multiprocessing's resource tracker gets ``sys.stderr``'s."""
+def _standard_streams(fds: Sequence[int], streams: tuple[TextIO, TextIO, TextIO]) -> Iterator[None]:
+    """Descriptors 0-2 are ``fds`` and Python's standard streams are ``streams`` while inside, then
+    what they were. A process started inside holds them, including a descriptor passed on by
+    number (multiprocessing's resource tracker gets ``sys.stderr``'s): one that outlives a command
+    must be started with the server's own, not the command's (a reader of the command's output
+    waits for every writer to close it)."""
     saved = (sys.stdin, sys.stdout, sys.stderr)
     with _streams_of(fds):
         sys.stdin, sys.stdout, sys.stderr = streams
@@ -98,26 +99,21 @@ def _as_client(fds: Sequence[int], cwd: str, umask: int, environ: dict[str, str]
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    saved_streams = (sys.stdin, sys.stdout, sys.stderr)
+    client = _streams_on(fds)
     saved_environ, saved_argv = dict(os.environ), sys.argv
     saved_cwd, saved_umask = os.getcwd(), os.umask(umask)
     try:
-        with _streams_of(fds):
-            sys.stdin, sys.stdout, sys.stderr = _streams()
-            try:
-                os.environ.clear()
-                os.environ.update(environ)
-                os.chdir(cwd)
-                yield
-            finally:
-                client = (sys.stdin, sys.stdout, sys.stderr)
-                sys.stdin, sys.stdout, sys.stderr = saved_streams
-                for stream in client:
-                    with contextlib.suppress(OSError, ValueError):
-                        stream.flush()
-                    with contextlib.suppress(OSError, ValueError):
-                        stream.close()
+        with _standard_streams(fds, client):
+            os.environ.clear()
+            os.environ.update(environ)
+            os.chdir(cwd)
+            yield
     finally:
+        for stream in client:
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
         os.environ.clear()
         os.environ.update(saved_environ)
         sys.argv = saved_argv
@@ -349,7 +345,7 @@ def serve(path: Path, devices: Sequence[str], idle_timeout: float, log: Callable
         own, streams = tuple(os.dup(k) for k in range(3)), (sys.stdin, sys.stdout, sys.stderr)
         # A scan's GPU worker processes (and multiprocessing's resource tracker, started with the
         # first) stay for the next command on those GPUs, holding the server's streams.
-        with kept_workers(lambda: _own_streams(own, streams)):
+        with kept_workers(lambda: _standard_streams(own, streams)):
             Server(path, idle_timeout, log, devices).serve(listener)
     finally:
         listener.close()

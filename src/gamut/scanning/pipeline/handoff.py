@@ -14,6 +14,8 @@ import os
 import socket
 from typing import Any
 
+from gamut.io.descriptors import receive_fds
+
 
 class _Shared:
     """Stands in a reply for ``length`` bytes sent as a memfd after it (:func:`share`)."""
@@ -78,9 +80,9 @@ def send_fds(conn, fds: list[int]) -> None:
 
 def _receive_fds(conn, count: int) -> list[int]:
     with socket.socket(fileno=os.dup(conn.fileno())) as sock:
-        _, fds, _, _ = socket.recv_fds(sock, 1, count)
+        _, fds = receive_fds(sock, 1, count)
     if len(fds) != count:
         for fd in fds:
             os.close(fd)
         raise OSError(f"{count} descriptors expected from the worker, {len(fds)} came")
-    return list(fds)
+    return fds
