@@ -167,13 +167,13 @@ def test_this_process_and_a_worker_share_the_tasks_in_order(tmp_path):
     every result: tasks still go out one at a time)."""
     import os
 
-    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, OneAtATime, run_in_order
 
     flag = str(tmp_path / "worker-ran")
     pool = GpuWorkers([0])
     got: dict = {}
     try:
-        for key, value in run_in_order(pool, _task_here_or_there, flag, ((k, (k,)) for k in range(12)),
+        for key, value in run_in_order(pool, OneAtATime(_task_here_or_there), flag, ((k, (k,)) for k in range(12)),
                                        local=(flag, 120.0), warm=_warm, held=lambda: len(got)):
             got[key] = value
             assert len(got) <= 12
@@ -201,14 +201,14 @@ def _open_fds() -> int:
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir() or not hasattr(__import__("os"), "memfd_create"),
                     reason="needs Linux (memfd, /proc)")
 def test_large_worker_results_come_back_in_shared_memory_without_leaking_descriptors():
-    from gamut.scanning.pipeline.gpu_workers import SHARED_MIN_BYTES, GpuWorkers, run_in_order
+    from gamut.scanning.pipeline.gpu_workers import SHARED_MIN_BYTES, GpuWorkers, OneAtATime, run_in_order
 
     pool = GpuWorkers([0])
     sizes = {0: SHARED_MIN_BYTES * 3, 1: 1024, 2: SHARED_MIN_BYTES}
     try:
         counts = []
         for _ in range(4):
-            got = dict(run_in_order(pool, _big_result, None, ((k, (n,)) for k, n in sizes.items())))
+            got = dict(run_in_order(pool, OneAtATime(_big_result), None, ((k, (n,)) for k, n in sizes.items())))
             for k, n in sizes.items():
                 data, (short, backwards) = got[k]
                 expected = bytes(range(256)) * (n // 256)
@@ -222,7 +222,7 @@ def test_large_worker_results_come_back_in_shared_memory_without_leaking_descrip
 
 
 def _doubling_stream(obj, taken):
-    """A stream (``streamed=True``): (pid, value * 2) for each task; fails at task ``obj`` in a worker."""
+    """A stream: (pid, value * 2) for each task; fails at task ``obj`` in a worker."""
     import os
 
     for key, (value,) in taken:
@@ -239,8 +239,7 @@ def test_streamed_tasks_come_back_once_each_from_this_process_and_a_worker():
     pool = GpuWorkers([0])
     try:
         for _ in range(2):  # the same workers serve a second run
-            got = dict(run_in_order(pool, _doubling_stream, None, ((k, (k,)) for k in range(40)), local="here",
-                                    streamed=True))
+            got = dict(run_in_order(pool, _doubling_stream, None, ((k, (k,)) for k in range(40)), local="here"))
             assert sorted(got) == list(range(40)) and all(v[1] == 2 * k for k, v in got.items())
             assert os.getpid() in {v[0] for v in got.values()}
     finally:
@@ -252,7 +251,7 @@ def test_a_streamed_task_that_fails_in_a_worker_is_raised_here():
 
     pool = GpuWorkers([0])
     with pytest.raises(ValueError, match="stream failed at task 2"):
-        for _ in run_in_order(pool, _doubling_stream, 2, ((k, (k,)) for k in range(6)), streamed=True):
+        for _ in run_in_order(pool, _doubling_stream, 2, ((k, (k,)) for k in range(6))):
             pass
     assert not pool.workers
 
@@ -285,17 +284,17 @@ def test_a_stream_here_that_fails_while_waiting_for_a_task_ends_the_wait():
     pool = GpuWorkers([0])
     with pytest.raises(ValueError, match="failed after task"):  # the window stays full: held() is large
         for _ in run_in_order(pool, _failing_here_stream, None, ((k, (k,)) for k in range(6)), local="here",
-                              held=lambda: 100, streamed=True):
+                              held=lambda: 100):
             pass
     assert not pool.workers
 
 
 def test_an_error_in_a_worker_task_is_raised_here_and_the_workers_stop():
-    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, OneAtATime, run_in_order
 
     pool = GpuWorkers([0])
     with pytest.raises(ValueError, match="failed"):
-        for _ in run_in_order(pool, _fail, None, ((k, (k,)) for k in range(3))):
+        for _ in run_in_order(pool, OneAtATime(_fail), None, ((k, (k,)) for k in range(3))):
             pass
     assert not pool.workers
 
@@ -338,14 +337,14 @@ def test_workers_started_early_serve_the_run_and_stop_with_the_context():
 def test_kept_workers_outlive_a_command_and_serve_the_next(tmp_path):
     """Inside kept_workers (gamut serve), the workers of one command serve the next on the same
     GPUs (same processes); a pool whose worker ended is started again; all stop with the block."""
-    from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted, run_in_order
+    from gamut.scanning.pipeline.gpu_workers import OneAtATime, kept_workers, prestarted, run_in_order
 
     flag = str(tmp_path / "worker-ran")
     with kept_workers():
         pids = []
         for _ in range(2):
             with prestarted([0]) as pool:
-                got = dict(run_in_order(pool, _task_here_or_there, flag, ((k, (k,)) for k in range(4)), warm=_warm))
+                got = dict(run_in_order(pool, OneAtATime(_task_here_or_there), flag, ((k, (k,)) for k in range(4)), warm=_warm))
                 assert sorted(got) == list(range(4))
                 pids.append({v[0] for v in got.values()})
         assert pids[0] == pids[1] and pool.alive()
@@ -353,7 +352,7 @@ def test_kept_workers_outlive_a_command_and_serve_the_next(tmp_path):
         pool.workers[0].process.join()
         with prestarted([0]) as again:
             assert again is not pool and again.alive()
-            assert dict(run_in_order(again, _task_here_or_there, flag, ((k, (k,)) for k in range(2)), warm=_warm))
+            assert dict(run_in_order(again, OneAtATime(_task_here_or_there), flag, ((k, (k,)) for k in range(2)), warm=_warm))
         assert not pool.workers
     assert not again.workers
 
@@ -361,17 +360,17 @@ def test_kept_workers_outlive_a_command_and_serve_the_next(tmp_path):
 def test_a_run_that_ends_before_its_kept_worker_is_ready_leaves_it_starting(tmp_path):
     """gamut serve: a short command done here before the worker started keeps the worker (it is
     not killed mid start-up), and the next command on those GPUs uses it."""
-    from gamut.scanning.pipeline.gpu_workers import kept_workers, prestarted, run_in_order
+    from gamut.scanning.pipeline.gpu_workers import OneAtATime, kept_workers, prestarted, run_in_order
 
     flag = str(tmp_path / "worker-ran")
     with kept_workers():
         with prestarted([0]) as pool:
             pid = pool.workers[0].process.pid
-            got = dict(run_in_order(pool, _task_here_or_there, flag, [(0, (1,))], local=(flag, 0.0), warm=_warm))
+            got = dict(run_in_order(pool, OneAtATime(_task_here_or_there), flag, [(0, (1,))], local=(flag, 0.0), warm=_warm))
             assert got == {0: (os.getpid(), 2)} and not pool.workers[0].ready
         assert pool.alive()
         with prestarted([0]) as again:
             assert again is pool and pool.workers[0].process.pid == pid
-            got = dict(run_in_order(pool, _task_here_or_there, flag, ((k, (k,)) for k in range(4)), warm=_warm))
+            got = dict(run_in_order(pool, OneAtATime(_task_here_or_there), flag, ((k, (k,)) for k in range(4)), warm=_warm))
             assert {v[0] for v in got.values()} == {pid}
     assert not pool.workers

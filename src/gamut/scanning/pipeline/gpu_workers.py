@@ -322,9 +322,9 @@ READY_POLL_S = 0.05
 AHEAD = 2
 
 
-class _Each:
-    """The stream of ``fn(obj, *args)`` for each task, one at a time (:func:`run_in_order`'s
-    ``fn`` when it is not ``streamed``)."""
+class OneAtATime:
+    """A :func:`run_in_order` stream of ``fn(obj, *args)`` for each task, one at a time (for a
+    task function that has no pipeline to keep full)."""
 
     def __init__(self, fn: Callable) -> None:
         self.fn = fn
@@ -360,7 +360,7 @@ _BUSY = object()
 
 def run_in_order(
     pool: GpuWorkers,
-    fn: Callable,
+    stream: Callable[[Any, Iterable[tuple[Any, tuple]]], Iterator[tuple[Any, Any]]],
     shared: Any,
     tasks: Iterable[tuple[int, tuple]],
     *,
@@ -368,20 +368,19 @@ def run_in_order(
     warm: Callable | None = None,
     held: Callable[[], int] = lambda: 0,
     label: str = "task",
-    streamed: bool = False,
 ) -> Iterator[tuple[int, Any]]:
-    """Run ``fn(shared, *args)`` for each ``(key, args)`` of ``tasks`` on the workers (each first
-    gets ``shared`` and runs ``warm(shared)``, if given) and, with ``local``, as ``fn(local, *args)``
-    on a thread of this process from the first task on; yield ``(key, result)`` as tasks finish (in
-    any order). Whoever is free takes the next task. With ``streamed``, ``fn(obj, taken)`` yields
-    ``(key, result)`` for each ``(key, args)`` of ``taken``, in order, reading the next task only
-    when it is ready for it (so that it may begin it before the last one's result is out): a
-    worker gets its next task before it finishes one. Tasks in flight plus results the caller holds
+    """Run the ``(key, args)`` of ``tasks`` through ``stream`` on the workers (each first gets
+    ``shared`` and runs ``warm(shared)``, if given, then runs ``stream(shared, taken)``) and, with
+    ``local``, as ``stream(local, taken)`` on a thread of this process from the first task on;
+    yield ``(key, result)`` as tasks finish (in any order). ``stream(obj, taken)`` yields ``(key,
+    result)`` for each ``(key, args)`` of ``taken``, in order, reading the next task only when it
+    is ready for it (so that it may begin it before the last one's result is out): a worker gets
+    its next task before it finishes one (:class:`OneAtATime` makes a stream of a task function).
+    Whoever is free takes the next task. Tasks in flight plus results the caller holds
     out of order (``held()``) stay within :data:`WINDOW_PER_WORKER` per process. An error a task
     raises is raised here (and every worker is stopped); a worker that dies is a one-line
     :class:`WorkerError`. A worker still starting when the run ends is left to start: whoever owns
     the pool stops it, or (kept by ``gamut serve``) it serves the next run."""
-    stream = fn if streamed else _Each(fn)
     pool.start()
     for worker in pool.workers:  # kept workers (gamut serve) served an earlier run
         worker.serving = False

@@ -158,7 +158,7 @@ def execute(
         tasks = ((p.index, (p.index, p.start, p.stop, p.prev_query)) for p in todo)
         try:
             for index, data in run_in_order(conn, compute_partitions, task, tasks, local=local, warm=engine_chunking,
-                                            held=lambda: len(held), label="partition", streamed=True):
+                                            held=lambda: len(held), label="partition"):
                 deliver(index, data)
         except WorkerError as exc:
             raise exc.advised(_resume_advice(run_dir, len(finished), len(parts))) from None
