@@ -193,11 +193,12 @@ def timed(runs: list[tuple[float, int]]) -> tuple[float, list[float], int]:
 
 
 class Server:
-    """A ``gamut serve`` process on a socket of its own for the served runs (``--served``)."""
+    """A ``gamut serve`` process on a socket of its own (``tmp / name``) for served runs
+    (``--served``); ``env``: variables it and its clients set (such as ``CUDA_VISIBLE_DEVICES``)."""
 
-    def __init__(self, tmp: Path, device: str) -> None:
-        self.socket = tmp / "serve.sock"
-        self.env = dict(os.environ, GAMUT_SERVER=str(self.socket))
+    def __init__(self, tmp: Path, device: str, name: str = "serve.sock", **env: str) -> None:
+        self.socket = tmp / name
+        self.env = dict(os.environ, GAMUT_SERVER=str(self.socket), **env)
         begin = time.perf_counter()
         subprocess.run([sys.executable, "-m", "gamut", "serve", "--detach", "--device", device, "--idle-timeout", "0"],
                        check=True, env=self.env)
@@ -208,6 +209,10 @@ class Server:
         """The server's peak RSS (bytes) so far."""
         status = Path(f"/proc/{self.pid}/status").read_text()
         return int(status.split("VmHWM:")[1].split()[0]) * 1024
+
+    def commands(self) -> int:
+        """Commands the server has run so far (one line of its log each)."""
+        return sum(": status " in line for line in self.socket.with_suffix(".log").read_text().splitlines())
 
     def stop(self) -> None:
         subprocess.run([sys.executable, "-m", "gamut", "serve", "--stop"], env=self.env, check=False)

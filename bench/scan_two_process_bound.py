@@ -36,40 +36,31 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scan_e2e import SHARED, machine, read_fasta, workloads, write_fasta  # noqa: E402
+from scan_e2e import SHARED, Server, machine, read_fasta, workloads, write_fasta  # noqa: E402
 
 
-def _env(gpu: int | None, servers: list[Path] | None) -> dict[str, str]:
+def _env(gpu: int | None, servers: list[Server] | None) -> dict[str, str]:
     """Every GPU (``gpu`` None) or only ``gpu``; its own process, or a client of ``servers[gpu]``."""
-    served = servers is not None and gpu is not None
-    env = dict(os.environ, GAMUT_SERVER=str(servers[gpu]) if served else "off")
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    return env
+    if servers is not None and gpu is not None:
+        return servers[gpu].env
+    return dict(os.environ, GAMUT_SERVER="off", **({} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)}))
 
 
 @contextlib.contextmanager
-def _servers(tmp: Path, gpus: int) -> Iterator[list[Path]]:
+def _servers(tmp: Path, gpus: int) -> Iterator[list[Server]]:
     """A ``gamut serve --device cuda`` process on each of the first ``gpus`` GPUs."""
-    socks = [tmp / f"serve{k}.sock" for k in range(gpus)]
+    servers: list[Server] = []
     try:
         for k in range(gpus):
-            subprocess.run([sys.executable, "-m", "gamut", "serve", "--detach", "--device", "cuda", "--idle-timeout",
-                            "0"], env=_env(k, socks), check=True, stdout=subprocess.DEVNULL)
-        yield socks
+            servers.append(Server(tmp, "cuda", f"serve{k}.sock", CUDA_VISIBLE_DEVICES=str(k)))
+        yield servers
     finally:
-        for k in range(gpus):
-            subprocess.run([sys.executable, "-m", "gamut", "serve", "--stop"], env=_env(k, socks),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _served_commands(sock: Path) -> int:
-    log = sock.with_suffix(".log")
-    return sum(": status " in line for line in log.read_text().splitlines()) if log.exists() else 0
+        for server in servers:
+            server.stop()
 
 
 def _processes(query: Path, flags: list[str], runs: list[tuple[Path, list[str], int | None]], tmp: Path,
-               servers: list[Path] | None = None) -> float:
+               servers: list[Server] | None = None) -> float:
     """Start a ``gamut miranda`` process for every ``(reference, extra options, GPU or None)`` at
     once (clients of ``servers``, one per GPU, if given); seconds until the last ends (outputs
     removed after)."""
@@ -91,7 +82,7 @@ def _processes(query: Path, flags: list[str], runs: list[tuple[Path, list[str], 
 
 
 def measure(query: Path, ref: Path, flags: list[str], tmp: Path, repeat: int, threads: int,
-            servers: list[Path] | None = None) -> dict:
+            servers: list[Server] | None = None) -> dict:
     """The columns of one case (see the module's docstring); with ``servers``, every process a
     client of the server on its GPU (and no ``--gpus 0,1`` column)."""
     records = read_fasta(ref)
@@ -105,7 +96,7 @@ def measure(query: Path, ref: Path, flags: list[str], tmp: Path, repeat: int, th
     }
     if servers is not None:
         del plans["whole_gpus01"]
-        before = [_served_commands(sock) for sock in servers]
+        before = [server.commands() for server in servers]
     for warm in ("two_halves_at_once", "whole_gpu0"):  # Numba's and CuPy's on-disk caches filled
         _processes(query, flags, plans[warm], tmp, servers)
     walls: dict[str, list[float]] = {name: [] for name in plans}
@@ -113,7 +104,7 @@ def measure(query: Path, ref: Path, flags: list[str], tmp: Path, repeat: int, th
         for name, runs in plans.items():
             walls[name].append(_processes(query, flags, runs, tmp, servers))
     if servers is not None:
-        ran = [_served_commands(sock) - b for sock, b in zip(servers, before)]
+        ran = [server.commands() - b for server, b in zip(servers, before)]
         expected = [2 + 3 * repeat, 1 + repeat]
         if ran != expected:  # a client the server declined ran as its own process
             raise SystemExit(f"served commands per server: {ran}, expected {expected}")
