@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU checks and benchmarks in one call on the lent device machine (see docs/scan_gpu.md).
-#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big energy e2e scaling timeline sample access
+#   bash bench/device_suite.sh STAGE [STAGE ...]      stages: env tests scan fold splice big energy e2e scaling timeline sample startup access
 # Wheels for packages the device image lacks travel in .whl/ (carry it); logs and results go to
 # $OUT (or bench/results/device when $OUT is unset).
 set -uo pipefail
@@ -48,6 +48,7 @@ for stage in "$@"; do
               run "sample_$case" "${SAMPLE_LIMIT:-120}" python3 bench/sample_profile.py --case "$case" --data .data \
                 --out "$OUT/sample_${case}_cuda.md"
             done ;;
+    startup) run startup "${STARTUP_LIMIT:-300}" python3 bench/startup.py --floors --data .data --out "$OUT/startup" ${STARTUP_ARGS:-} ;;
     access) run access_gpu "${ACCESS_LIMIT:-360}" python3 bench/access.py --gpu --scan --repeat 3 --cpu-refs 240 --data .data \
               --out "$OUT" --kind "${KIND:-nvidia-h100-x1}" ${ACCESS_ARGS:-} ;;
     energy) run energy_gpu "${ENERGY_LIMIT:-240}" python3 bench/energy_gpu.py --out "$OUT" --kind "${KIND:-nvidia-h100-x1}" ${ENERGY_ARGS:-} ;;

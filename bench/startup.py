@@ -13,7 +13,11 @@ It writes (and prints):
 - ``python -X importtime`` of the CUDA process: the 20 largest cumulative imports;
 - a cProfile of the CUDA process (``--profile-device``) (``gamut.cli.main(argv)`` in-process, as ``gamut.cli.run`` ends
   with ``os._exit``): the 40 largest cumulative entries;
-- ``python -X importtime`` of the CPU process likewise (for comparison).
+- ``python -X importtime`` of the CPU process likewise (for comparison);
+- with ``--floors``, the floors under any process of this stack: wall times of fresh interpreters
+  that only import NumPy, Numba (its SciPy and ``coverage`` probes hidden, as gamut imports it),
+  CuPy, create the CUDA context (through CuPy, and through the driver alone with ``ctypes``), and
+  all of them as a ``--device cuda`` process does (the context on a thread beside the imports).
 
 Nothing here needs more than the repository and ``mirbase/mature.fa.gz`` under ``--data``.
 """
@@ -54,6 +58,44 @@ def wall(repo: Path, argv: list[str], env: dict) -> float:
     return time.perf_counter() - start
 
 
+_HIDE_PROBES = "import sys; sys.modules['scipy'] = sys.modules['coverage'] = None; "
+_DRIVER_CONTEXT = ("import ctypes; c = ctypes.CDLL('libcuda.so.1'); d = ctypes.c_int(); x = ctypes.c_void_p(); "
+                   "assert c.cuInit(0) == 0; assert c.cuDeviceGet(ctypes.byref(d), 0) == 0; "
+                   "assert c.cuDevicePrimaryCtxRetain(ctypes.byref(x), d) == 0; assert c.cuCtxSetCurrent(x) == 0")
+_CUPY_CONTEXT = "import cupy; cupy.cuda.runtime.setDevice(0); cupy.cuda.runtime.free(0)"
+
+#: name -> the code of a fresh interpreter (``python -c``): what any process of the stack pays.
+FLOORS = {
+    "python, nothing imported": "pass",
+    "numpy": "import numpy",
+    "numpy + numba (probes hidden)": _HIDE_PROBES + "import numpy, numba",
+    "cupy": "import cupy",
+    "CUDA context, driver alone (ctypes)": _DRIVER_CONTEXT,
+    "cupy + CUDA context": _CUPY_CONTEXT,
+    "numpy + numba + cupy + context, one thread": _HIDE_PROBES + "import numpy, numba; " + _CUPY_CONTEXT,
+    "numpy + numba + cupy + context, context on a thread": (
+        _HIDE_PROBES + "import concurrent.futures as cf; f = cf.ThreadPoolExecutor(1).submit(exec, "
+        + repr(_CUPY_CONTEXT) + "); import numpy, numba; f.result()"),
+}
+
+
+def floors(env: dict, runs: int, warm: int) -> dict[str, dict]:
+    """Median and all wall times of ``runs`` fresh interpreters (after ``warm``) for each of
+    :data:`FLOORS`."""
+    out = {}
+    for name, code in FLOORS.items():
+        def once() -> float:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            return time.perf_counter() - start
+        for _ in range(warm):
+            once()
+        walls = [once() for _ in range(runs)]
+        out[name] = {"median_s": statistics.median(walls), "all_s": walls}
+        print(f"floor {name}: median {statistics.median(walls):.3f} s", flush=True)
+    return out
+
+
 def importtime(repo: Path, argv: list[str], env: dict, top: int = 20) -> str:
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "gamut", *argv], cwd=repo, env=env,
                           check=True, capture_output=True, text=True)
@@ -91,6 +133,7 @@ def main() -> int:
     ap.add_argument("--warm", type=int, default=2)
     ap.add_argument("--noenergy", action="store_true", help="one-pair processes with -noenergy")
     ap.add_argument("--profile-device", default="cuda", help="the device of the cProfile'd process")
+    ap.add_argument("--floors", action="store_true", help="also the floors of the stack (see the docstring)")
     ap.add_argument("--out", type=Path, default=Path("startup_results"))
     args = ap.parse_args()
     repo = args.repo.resolve()
@@ -110,7 +153,14 @@ def main() -> int:
         report["walls"][device] = {"median_s": statistics.median(walls), "all_s": walls}
         print(f"{device}: one-pair process median {statistics.median(walls):.3f} s ({', '.join(f'{w:.3f}' for w in walls)})",
               flush=True)
+    if args.floors:
+        report["floors"] = floors(env, args.runs, args.warm)
     text = [json.dumps(report, indent=1)]
+    if args.floors:
+        text += ["\n## Floors: fresh interpreters (median of the runs)\n", "| what the process does | median s | all s |",
+                 "| --- | ---: | --- |"]
+        text += [f"| {name} | {f['median_s']:.3f} | {', '.join(f'{w:.3f}' for w in f['all_s'])} |"
+                 for name, f in report["floors"].items()]
     for device in [d for d in args.devices.split(",") if d]:
         argv = argv_for(q, r, device, args.out / f"one_{device}.txt", extra)
         text += [f"\n## python -X importtime, --device {device}\n", importtime(repo, argv, env)]
