@@ -156,7 +156,7 @@ def main() -> int:
              "| case | processes | whole, GPU 0 s | `--gpus 0,1` s | half alone s | two halves at once s | bound speed-up "
              "| `--gpus 0,1` speed-up | side by side cost |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        gpus01 = (f"{r['whole_gpus01_s']:.2f} | {r['gpus01_speedup']:.2f}x" if "whole_gpus01_s" in r else "- | -").split(" | ")
+        gpus01 = (f"{r['whole_gpus01_s']:.2f}", f"{r['gpus01_speedup']:.2f}x") if "whole_gpus01_s" in r else ("-", "-")
         lines.append(f"| {r['case']} | {r['runs']} | {r['whole_gpu0_s']:.2f} | {gpus01[0]} | {r['half_alone_s']:.2f} "
                      f"| {r['two_halves_at_once_s']:.2f} | {r['bound_speedup']:.2f}x | {gpus01[1]} "
                      f"| {r['side_by_side_cost']:.2f}x |")

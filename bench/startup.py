@@ -52,10 +52,17 @@ def argv_for(q: Path, r: Path, device: str, out: Path, extra: list[str]) -> list
     return ["miranda", str(q), str(r), *extra, "--device", device, "-out", str(out)]
 
 
-def wall(repo: Path, argv: list[str], env: dict) -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "gamut", *argv], cwd=repo, env=env, check=True)
-    return time.perf_counter() - start
+def timed(cmd: list[str], env: dict, runs: int, warm: int, cwd: Path | None = None) -> dict:
+    """Median and all wall times of ``runs`` processes ``cmd`` (after ``warm`` untimed ones)."""
+    def once() -> float:
+        start = time.perf_counter()
+        subprocess.run(cmd, cwd=cwd, env=env, check=True)
+        return time.perf_counter() - start
+
+    for _ in range(warm):
+        once()
+    walls = [once() for _ in range(runs)]
+    return {"median_s": statistics.median(walls), "all_s": walls}
 
 
 _HIDE_PROBES = "import sys; sys.modules['scipy'] = sys.modules['coverage'] = None; "
@@ -84,15 +91,8 @@ def floors(env: dict, runs: int, warm: int) -> dict[str, dict]:
     :data:`FLOORS`."""
     out = {}
     for name, code in FLOORS.items():
-        def once() -> float:
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], env=env, check=True)
-            return time.perf_counter() - start
-        for _ in range(warm):
-            once()
-        walls = [once() for _ in range(runs)]
-        out[name] = {"median_s": statistics.median(walls), "all_s": walls}
-        print(f"floor {name}: median {statistics.median(walls):.3f} s", flush=True)
+        out[name] = timed([sys.executable, "-c", code], env, runs, warm)
+        print(f"floor {name}: median {out[name]['median_s']:.3f} s", flush=True)
     return out
 
 
@@ -147,11 +147,8 @@ def main() -> int:
     report: dict = {"repo": str(repo), "python": sys.version.split()[0], "cpus": os.cpu_count(), "walls": {}}
     for device in [d for d in args.devices.split(",") if d]:
         argv = argv_for(q, r, device, args.out / f"one_{device}.txt", extra)
-        for _ in range(args.warm):
-            wall(repo, argv, env)
-        walls = [wall(repo, argv, env) for _ in range(args.runs)]
-        report["walls"][device] = {"median_s": statistics.median(walls), "all_s": walls}
-        print(f"{device}: one-pair process median {statistics.median(walls):.3f} s ({', '.join(f'{w:.3f}' for w in walls)})",
+        got = report["walls"][device] = timed([sys.executable, "-m", "gamut", *argv], env, args.runs, args.warm, repo)
+        print(f"{device}: one-pair process median {got['median_s']:.3f} s ({', '.join(f'{w:.3f}' for w in got['all_s'])})",
               flush=True)
     if args.floors:
         report["floors"] = floors(env, args.runs, args.warm)
