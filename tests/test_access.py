@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 RNA = pytest.importorskip("RNA")
@@ -85,6 +85,7 @@ def test_smoothing_is_viennarnas_default():
 
 @settings(max_examples=20, deadline=None)
 @given(st.text("ACGUTNacgutn", min_size=0, max_size=300), st.sampled_from([(20, 10, 5), (80, 40, 20), (31, 31, 7)]))
+@example("AAAAAAAAAAAATGAAAAAAC", (20, 10, 5))  # two windows: ViennaRNA's P(u=4) is 2.4e-9 above its P(u=3)
 def test_windows_letters_and_shapes(sequence, wlu):
     window, span, u = wlu
     r = accessibility(sequence, window=window, span=span, max_unpaired=u)
@@ -94,8 +95,12 @@ def test_windows_letters_and_shapes(sequence, wlu):
     assert np.isnan(r.unpaired[below]).all() and not np.isnan(r.unpaired[~below]).any()
     p = r.unpaired[~below]
     assert ((p >= -1e-12) & (p <= 1 + 1e-9)).all()
-    # a longer stretch ending at the same letter is unpaired no more often
-    assert (np.nan_to_num(np.diff(r.unpaired, axis=1), nan=-1) <= 1e-9).all()
+    # A longer stretch ending at the same letter is unpaired no more often within one window. Over
+    # several windows RNAplfold averages each stretch over the windows that hold it, fewer for a longer
+    # one, so ViennaRNA's own numbers may rise with u (by 2.4e-9 in the example above): there the
+    # check is equality with ViennaRNA (below), not this property.
+    if window >= n:
+        assert (np.nan_to_num(np.diff(r.unpaired, axis=1), nan=-1) <= 1e-12).all()
     # case, T and unknown letters are read as RNAplfold reads them
     same = accessibility(rna_letters(sequence), window=window, span=span, max_unpaired=u)
     assert np.array_equal(r.unpaired, same.unpaired, equal_nan=True)

@@ -104,3 +104,37 @@ def test_fold_with_progress_gives_the_same_result(capsys):
     plain = gamut.fold(sequence, device="cpu", progress=False)
     assert (shown.pairs, shown.structure) == (plain.pairs, plain.structure)
     assert capsys.readouterr().out == ""  # a bar never writes to stdout
+
+
+def test_progress_into_a_log_writes_plain_lines_not_a_blank_line(monkeypatch):
+    """``--progress`` with stderr a file or a pipe (issue 44): readable lines, no control characters,
+    never a lone blank line."""
+    from rich.console import Console
+
+    import gamut.progress as progress
+
+    monkeypatch.setattr(progress, "LOG_INTERVAL", 0.0)
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=False, width=80)
+    with progress_bar("scan [cpu]", 2_000_000_000, True, unit="cells", console=console) as advance:
+        advance(500_000_000)
+        advance(1_500_000_000)
+    lines = sink.getvalue().splitlines()
+    assert lines and all(line.startswith("scan [cpu]: ") for line in lines), lines
+    assert lines[-1].startswith("scan [cpu]: 2.0/2.0 G cells, ") and "\x1b" not in sink.getvalue()
+
+
+def test_fold_progress_into_a_file_is_no_blank_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    err = tmp_path / "err.txt"
+    with open(err, "w") as handle:
+        done = subprocess.run([sys.executable, "-m", "gamut", "fold", "GGGGAAAACCCCAUAUAUGGGGAAAACCCC", "--device", "cpu",
+                               "--progress"], stdout=subprocess.PIPE, stderr=handle, text=True,
+                              env={**os.environ, "GAMUT_SERVER": "off"})
+    assert done.returncode == 0 and "((((" in done.stdout
+    lines = err.read_text().split("\n")
+    assert lines[-1] == "" and lines[:-1], lines  # whole lines, at least one
+    assert all(re.fullmatch(r"[^:]+: [\d.]+/[\d.]+ .*, .*/s, \d+:\d\d:\d\d", line) for line in lines[:-1]), lines

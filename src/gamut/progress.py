@@ -70,17 +70,57 @@ def _columns(label: str, unit: str) -> list:
             TimeRemainingColumn(table_column=whole)]
 
 
+#: Seconds between two progress lines when stderr is no terminal (a log file, a pipe).
+LOG_INTERVAL = 10.0
+
+
+class _LogLines:
+    """Progress as plain lines (``label: 12.3/41.4 G cells, 3.1 G cells/s, 0:00:20``) at most every
+    ``interval`` seconds and once at the end: what a log file can hold, where a live bar would
+    leave nothing but control characters or a blank line."""
+
+    def __init__(self, label: str, total: int | None, unit: str, write: Callable[[str], None],
+                 interval: float) -> None:
+        import time
+
+        self.label, self.total, self.unit, self.write, self.interval = label, total, unit, write, interval
+        self.clock = time.monotonic
+        self.began = self.last = self.clock()
+        self.done = 0
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self.clock() - self.last >= self.interval:
+            self.line()
+
+    def line(self) -> None:
+        self.last = now = self.clock()
+        elapsed = now - self.began
+        rate = human_rate(self.done / elapsed if elapsed > 0 else None, self.unit)
+        minutes, seconds = divmod(int(elapsed), 60)
+        self.write(f"{self.label}: {human_count(self.done, self.total, self.unit)}, {rate}, "
+                   f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}")
+
+
 @contextlib.contextmanager
 def progress_bar(label: str, total: int | None, show: bool, *, unit: str = "",
                  console: Console | None = None) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(n)``: a transient rich bar on stderr (or ``console``) counting ``unit``
-    (``cells``, ``pairs``, ...) up to ``total`` (None: not known ahead) when ``show``, else a no-op."""
+    (``cells``, ``pairs``, ...) up to ``total`` (None: not known ahead) when ``show``, else a no-op.
+    Where the console is no terminal (``--progress`` into a log), plain lines instead (:class:`_LogLines`)."""
     if not show:
         yield lambda n: None
         return
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(*_columns(label, unit), console=console or Console(stderr=True), transient=True) as bar:
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        lines = _LogLines(label, total, unit, lambda text: console.file.write(text + "\n") or console.file.flush(),
+                          LOG_INTERVAL)
+        yield lines.advance
+        lines.line()
+        return
+    with Progress(*_columns(label, unit), console=console, transient=True) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
