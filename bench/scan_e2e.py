@@ -6,6 +6,8 @@ Workloads (inputs written to a temporary folder; real data from ``--data``, i.e.
   ``-quiet`` (many short references, as in a CLIP-site scan);
 - ``sars``: human miRNAs x the ten SARS-CoV-2 genomes (``rna/sars-cov-2_batch.fasta``), long references;
 - ``t2``: 256 miRNAs x 256 UTR-like references of 20 kb (GAMUT's Table 2 shape);
+- ``transcriptome``: the 1,921 human miRNAs x ten copies of the ``utr`` references, each copy's names
+  distinct (61,500 references, 124 Mb; ``--transcriptome-copies`` changes the count);
 - ``utr``: the 1,921 human miRNAs x 6,150 references whose lengths follow human 3'UTRs (median
   1,384, mean 2,015, max 32,870 nt, 12.4 Mb in all): lengths drawn (seed 24) from a log-normal
   with that median and mean, clipped at 32,870 (the longest set to it), the lengths above the
@@ -85,6 +87,9 @@ def workloads(args, tmp: Path) -> dict[str, tuple[Path, Path, list[str]]]:
         refs = [(f"utr{k}", "".join(np.array(list("ACGU"))[rng.choice(4, args.t2_length, p=UTR_COMPOSITION)]))
                 for k in range(256)]
         out["t2"] = (write_fasta(tmp / "mir256.fa", mirs[:256]), write_fasta(tmp / "utr20k.fa", refs), [])
+    if "transcriptome" in args.cases:
+        refs = transcriptome_references(args.data, args.transcriptome_copies)
+        out["transcriptome"] = (q_all, write_fasta(tmp / "transcriptome.fa", refs), ["-quiet"])
     if "utr" in args.cases:
         refs = utr_references(args.data, args.utr_refs)
         args.utr_stats = length_stats(refs)
@@ -128,6 +133,17 @@ def utr_references(data: Path, n: int, seed: int = 24) -> list[tuple[str, str]]:
             window = window.translate(flip)[::-1]
         out.append((f"utr{k}_{start}{'-' if minus else '+'}", window))
     return out
+
+
+#: Copies of the utr references in the ``transcriptome`` case (issue 45: 61,500 references, 124 Mb).
+TRANSCRIPTOME_COPIES = 10
+
+
+def transcriptome_references(data: Path, copies: int = TRANSCRIPTOME_COPIES) -> list[tuple[str, str]]:
+    """The ``transcriptome`` case: ``copies`` copies of the utr references, one after the other, each
+    reference named after its utr original and its copy (``utr17_..._c3``), so that every name is distinct."""
+    utr = utr_references(data, UTR_COUNT)
+    return [(f"{name}_c{c}", seq) for c in range(copies) for name, seq in utr]
 
 
 def length_stats(records: list[tuple[str, str]]) -> dict:
@@ -280,8 +296,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=0, help="--threads for the CLI (0: all cores)")
     ap.add_argument("--gpus", default="", help="--gpus for the CLI, e.g. 0,1 (default: the first GPU)")
     ap.add_argument("--cluster", default="", help="--cluster for the CLI, e.g. local:2 (one worker process per GPU)")
-    ap.add_argument("--cases", default="clip,sars,t2,utr", help="comma-separated: clip, sars, t2, utr")
+    ap.add_argument("--cases", default="clip,sars,t2,utr", help="comma-separated: clip, sars, t2, utr, transcriptome")
     ap.add_argument("--utr-refs", type=int, default=UTR_COUNT, help="references of the utr case (default 6,150)")
+    ap.add_argument("--transcriptome-copies", type=int, default=TRANSCRIPTOME_COPIES,
+                    help="copies of the utr references in the transcriptome case (default 10: 61,500 references, 124 Mb)")
     ap.add_argument("--compare-cpu", action="store_true",
                     help="also time each case as a --device cpu process with every core, in the same run")
     ap.add_argument("--served", action="store_true",

@@ -5,6 +5,7 @@ A scan holds its queries and its references as two :class:`SequenceSet` objects;
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,11 +22,17 @@ class SequenceSet:
     is_ascii: bool  # every letter is ASCII (case mapping bytewise equals str.upper/lower)
 
     @classmethod
-    def build(cls, ids: list[str], sequences: list[bytes], codes: list[np.ndarray]) -> "SequenceSet":
+    def build(cls, ids: list[str], sequences: list[bytes], codes: list[np.ndarray] | None = None,
+              encode: Callable[[bytes], np.ndarray] | None = None) -> "SequenceSet":
+        """The set of ``sequences`` with their class ``codes`` (one array per sequence), or with
+        ``encode(letters)`` applied once to the letters joined end to end."""
         joined = b"".join(sequences)
         offsets = np.zeros(len(sequences) + 1, np.int64)
-        np.cumsum([len(s) for s in sequences], out=offsets[1:])
-        flat_codes = np.concatenate(codes).astype(np.int8) if codes else np.zeros(0, np.int8)
+        np.cumsum(np.fromiter(map(len, sequences), np.int64, len(sequences)), out=offsets[1:])
+        if encode is not None:
+            flat_codes = np.asarray(encode(joined), np.int8)
+        else:
+            flat_codes = np.concatenate(codes).astype(np.int8, copy=False) if codes else np.zeros(0, np.int8)
         return cls(list(ids), np.frombuffer(joined, np.uint8), flat_codes, offsets, joined.isascii())
 
     @classmethod

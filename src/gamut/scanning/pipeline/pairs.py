@@ -18,7 +18,7 @@ from gamut.scanning.params import ScanParams
 
 def sequence_set(ids: list[str], sequences: list[bytes]) -> SequenceSet:
     """Sequences concatenated once, with their class codes computed in one pass."""
-    return SequenceSet.build(ids, sequences, [encode(b"".join(sequences))])
+    return SequenceSet.build(ids, sequences, encode=encode)
 
 
 @dataclass
