@@ -78,3 +78,43 @@ def test_stopping_early_leaves_later_chunks_unaligned():
     chunks.close()
     assert engine.calls <= 3  # the chunk taken and at most the two ahead of it
     assert si.n_pairs == 12
+
+
+class ConcurrentEngine(CountingEngine):
+    """Aligns ``concurrent_chunks`` chunks at once, each call taking a random time (so later chunks
+    often finish first)."""
+
+    concurrent_chunks = 3
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.rng = np.random.default_rng(seed)
+        self.active = 0
+        self.most = 0
+
+    def align(self, queries, references, pairs, params):
+        import time
+
+        with self.lock:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            pause = float(self.rng.uniform(0, 0.02))
+        try:
+            time.sleep(pause)
+            return super().align(queries, references, pairs, params)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_engine_of_several_lanes_gets_every_chunk_once_in_order(seed):
+    """``concurrent_chunks`` (the GPU engine's 2): chunks aligned at once on several threads come
+    out in order, each once, whichever finishes first."""
+    si = scan_input()
+    engine = ConcurrentEngine(seed)
+    results = [r for r, _ in scan_chunks(si, engine, chunk_pairs=1)]
+    assert [r.pairs.tolist() for r in results] == [si.pair_range(k, k + 1).tolist() for k in range(si.n_pairs)]
+    plain = [r for r, _ in scan_chunks(si, CountingEngine(), chunk_pairs=1)]
+    assert summary(results) == summary(plain)
+    assert engine.most > 1  # chunks were aligned at once

@@ -62,6 +62,9 @@ class GpuEngine:
     name = "cuda"
     energy_device = "auto"
     occupies_cores = False
+    #: Chunks the runner may align at once (each on threads and streams of its own): one chunk's
+    #: host work (task tables, transfers, survivors, results) overlaps another's kernels.
+    concurrent_chunks = 2
 
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:
@@ -84,6 +87,14 @@ class GpuEngine:
         #: Per device: (reference set, index range, DeviceRefs) of the references last uploaded.
         self._refs_held: list = [None] * len(self.backends)
         self._refs_lock = threading.Lock()
+        #: Per device: the streams free for a job (each running job holds one: ``bucket_threads``
+        #: per chunk aligned at once), shared by concurrent ``align`` calls.
+        self._free_streams: list[queue.SimpleQueue] = []
+        for _ in self.backends:
+            free: queue.SimpleQueue = queue.SimpleQueue()
+            for slot in range(self.tuning.bucket_threads * self.concurrent_chunks):
+                free.put(slot)
+            self._free_streams.append(free)
 
     @property
     def peak_device_bytes(self) -> int:
@@ -225,8 +236,9 @@ class GpuEngine:
 
     def _run_jobs(self, jobs: list[list]) -> None:
         """Run ``jobs[d]`` (callables returning stats) on device d, all devices at once; on each,
-        up to ``bucket_threads`` jobs at a time, each on a stream no other running job uses, so
-        that one job's host work overlaps another's kernels."""
+        up to ``bucket_threads`` jobs at a time, each on a stream no other running job (of this
+        call or of another chunk aligned at once) uses, so that one job's host work overlaps
+        another's kernels."""
         errors: list[BaseException] = []
 
         def on_device(d: int) -> None:
@@ -249,9 +261,7 @@ class GpuEngine:
     def _run_on(self, d: int, jobs: list) -> None:
         backend = self.backends[d]
         workers = max(1, min(len(jobs), self.tuning.bucket_threads))
-        free_streams: queue.SimpleQueue = queue.SimpleQueue()
-        for slot in range(workers):
-            free_streams.put(slot)
+        free_streams = self._free_streams[d]
 
         def one(job) -> None:
             slot = free_streams.get()

@@ -11,6 +11,7 @@ stays bounded by a few chunks whatever the number of pairs.
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -85,7 +86,9 @@ def scan_chunks(
 
     Three stages run at once, each on its own thread, one chunk apart: the engine aligns chunk
     k+2, the hits, energies and site filter of chunk k+1 are computed, and the caller formats
-    and writes chunk k (the engine runs up to two chunks ahead, the hits one). ``spare_cores``
+    and writes chunk k (the engine runs up to two chunks ahead, the hits one). An engine whose
+    ``concurrent_chunks`` is more than 1 (the GPU's) aligns that many chunks at once, on as many
+    threads, and runs that many more chunks ahead. ``spare_cores``
     tells whoever formats the chunk whether its kernels may take every core now (a callable,
     asked before each kernel: see :func:`gamut.io.threads.run_kernel`): only while no alignment
     runs beside them. ``progress`` is called with the number of cells finished after each chunk.
@@ -114,10 +117,22 @@ def scan_chunks(
 
     chunks = iter(chunks) if chunks is not None else scan_input.chunks(int(chunk_cells), int(chunk_pairs))
     counter = counter0  # the running counter before the next chunk (kept by the hits thread)
+    # An engine that aligns several chunks at once gets them on as many threads; each takes its
+    # chunk in submission order (the k-th call the k-th chunk), whichever thread runs it.
+    lanes = max(1, int(getattr(engine, "concurrent_chunks", 1)))
+    turn = threading.Condition()
+    taken = [0]
 
-    def align_next():
-        """The next chunk's pairs and alignments (the chunk is cut on this thread too); None when there are no more."""
-        chunk = next(chunks, None)
+    def align_next(k: int):
+        """Chunk ``k``'s pairs and alignments (the chunk is cut on this thread too); None when there are no more."""
+        with turn:
+            while taken[0] != k:
+                turn.wait()
+            try:
+                chunk = next(chunks, None)
+            finally:
+                taken[0] += 1
+                turn.notify_all()
         if chunk is None:
             return None
         chunk, restart = chunk if isinstance(chunk, tuple) else (chunk, None)
@@ -153,12 +168,14 @@ def scan_chunks(
         return result, cells
 
     processing: deque = deque()  # futures of (ChunkResult, cells), in order
-    with ThreadPoolExecutor(1, thread_name_prefix="gamut-align") as aligner, \
+    submitted = 0
+    with ThreadPoolExecutor(lanes, thread_name_prefix="gamut-align") as aligner, \
             ThreadPoolExecutor(1, thread_name_prefix="gamut-hits") as hitter, numba_threads(threads):
         try:
             while True:
-                while len(aligning) < 2:  # keep the engine up to two chunks ahead
-                    aligning.append(aligner.submit(align_next))
+                while len(aligning) < 1 + lanes:  # keep the engine up to 1 + lanes chunks ahead
+                    aligning.append(aligner.submit(align_next, submitted))
+                    submitted += 1
                     processing.append(hitter.submit(post_process, aligning[-1]))
                 got = processing.popleft().result()
                 aligning.popleft()
