@@ -303,12 +303,12 @@ def test_worker_gpus_are_read_from_the_command_line(monkeypatch, tmp_path):
     from gamut.cli import scan_worker_gpus
     from gamut.cuda.device import visible_gpu_count
 
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
-    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == [1, 2]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")  # a worker process on every GPU (a stripe each)
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == [0, 1, 2]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
-    assert scan_worker_gpus(["miranda", "q", "r", "--device", "cuda", "--gpus", "0,1,3"]) == [1, 3]
-    assert scan_worker_gpus(["scan", "q", "r", "--device=cuda", "--gpus=2,2"]) == [2]
+    assert scan_worker_gpus(["miranda", "q", "r", "--device", "cuda", "--gpus", "0,1,3"]) == [0, 1, 3]
+    assert scan_worker_gpus(["scan", "q", "r", "--device=cuda", "--gpus=2,2"]) == [2, 2]
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "0"]) == []
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cpu", "--gpus", "0,1"]) == []
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == []

@@ -80,7 +80,7 @@ def cuda_requested(argv: list[str]) -> int | None:
 
 def scan_worker_gpus(argv: list[str]) -> list[int]:
     """The GPUs of the worker processes a scan on several GPUs will use (``--gpus 0,1`` or ``all``
-    and ``--device cuda``: all but the first; none for one GPU, with ``--cluster``, or for other
+    and ``--device cuda``: a worker on each; none for one GPU, with ``--cluster``, or for other
     commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`: a run whose GPUs
     turn out otherwise starts its own workers."""
     if not argv or argv[0] not in ("scan", "miranda") or cuda_requested(argv) is None:
@@ -91,11 +91,12 @@ def scan_worker_gpus(argv: list[str]) -> list[int]:
     if listed.lower() == "all":
         from gamut.cuda.device import visible_gpu_count
 
-        return list(range(1, visible_gpu_count()))
+        count = visible_gpu_count()
+        return list(range(count)) if count > 1 else []
     ids = [g.strip() for g in listed.split(",")]
     if len(ids) < 2 or not all(g.isdigit() for g in ids):
         return []
-    return [int(g) for g in ids[1:]]
+    return [int(g) for g in ids]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     from gamut.scanning.pipeline.gpu_workers import prestarted
 
     gpu = cuda_requested(argv)
-    with prestarted(scan_worker_gpus(argv)):  # worker processes first: they start beside this one
-        if gpu is not None:
+    workers = scan_worker_gpus(argv)
+    with prestarted(workers):  # worker processes first: they start beside this one
+        if gpu is not None and not workers:  # (a scan on several GPUs runs in its workers alone)
             from gamut.cuda.device import prewarm
 
             prewarm(gpu)  # CuPy (and cupyx) and the CUDA context on a thread, beside the imports below

@@ -103,6 +103,7 @@ def _render_rows(piece_starts, piece_lengths, piece_step, spec_off, row_base, or
     ``piece_starts[p]`` and ``piece_lengths[p]`` are the addresses of the int64 arrays of the
     piece's start addresses and lengths (:class:`TextBuilder` keeps every array alive). Each row's
     output offset comes from a prefix sum of the row lengths, so rows are copied independently.
+    Returns the text and those offsets (row ``x`` of ``order`` starts at ``offsets[x]``).
     """
     n = order.shape[0]
     group = np.empty(n, np.int64)
@@ -128,7 +129,7 @@ def _render_rows(piece_starts, piece_lengths, piece_step, spec_off, row_base, or
             size = _peek(piece_lengths[p] + k)
             _copy_from(out, pos, _peek(piece_starts[p] + k), size)
             pos += size
-    return out
+    return out, offsets
 
 
 def _address(array: np.ndarray) -> int:
@@ -280,9 +281,17 @@ class TextBuilder:
 
     def render_array(self) -> np.ndarray:
         """All records in key order, as a uint8 array."""
+        return self.render_cut(np.zeros(0, np.int64))[0]
+
+    def render_cut(self, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All records in key order, as a uint8 array, and the offset in it of each of ``cuts``
+        (ascending ``major`` keys): where the first record of ``major >= cut`` begins (the end of
+        the text if none), so that the text of majors ``cuts[k]..cuts[k+1]-1`` is
+        ``text[offsets[k]:offsets[k+1]]``."""
         groups = self._groups
+        cuts = np.asarray(cuts, np.int64)
         if not groups:
-            return np.zeros(0, np.uint8)
+            return np.zeros(0, np.uint8), np.zeros(cuts.shape[0], np.int64)
         sizes = [g[0].shape[0] for g in groups]
         major = np.concatenate([g[0] for g in groups])
         slot = np.repeat(np.array([g[1] for g in groups], np.int64), sizes)
@@ -294,9 +303,12 @@ class TextBuilder:
         np.cumsum([len(g[3]) for g in groups], out=spec_off[1:])
         spec = np.array([piece for g in groups for piece in g[3]], np.int64).reshape(-1, 3)
         pieces = int(np.dot(sizes, np.diff(spec_off)))
-        return run_kernel(_render_rows, pieces, self.parallel, np.ascontiguousarray(spec[:, 0]),
-                          np.ascontiguousarray(spec[:, 1]), np.ascontiguousarray(spec[:, 2]), spec_off, row_base,
-                          np.ascontiguousarray(order, np.int64))
+        text, offsets = run_kernel(_render_rows, pieces, self.parallel, np.ascontiguousarray(spec[:, 0]),
+                                   np.ascontiguousarray(spec[:, 1]), np.ascontiguousarray(spec[:, 2]), spec_off,
+                                   row_base, np.ascontiguousarray(order, np.int64))
+        if cuts.size == 0:
+            return text, np.zeros(0, np.int64)
+        return text, offsets[np.searchsorted(major[order], cuts, side="left")]
 
     def render(self) -> bytes:
         """All records in key order, as bytes."""

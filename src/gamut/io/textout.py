@@ -70,6 +70,16 @@ class WriteBehind:
         self._wait()
         self._pending = self._thread.submit(lambda: write_bytes(self.out, render()))
 
+    def write_parts(self, parts: list[Rendered]) -> None:
+        """Write ``parts`` one after the other (e.g. views of rows received from workers), behind."""
+        self._wait()
+
+        def write_all() -> None:
+            for part in parts:
+                write_bytes(self.out, part)
+
+        self._pending = self._thread.submit(write_all)
+
     def _wait(self) -> None:
         pending, self._pending = self._pending, None
         if pending is not None:

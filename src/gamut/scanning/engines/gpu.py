@@ -34,7 +34,7 @@ from gamut.errors import DeviceError, InputError
 from gamut.scanning.alignments import ChunkAlignments
 from gamut.scanning.engines.common import QueryCache
 from gamut.scanning.engines.gpu_device import Collector, CupyBackend, DeviceRun, bucket_profiles, upload_references
-from gamut.scanning.engines.gpu_grid import DeviceRefs, GridChunk, GridRun
+from gamut.scanning.engines.gpu_grid import DeviceRefs, GridChunk, GridRun, RectChunk, grid_chunk
 from gamut.scanning.engines.gpu_plan import (
     CHUNK_CELLS_PER_DEVICE,
     CHUNK_PAIRS_PER_DEVICE,
@@ -47,7 +47,7 @@ from gamut.scanning.engines.gpu_plan import (
     split_over_devices,
 )
 from gamut.scanning.engines.simd import SimdEngine
-from gamut.scanning.pair_run import run_of
+from gamut.scanning.pair_run import rect_of, run_of
 from gamut.scanning.params import ScanParams, row_scheme, same_length_tables
 from gamut.scanning.sequences import SequenceSet
 
@@ -103,12 +103,12 @@ class GpuEngine:
 
     def align(self, queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
               params: ScanParams) -> ChunkAlignments:
-        first = run_of(pairs, len(references))  # O(1) for a PairRun (asarray makes it plain pairs)
+        first, rect = run_of(pairs, len(references)), rect_of(pairs)  # O(1) (asarray makes plain pairs)
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
         n = pairs.shape[0]
         if n == 0:
             return ChunkAlignments.empty(0)
-        grid = GridChunk.of_pairs(pairs, len(references), first)
+        grid = grid_chunk(pairs, len(references), first, rect)
         if grid is not None:
             out, rest = self._align_grid(queries, references, grid, params)
         else:
@@ -147,7 +147,7 @@ class GpuEngine:
                              f"{MAX_GPU_REFERENCE:,} nt (split it into pieces)")
         check_int32_scores(longest_query, longest_ref, params)
 
-    def _align_grid(self, queries: SequenceSet, references: SequenceSet, grid: GridChunk,
+    def _align_grid(self, queries: SequenceSet, references: SequenceSet, grid: GridChunk | RectChunk,
                     params: ScanParams) -> tuple[Collector, np.ndarray]:
         """A chunk of consecutive pairs (:mod:`.gpu_grid`): returns the results and the pairs for the CPU."""
         ra, rb = grid.ref_range

@@ -90,6 +90,39 @@ class GridChunk:
 
 
 @dataclass(frozen=True)
+class RectChunk:
+    """Queries ``q0..q1-1``, each against references ``r0..r1-1`` (``q0 < q1``, ``r0 < r1``): pair
+    ``(q, r)`` is pair ``(q - q0) * (r1 - r0) + r - r0`` of the chunk. The grid path takes it as it
+    takes a :class:`GridChunk` (every query a full row of the chunk's references)."""
+
+    q0: int
+    q1: int
+    r0: int
+    r1: int
+
+    @property
+    def ref_range(self) -> tuple[int, int]:
+        return self.r0, self.r1
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        queries = np.arange(self.q0, self.q1, dtype=np.int64)
+        return (queries, np.zeros(queries.shape[0], np.int32),
+                np.full(queries.shape[0], self.r1 - self.r0, np.int32))
+
+    def first_pair(self, queries: np.ndarray) -> np.ndarray:
+        return (queries - self.q0) * (self.r1 - self.r0)
+
+
+def grid_chunk(pairs: np.ndarray, n_refs: int, first: int | None, rect: tuple | None) -> GridChunk | RectChunk | None:
+    """The chunk ``pairs`` is for the grid path: a rectangle (``rect``, from
+    :func:`~gamut.scanning.pair_run.rect_of`), a run of the output order, or None (listed pairs)."""
+    if rect is not None:
+        q0, q1, r0, r1 = rect
+        return RectChunk(q0, q1, r0, r1) if q1 > q0 and r1 > r0 else None
+    return GridChunk.of_pairs(pairs, n_refs, first)
+
+
+@dataclass(frozen=True)
 class RefTasks:
     """The reference segments of a chunk (task ``rt``: reference ``rt_ref[rt]``, segment ``rt_seg[rt]``):
     full segments first (reference order), then partial last segments, longest first. ``later``:

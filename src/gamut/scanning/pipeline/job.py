@@ -206,6 +206,14 @@ class ScanJob:
             object.__setattr__(new, name, value)
         return new
 
+    def of_references(self, start: int, stop: int) -> ScanJob:
+        """The same scan of references ``start..stop-1`` alone (one GPU's stripe: the references
+        indexed from 0 there), as a worker runs it; not checked again."""
+        new = copy.copy(self)
+        new.__dict__.pop("scan_input", None)  # the sequences as this job's scan holds them
+        object.__setattr__(new, "references", list(self.references[start:stop]))
+        return new
+
     @cached_property
     def scan_input(self) -> ScanInput:
         """The sequences and settings as the runners scan them."""

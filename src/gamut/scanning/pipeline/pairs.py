@@ -12,7 +12,7 @@ import numpy as np
 from gamut.scanning.alphabet import encode
 from gamut.scanning.fasta import SeqRecord
 from gamut.scanning.hits import SequenceSet
-from gamut.scanning.pair_run import PairRun, run_of
+from gamut.scanning.pair_run import PairRun, rect_of, run_of
 from gamut.scanning.params import ScanParams
 
 
@@ -67,6 +67,15 @@ class ScanInput:
         pairs = np.array(sorted(found), np.int64).reshape(-1, 2)
         return pairs
 
+    def query_lengths(self) -> np.ndarray:
+        """Each query's length (int64), from the records (nothing encoded)."""
+        return np.fromiter((len(q.sequence) for q in self.queries), np.int64, len(self.queries))
+
+    def reference_lengths(self) -> np.ndarray:
+        """Each reference's length as scanned (after -trim; int64), from the records (nothing encoded)."""
+        lengths = np.fromiter((len(r.sequence) for r in self.references), np.int64, len(self.references))
+        return np.minimum(lengths, self.params.trim) if self.params.trim > 0 else lengths
+
     @property
     def n_pairs(self) -> int:
         restricted = self.restricted_pairs
@@ -90,8 +99,27 @@ class ScanInput:
             return np.zeros((0, 2), np.int64)
         return PairRun.of_range(start, stop, len(self.references))
 
+    def rect_chunks(self, q0: int, q1: int, r0: int, r1: int, chunk_cells: int) -> Iterator[np.ndarray]:
+        """Queries ``q0..q1-1`` against references ``r0..r1-1`` as rectangles of whole rows (a
+        query against all those references) of about ``chunk_cells`` cells each (at least a row)."""
+        ql = self.query_set.lengths().astype(np.int64)
+        width = int(self._reference_cumsum[r1] - self._reference_cumsum[r0])
+        cum = np.cumsum(ql[q0:q1]) * max(width, 1)
+        start = 0
+        while start < q1 - q0:
+            base = cum[start - 1] if start else 0
+            stop = max(int(np.searchsorted(cum, base + chunk_cells, side="right")), start + 1)
+            yield PairRun.of_rect(q0 + start, q0 + stop, r0, r1)
+            start = stop
+
     def chunk_cells(self, chunk: np.ndarray) -> int:
-        """Cells of a chunk of pairs: O(queries) for a :class:`PairRun` of this scan, else a sum over its pairs."""
+        """Cells of a chunk of pairs: O(queries) for a :class:`PairRun` of this scan (a run or a
+        rectangle), else a sum over its pairs."""
+        rect = rect_of(chunk)
+        if rect is not None:
+            q0, q1, r0, r1 = rect
+            rcum = self._reference_cumsum
+            return int(self.query_set.lengths()[q0:q1].astype(np.int64).sum()) * int(rcum[r1] - rcum[r0])
         first = run_of(chunk, len(self.references))
         if first is not None and self.restricted_pairs is None:
             return self.span_cells(first, first + int(chunk.shape[0]))

@@ -47,6 +47,11 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
     ``sinks`` writes its output (``job.targets``)."""
     if gpu_workers is None:
         gpu_workers = job.gpu_workers
+    if gpu_workers and job.run_dir is None and job.params.restrict is None:
+        from gamut.scanning.pipeline.striped import run_striped
+
+        run_striped(job, sinks, make_engine, gpu_workers)
+        return
     if gpu_workers:
         default = gpu_partitioning(job.scan_input, len(gpu_workers))
     else:
@@ -75,8 +80,8 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
     elif gpu_workers:
         from gamut.scanning.pipeline.gpu_workers import workers_for
 
-        # This process scans on the first GPU; a worker process on each other one (seeing it as device 0).
-        (conn, owned), gpus, local = workers_for(gpu_workers[1:]), None, [gpu_workers[0]]
+        # A worker process on each GPU (seeing it as device 0).
+        (conn, owned), gpus = workers_for(gpu_workers), None
         if threads is None:  # the cores shared among the processes
             threads = max(1, (os.cpu_count() or 1) // len(gpu_workers))
     with contextlib.ExitStack() as stack:
@@ -149,7 +154,9 @@ def execute(
 
     flush()
     todo = [p for p in parts if p.index not in finished]
-    if conn is None or (local is not None and len(todo) <= 1):  # one partition: no worker to start
+    if not todo:  # every partition read back from the run directory
+        pass
+    elif conn is None or (local is not None and len(todo) <= 1):  # one partition: no worker to start
         for p in todo:
             deliver(p.index, compute_partition(local or task, p.index, p.start, p.stop, p.prev_query))
     elif _is_gpu_workers(conn):

@@ -104,8 +104,9 @@ def task_engine(task: PartitionTask):
     return engine
 
 
-def _task_sinks(task: PartitionTask) -> list:
-    """The task's sinks, one per format (their id columns are built once per process and task)."""
+def task_sinks(task: PartitionTask) -> list:
+    """The task's sinks, one per format (their id columns are built once per process and task; a
+    :class:`~gamut.scanning.pipeline.stripes.StripeTask` too)."""
     sinks = _SINKS.get(task.token)
     if sinks is None:
         _SINKS.clear()
@@ -151,7 +152,7 @@ def compute_partitions(task: PartitionTask, taken: Iterable[tuple[Any, tuple[int
                 yield si.pair_range(a, b), (start if k == 0 else None)
 
     results = scan_chunks(si, engine, threads=job.threads, chunks=chunk_source())
-    sinks = _task_sinks(task)
+    sinks = task_sinks(task)
     try:
         for first in results:
             key, prev_query, count = begun.popleft()
@@ -185,15 +186,16 @@ def abandon_on_failure(stack: contextlib.ExitStack, sinks: Sequence[Any]) -> Non
 _END = object()
 
 
-def render_all(sinks: Sequence[Any], chunks: Iterator, prev_query: int, threads: int | None = None) -> tuple:
-    """Each sink's ``render`` of the same chunks, the chunks made once: the first sink renders in
-    this thread, each other one on a thread of its own that gets every chunk as it comes. The
-    sinks take turns (one renders while the others wait for the next chunk), so no two format
-    at once, as with one sink: memory stays bounded by a chunk or two, and Numba's kernels are
-    never called from two threads at once."""
+def render_all(sinks: Sequence[Any], chunks: Iterator, prev_query: int, threads: int | None = None,
+               tile: bool = False) -> tuple:
+    """Each sink's ``render`` of the same chunks (``tile``: its ``render_tile``, for a tile of a
+    stripe), the chunks made once: the first sink renders in this thread, each other one on a
+    thread of its own that gets every chunk as it comes. The sinks take turns (one renders while
+    the others wait for the next chunk), so no two format at once, as with one sink: memory stays
+    bounded by a chunk or two, and Numba's kernels are never called from two threads at once."""
     if len(sinks) == 1:
-        return (sinks[0].render(chunks, prev_query),)
-    feeds = [_Feed(sink, prev_query, threads) for sink in sinks[1:]]
+        return (_render(sinks[0], chunks, prev_query, tile),)
+    feeds = [_Feed(sink, prev_query, threads, tile) for sink in sinks[1:]]
 
     def broadcast() -> Iterator:
         for item in chunks:
@@ -204,7 +206,7 @@ def render_all(sinks: Sequence[Any], chunks: Iterator, prev_query: int, threads:
     first = None
     try:
         items = broadcast()
-        first = sinks[0].render(items, prev_query)
+        first = _render(sinks[0], items, prev_query, tile)
         for _ in items:  # a sink that stopped early: the others still get every chunk
             pass
     finally:
@@ -213,17 +215,21 @@ def render_all(sinks: Sequence[Any], chunks: Iterator, prev_query: int, threads:
     return (first, *(feed.result() for feed in feeds))
 
 
+def _render(sink: Any, chunks: Iterator, prev_query: int, tile: bool) -> Any:
+    return sink.render_tile(chunks) if tile else sink.render(chunks, prev_query)
+
+
 class _Feed:
     """A sink rendering on its own thread the chunks :meth:`give` hands it, one at a time:
     ``give`` returns once the sink has finished the chunk and asks for the next."""
 
-    def __init__(self, sink: Any, prev_query: int, threads: int | None) -> None:
+    def __init__(self, sink: Any, prev_query: int, threads: int | None, tile: bool = False) -> None:
         self.items: queue.Queue = queue.Queue(maxsize=1)
         self.asking: queue.Queue = queue.Queue()
         self.ended = False
         self.value: Any = None
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(sink, prev_query, threads), daemon=True,
+        self.thread = threading.Thread(target=self._run, args=(sink, prev_query, threads, tile), daemon=True,
                                        name="gamut-sink")
         self.thread.start()
 
@@ -236,10 +242,10 @@ class _Feed:
             yield item
             self.asking.put(None)
 
-    def _run(self, sink: Any, prev_query: int, threads: int | None) -> None:
+    def _run(self, sink: Any, prev_query: int, threads: int | None, tile: bool) -> None:
         try:
             with numba_threads(threads):
-                self.value = sink.render(self._chunks(), prev_query)
+                self.value = _render(sink, self._chunks(), prev_query, tile)
         except BaseException as exc:  # noqa: BLE001 (handed to the caller by result())
             self.error = exc
         finally:

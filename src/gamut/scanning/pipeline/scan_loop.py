@@ -30,7 +30,19 @@ if TYPE_CHECKING:
     from gamut.scanning.site_access import SiteEnergies
     from gamut.scanning.sites import SiteColumns
 
-__all__ = ["ChunkResult", "ScanInput", "hit_energies", "run_scan", "scan_chunks"]
+__all__ = ["ChunkResult", "RectLayout", "ScanInput", "hit_energies", "run_scan", "scan_chunks"]
+
+
+@dataclass(frozen=True)
+class RectLayout:
+    """A rectangle's pairs (queries, each against a stripe's references) in the scan's output
+    order: each pair's number there (``ordinals``), whether it is the first pair of its query
+    (``query_starts``: miRanda's text prints the query's header there), and the chunk's pair
+    where each query's row begins (``row_starts``: where the writer interleaves the stripes)."""
+
+    ordinals: np.ndarray
+    query_starts: np.ndarray
+    row_starts: np.ndarray
 
 
 @dataclass
@@ -47,9 +59,17 @@ class ChunkResult:
     genome: tuple | None = None
     #: ``--accessibility``: every hit's site opening energy, kcal/mol (:mod:`gamut.scanning.site_access`).
     dg_open: np.ndarray | None = None
+    #: Where the pairs sit in the scan's output order, for a chunk that is not a run of it (a
+    #: rectangle of one GPU's stripe of references, :mod:`gamut.scanning.pipeline.stripes`); None:
+    #: pair p is number ``counter0 + p``, and a pair starts its query where the query changes.
+    layout: RectLayout | None = None
 
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
+
+    def ordinal(self, pairs: np.ndarray) -> np.ndarray:
+        """The output-order numbers of the chunk's pairs ``pairs`` (indices into the chunk)."""
+        return self.counter0 + pairs if self.layout is None else self.layout.ordinals[pairs]
 
 
 def hit_energies(hits: HitTable, params: ScanParams, threads: int | None, device: str = "cpu") -> np.ndarray:

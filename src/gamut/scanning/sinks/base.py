@@ -6,16 +6,24 @@ A runner builds the sink from the job (``SinkClass(job)``), then either
   is None), ``write(result, spare_cores)`` for every chunk in order, ``close()``; or
 - in partitions: each worker (its own sink of the same class) turns a partition's chunks into
   its data with ``render(chunks, prev_query)``; the client's sink gets ``start(out)``,
-  ``write_part(part, data)`` for every partition in order, and ``close()``.
+  ``write_part(part, data)`` for every partition in order, and ``close()``; or
+- in stripes (:mod:`gamut.scanning.pipeline.stripes`): each worker turns a tile's chunks (whose
+  results carry their :class:`~gamut.scanning.pipeline.scan_loop.RectLayout`) into its data with
+  ``render_tile(chunks)``; the client's sink gets ``start(out)``, ``write_rows(tiles, stop)`` for
+  every group of queries in order (``tiles``: the group's tile from each stripe, in stripe order;
+  ``stop``: the output-order number after the group), and ``close()``.
 
-Both give the same bytes. ``spare_cores`` (a bool, or a callable asked before each kernel) says
+All give the same bytes. ``spare_cores`` (a bool, or a callable asked before each kernel) says
 whether formatting may take every core now; see :func:`gamut.io.threads.run_kernel`.
 """
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
 
 from gamut.io.textcols import TextBuilder
 from gamut.io.textout import WriteBehind
@@ -45,6 +53,8 @@ class Sink(Protocol):
     def write(self, result: ChunkResult, spare_cores: Parallel) -> None: ...
     def render(self, chunks: Chunks, prev_query: int) -> Any: ...
     def write_part(self, part: Partition, data: Any) -> None: ...
+    def render_tile(self, chunks: Chunks) -> Any: ...
+    def write_rows(self, tiles: Sequence[Any], stop: int) -> None: ...
     def close(self) -> None: ...
 
 
@@ -98,11 +108,45 @@ class TextSink:
     def write_part(self, part: Partition, data: bytes) -> None:
         self._writes.write(lambda: data)
 
+    def render_tile(self, chunks: Chunks) -> tuple[bytes, np.ndarray]:
+        """A tile's text and where each of its rows (a query against the stripe) begins, with the
+        end last: row k is ``text[offsets[k]:offsets[k+1]]``. A chunk is rendered on a thread of
+        its own while the next is built."""
+        pieces: list[np.ndarray] = []
+        starts: list[np.ndarray] = []
+        with ThreadPoolExecutor(1, thread_name_prefix="gamut-render") as renderer:
+            pending = None
+            for result, spare in chunks:
+                builder = self.build(result, spare)
+                if pending is not None:
+                    _collect(pending.result(), pieces, starts)
+                pending = renderer.submit(builder.render_cut, result.layout.row_starts)
+            if pending is not None:
+                _collect(pending.result(), pieces, starts)
+        size = sum(p.shape[0] for p in pieces)
+        return b"".join(pieces), np.concatenate([*starts, np.array([size], np.int64)])
+
+    def write_rows(self, tiles: Sequence[tuple[Any, np.ndarray]], stop: int) -> None:
+        views = [memoryview(text) for text, _ in tiles]
+        rows = {len(offsets) for _, offsets in tiles}
+        if len(rows) != 1:
+            raise ValueError(f"tiles of one group with {sorted(rows)} row offsets")
+        parts = [view[int(offsets[k]):int(offsets[k + 1])]
+                 for k in range(rows.pop() - 1) for view, (_, offsets) in zip(views, tiles)]
+        self._writes.write_parts([p for p in parts if len(p)])
+
     def close(self) -> None:
         self._writes.finish()
         text = self.footer()
         if text:
             self.out.write(text)
+
+
+def _collect(rendered: tuple[np.ndarray, np.ndarray], pieces: list, starts: list) -> None:
+    """Append a chunk's text and its rows' offsets (moved past the text before it)."""
+    text, at = rendered
+    starts.append(at + sum(p.shape[0] for p in pieces))
+    pieces.append(text)
 
 
 class _Pieces(io.RawIOBase):

@@ -2,6 +2,7 @@
 :func:`~gamut.scanning.sinks.columns.table_columns` (:attr:`FrameSink.frame` once closed)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -103,6 +104,26 @@ class FrameSink:
     def write_part(self, part: Partition, data: pd.DataFrame) -> None:
         if len(data):
             self.frames.append(data)
+
+    def render_tile(self, chunks: Chunks) -> tuple[pd.DataFrame, np.ndarray]:
+        """A tile's hits and each row's output-order number (:meth:`write_rows` orders by them)."""
+        ordinals = []
+        for result, spare in chunks:
+            frame = self._chunk_frame(result)
+            if frame is not None:
+                self.frames.append(frame)
+                ordinals.append(result.ordinal(ReportedHits(result, self.input).pair))
+        frame = self.close()
+        self.frames = []
+        return frame, (np.concatenate(ordinals) if ordinals else np.zeros(0, np.int64))
+
+    def write_rows(self, tiles: Sequence[tuple[pd.DataFrame, np.ndarray]], stop: int) -> None:
+        import pandas as pd
+
+        frames = [frame for frame, _ in tiles if len(frame)]
+        if frames:
+            order = np.argsort(np.concatenate([o for f, o in tiles if len(f)]), kind="stable")
+            self.frames.append(pd.concat(frames, ignore_index=True).take(order).reset_index(drop=True))
 
     def close(self) -> pd.DataFrame:
         import pandas as pd

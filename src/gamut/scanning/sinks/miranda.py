@@ -88,8 +88,10 @@ class MirandaSink(TextSink):
         n = pairs.shape[0]
         q, r = pairs[:, 0], pairs[:, 1]
         if not self.quiet and n:
-            previous = np.r_[self.last_query, q[:-1]]
-            new = np.flatnonzero(q != previous)
+            if result.layout is not None:
+                new = np.flatnonzero(result.layout.query_starts)
+            else:
+                new = np.flatnonzero(q != np.r_[self.last_query, q[:-1]])
             b.records(new, 0, 0, [pick(b, cols.get("qread"), q[new])])
             every = np.arange(n)
             b.records(every, 1, 0, [pick(b, cols.get("rread"), r), RULE + "Performing Scan: ",
@@ -164,7 +166,7 @@ class MirandaSink(TextSink):
         b.records(summary, 3, 0, [
             lead + SUMMARY_HEADER + ">>", pick(b, cols.get("qid"), pq), "\t", pick(b, cols.get("rid"), pr), "\t",
             b.fixed(tot_score, 2), "\t", tot_e, "\t", b.fixed(max_score, 2), "\t", max_e, "\t",
-            b.integers(result.counter0 + summary + 1), "\t",
+            b.integers(result.ordinal(summary) + 1), "\t",
             b.integers(q_off[pq + 1] - q_off[pq]), "\t",
             b.integers(r_off[pr + 1] - r_off[pr]), "\t",
         ])

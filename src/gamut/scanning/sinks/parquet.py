@@ -2,6 +2,8 @@
 group per chunk with hits, in one process and in partitions alike (needs pyarrow)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -145,7 +147,7 @@ class ParquetSink:
             for result, spare in chunks:
                 batch = self.batches.batch(result, spare)
                 if batch.num_rows:
-                    ordinal = result.counter0 + result.hits.pair[np.flatnonzero(result.hits.reported)]
+                    ordinal = result.ordinal(result.hits.pair[np.flatnonzero(result.hits.reported)])
                     stream.write_batch(pa.RecordBatch.from_arrays([*batch.columns, pa.array(ordinal, pa.int64())],
                                                                   schema=schema))
         return sink.getvalue().to_pybytes()
@@ -153,10 +155,29 @@ class ParquetSink:
     def write_part(self, part: Partition, data: bytes) -> None:
         import pyarrow as pa
 
-        table = pa.ipc.open_stream(data).read_all()
+        self._add(pa.ipc.open_stream(data).read_all(), part.stop)
+
+    def render_tile(self, chunks: Chunks) -> bytes:
+        """A tile's hits as :meth:`render` gives a partition's (each row's output-order number in
+        ``_pair``): :meth:`write_rows` puts a group's tiles in order by it."""
+        return self.render(chunks, -1)
+
+    def write_rows(self, tiles: Sequence[bytes], stop: int) -> None:
+        import pyarrow as pa
+
+        table = pa.concat_tables([pa.ipc.open_stream(data).read_all() for data in tiles])
+        if table.num_rows:
+            table = table.take(np.argsort(table.column("_pair").to_numpy(), kind="stable"))
+        self._add(table, stop)
+
+    def _add(self, table, stop: int) -> None:
+        """Rows of output-order numbers below ``stop`` (all those not yet added), in order: written
+        in the single-process chunks' row groups that end at or before ``stop``, the rest held."""
+        import pyarrow as pa
+
         if table.num_rows:
             self.pending.append(table)
-        end = int(np.searchsorted(self.chunk_stops, part.stop, side="right"))
+        end = int(np.searchsorted(self.chunk_stops, stop, side="right"))
         stops, self.next_stop = self.chunk_stops[self.next_stop:end], end
         if not self.pending or stops.size == 0:
             return

@@ -1,0 +1,153 @@
+"""A scan on several GPUs, split by references: each GPU gets one **stripe**, a contiguous run of
+references holding about an equal share of the letters (as CUDASW++ 4.0 splits its database by
+residues), and scans every query against it.
+
+The output (every reference for the first query, then the second, ...) is cut the other way: a
+**group** of consecutive queries is written once every stripe has scanned it, a query's row from
+each stripe in turn. A **tile** is a group's queries against a stripe's references; a worker
+scans its stripe's tiles one after the other through one pipeline, each tile in rectangles of
+whole rows (:meth:`~gamut.scanning.pipeline.pairs.ScanInput.rect_chunks`), and renders each
+tile's rows with every output format (:meth:`~gamut.scanning.sinks.base.Sink.render_tile`). The
+writer interleaves the rows (:meth:`~gamut.scanning.sinks.base.Sink.write_rows`), so every output
+is byte for byte that of one GPU. A worker holds its stripe's references alone, and no work waits
+for every GPU but the writing of a group.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.pairs import ScanInput
+from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sinks
+from gamut.scanning.pipeline.scan_loop import RectLayout, scan_chunks
+
+#: Cells of one tile (a group's queries against one stripe): the unit a worker renders and hands
+#: over. About 64 G cells keep a worker's pipeline full between tiles while a tile's text (the
+#: transcriptome scan's 5.8 GB in default mode over ~80 tiles: 70 MB) stays small in memory.
+TILE_CELLS = 64_000_000_000
+
+
+@dataclass(frozen=True)
+class Stripe:
+    """References ``r0..r1-1`` of the scan: stripe ``index``."""
+
+    index: int
+    r0: int
+    r1: int
+
+
+def plan_stripes(lengths: np.ndarray, count: int) -> list[Stripe]:
+    """At most ``count`` stripes of consecutive references with about equal letters each (none
+    empty: fewer when there are fewer references)."""
+    lengths = np.asarray(lengths, np.int64)
+    n = int(lengths.shape[0])
+    count = max(1, min(int(count), n))
+    cum = np.cumsum(lengths)
+    total = int(cum[-1]) if n else 0
+    bounds = [0]
+    for k in range(1, count):
+        cut = int(np.searchsorted(cum, total * k / count, side="left")) + 1
+        bounds.append(min(max(cut, bounds[-1] + 1), n - (count - k)))
+    bounds.append(n)
+    return [Stripe(k, a, b) for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
+
+
+def plan_groups(query_lengths: np.ndarray, stripe_letters: int, tile_cells: int = TILE_CELLS) -> list[tuple[int, int]]:
+    """Consecutive query ranges ``(q0, q1)`` of about ``tile_cells`` cells against a stripe of
+    ``stripe_letters`` letters (at least one query each)."""
+    ql = np.asarray(query_lengths, np.int64)
+    cum = np.cumsum(ql) * max(int(stripe_letters), 1)
+    groups, start = [], 0
+    while start < ql.shape[0]:
+        base = int(cum[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(cum, base + tile_cells, side="right")), start + 1)
+        groups.append((start, stop))
+        start = stop
+    return groups
+
+
+@dataclass(frozen=True)
+class StripeTask:
+    """What a worker needs to scan one stripe: the job as it runs there (the stripe's references
+    alone, indexed from 0), the sink class of each of the job's formats (``job.formats`` order),
+    the engine factory, the stripe, the references of the whole scan (``n_refs``: output-order
+    numbers) and the query groups."""
+
+    job: ScanJob
+    sinks: tuple[type, ...]
+    make_engine: Callable[..., Any]
+    stripe: Stripe
+    n_refs: int
+    groups: tuple[tuple[int, int], ...]
+    token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def stripe_tasks(job: ScanJob, sinks: tuple[type, ...], make_engine: Callable[..., Any], count: int,
+                 tile_cells: int = TILE_CELLS) -> list[StripeTask]:
+    """The stripes of ``job`` (at most ``count``) as tasks for the workers (``job``: as the workers
+    run it, no cluster)."""
+    si = job.scan_input
+    lengths = si.reference_lengths()
+    stripes = plan_stripes(lengths, count)
+    widest = max((int(lengths[s.r0:s.r1].sum()) for s in stripes), default=0)
+    groups = tuple(plan_groups(si.query_lengths(), widest, tile_cells))
+    return [StripeTask(job.of_references(s.r0, s.r1), sinks, make_engine, s, len(si.references), groups)
+            for s in stripes]
+
+
+def rect_layout(pairs: np.ndarray, r0: int, n_refs: int) -> RectLayout:
+    """Where a rectangle of a stripe starting at reference ``r0`` (``pairs``: local reference
+    indices, query after query) sits in the output order of a scan of ``n_refs`` references."""
+    q, r = pairs[:, 0], pairs[:, 1]
+    ordinals = q * n_refs + (r0 + r)
+    row_starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if q.size else np.zeros(0, np.int64)
+    return RectLayout(ordinals, (r + r0) == 0, row_starts)
+
+
+def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterator[tuple[Any, Any]]:
+    """The data of each tile ``(key, group index)`` of ``taken`` (this worker's stripe), as ``(key,
+    data)`` in that order, through one pipeline (the next tile's first rectangles align while
+    this one's last are rendered). A tile's data is each format's
+    :meth:`~gamut.scanning.sinks.base.Sink.render_tile` (a tuple of them when there are several).
+    ``taken`` is read when the pipeline needs the next tile; its ``close()``, if any, is called at the end."""
+    job, stripe = task.job, task.stripe
+    si: ScanInput = job.scan_input
+    engine = task_engine(task)
+    begun: deque = deque()  # (key, rectangles) of each tile whose rectangles entered the pipeline
+
+    def rectangles() -> Iterator[np.ndarray]:
+        for key, group in taken:
+            q0, q1 = task.groups[group]
+            rects = list(si.rect_chunks(q0, q1, 0, len(si.references), int(engine.preferred_chunk_cells)))
+            begun.append((key, len(rects)))
+            yield from rects
+
+    results = scan_chunks(si, engine, threads=job.threads, chunks=rectangles())
+    sinks = task_sinks(task)
+
+    def laid_out(items):
+        for result, spare in items:
+            result.layout = rect_layout(result.pairs, stripe.r0, task.n_refs)
+            yield result, spare
+
+    try:
+        for first in results:
+            key, count = begun.popleft()
+            rest = itertools.islice(results, count - 1)
+            data = render_all(sinks, laid_out(itertools.chain([first], rest)), -1, job.threads, tile=True)
+            for _ in rest:  # a sink that stopped early: the tile's rectangles end here all the same
+                pass
+            yield key, (data[0] if len(data) == 1 else data)
+    finally:
+        close = getattr(taken, "close", None)
+        if close is not None:
+            close()
+        results.close()

@@ -1,0 +1,110 @@
+"""A scan on several GPUs split by references (issue 45, :mod:`gamut.scanning.pipeline.stripes`):
+each worker process scans one stripe of the references with the host build of the CUDA kernels,
+and every output format is byte for byte that of one process, whatever the number of stripes,
+the size of the tiles or the shape of the input."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scan_host import build_scan_host, host_engine_factory
+
+from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.partitioned import run_partitioned
+from gamut.scanning.pipeline.runners import make_sinks, run_in_process
+from gamut.scanning.pipeline.stripes import plan_groups, plan_stripes, rect_layout
+
+DATA = Path(__file__).parent / "data" / "miranda"
+
+
+@pytest.fixture(scope="module")
+def host_lib(tmp_path_factory) -> str:
+    return build_scan_host(tmp_path_factory.mktemp("scan_host"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5000), min_size=1, max_size=60), st.integers(1, 8))
+def test_stripes_cover_the_references_in_order_with_about_equal_letters(lengths, count):
+    stripes = plan_stripes(np.array(lengths), count)
+    assert [s.index for s in stripes] == list(range(len(stripes)))
+    assert stripes[0].r0 == 0 and stripes[-1].r1 == len(lengths)
+    assert all(a.r1 == b.r0 for a, b in zip(stripes, stripes[1:])) and all(s.r1 > s.r0 for s in stripes)
+    assert len(stripes) == min(count, len(lengths))
+    letters = [sum(lengths[s.r0:s.r1]) for s in stripes]
+    if len(stripes) > 1:  # no stripe holds more than its share plus the longest reference
+        assert max(letters) <= sum(lengths) / len(stripes) + max(lengths)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 64), min_size=1, max_size=80), st.integers(1, 10**6), st.integers(1, 10**7))
+def test_groups_cover_the_queries_in_order(lengths, letters, tile_cells):
+    groups = plan_groups(np.array(lengths), letters, tile_cells)
+    assert groups[0][0] == 0 and groups[-1][1] == len(lengths)
+    assert all(a[1] == b[0] and a[1] > a[0] for a, b in zip(groups, groups[1:]))
+    for q0, q1 in groups:  # within the budget, but for a group of one query
+        assert q1 - q0 == 1 or sum(lengths[q0:q1]) * letters <= tile_cells
+
+
+def test_a_rectangle_knows_its_place_in_the_output_order():
+    pairs = np.array([(3, 0), (3, 1), (4, 0), (4, 1)], np.int64)  # references 5..6 of 9
+    layout = rect_layout(pairs, 5, 9)
+    assert layout.ordinals.tolist() == [32, 33, 41, 42]
+    assert layout.row_starts.tolist() == [0, 2] and not layout.query_starts.any()
+    first = rect_layout(pairs, 0, 9)
+    assert first.query_starts.tolist() == [True, False, True, False]
+
+
+def _job(case: str, outputs, params: ScanParams | None = None, **extra) -> ScanJob:
+    return ScanJob.from_files(str(DATA / case / "query.fa"), str(DATA / case / "reference.fa"), params or ScanParams(),
+                              outputs=outputs, device="cpu", threads=1, progress=False, **extra)
+
+
+FORMATS = {"miranda": "txt", "tsv": "tsv", "jsonl": "jsonl", "parquet": "parquet", "bed6": "bed6"}
+
+
+@pytest.mark.parametrize("case, workers, tile_cells", [
+    ("real_trim", 2, 200_000),  # many groups
+    ("real_trim", 3, 10**12),  # one group
+    ("odd_inputs", 3, 50_000),  # odd letters and lengths
+])
+def test_every_format_on_stripes_matches_one_process(host_lib, tmp_path, case, workers, tile_cells):
+    outs = [(str(tmp_path / f"s.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
+    job = _job(case, outs, partition_cells=tile_cells)
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib), gpu_workers=[0] * workers)
+    single = [(str(tmp_path / f"one.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
+    one = _job(case, single)
+    run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
+    for (striped, fmt), (alone, _) in zip(outs, single):
+        assert Path(striped).read_bytes() == Path(alone).read_bytes(), fmt
+
+
+@pytest.mark.parametrize("quiet, keyval", [(True, False), (False, True)])
+def test_quiet_and_keyval_text_on_stripes(host_lib, tmp_path, quiet, keyval):
+    job = _job("real_trim", [(str(tmp_path / "s.txt"), "miranda")], partition_cells=150_000, quiet=quiet, keyval=keyval)
+    run_partitioned(job, make_sinks(job), host_engine_factory(host_lib), gpu_workers=[0, 0])
+    one = _job("real_trim", [(str(tmp_path / "one.txt"), "miranda")], quiet=quiet, keyval=keyval)
+    run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
+    assert (tmp_path / "s.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+
+
+def test_more_workers_than_references(host_lib, tmp_path):
+    """Two references, three workers: two stripes, the third worker idle; same output."""
+    query = tmp_path / "q.fa"
+    query.write_text(">q1\nUGAGGUAGUAGGUUGUAUAGUU\n>q2\nUAGCAGCACGUAAAUAUUGGCG\n")
+    ref = tmp_path / "r.fa"
+    ref.write_text(">r1\nACUAUACAACCUACUACCUCAAAAACUAUACAACCUACUACCUCA\n>r2\nCGCCAAUAUUUACGUGCUGCUAAAA\n")
+    outs = []
+    for name, workers in (("three", [0, 0, 0]), ("one", None)):
+        out = tmp_path / f"{name}.txt"
+        job = ScanJob.from_files(str(query), str(ref), ScanParams(score_threshold=60), outputs=[(str(out), "miranda")],
+                                 device="cpu", threads=1, progress=False)
+        if workers:
+            run_partitioned(job, make_sinks(job), host_engine_factory(host_lib), gpu_workers=workers)
+        else:
+            run_in_process(job, make_sinks(job), host_engine_factory(host_lib))
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and b"Scores for this hit" in outs[0]
