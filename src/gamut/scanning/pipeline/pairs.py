@@ -46,7 +46,7 @@ class ScanInput:
         if params.trim != self.params.trim or params.restrict != self.params.restrict:
             raise ValueError("with_params keeps trim and restrict")
         other = ScanInput(self.queries, self.references, params)
-        for name in ("query_set", "reference_set", "restricted_pairs"):
+        for name in ("query_set", "reference_set", "restricted_pairs", "_query_lengths", "_reference_lengths"):
             if name in self.__dict__:
                 other.__dict__[name] = self.__dict__[name]
         return other
@@ -68,11 +68,20 @@ class ScanInput:
         return pairs
 
     def query_lengths(self) -> np.ndarray:
-        """Each query's length (int64), from the records (nothing encoded)."""
-        return np.fromiter((len(q.sequence) for q in self.queries), np.int64, len(self.queries))
+        """Each query's length (int64), from the records (nothing encoded: a runner that plans
+        without aligning, such as the striped one, never encodes the sequences)."""
+        return self._query_lengths
 
     def reference_lengths(self) -> np.ndarray:
         """Each reference's length as scanned (after -trim; int64), from the records (nothing encoded)."""
+        return self._reference_lengths
+
+    @cached_property
+    def _query_lengths(self) -> np.ndarray:
+        return np.fromiter((len(q.sequence) for q in self.queries), np.int64, len(self.queries))
+
+    @cached_property
+    def _reference_lengths(self) -> np.ndarray:
         lengths = np.fromiter((len(r.sequence) for r in self.references), np.int64, len(self.references))
         return np.minimum(lengths, self.params.trim) if self.params.trim > 0 else lengths
 
@@ -83,7 +92,7 @@ class ScanInput:
 
     def total_cells(self) -> int:
         """Cells (query x reference letters) of the whole scan."""
-        ql, rl = self.query_set.lengths(), self.reference_set.lengths()
+        ql, rl = self.query_lengths(), self.reference_lengths()
         restricted = self.restricted_pairs
         if restricted is None:
             return int(ql.sum()) * int(rl.sum())
@@ -102,7 +111,7 @@ class ScanInput:
     def rect_chunks(self, q0: int, q1: int, r0: int, r1: int, chunk_cells: int) -> Iterator[np.ndarray]:
         """Queries ``q0..q1-1`` against references ``r0..r1-1`` as rectangles of whole rows (a
         query against all those references) of about ``chunk_cells`` cells each (at least a row)."""
-        ql = self.query_set.lengths().astype(np.int64)
+        ql = self.query_lengths()
         width = int(self._reference_cumsum[r1] - self._reference_cumsum[r0])
         cum = np.cumsum(ql[q0:q1]) * max(width, 1)
         start = 0
@@ -119,7 +128,7 @@ class ScanInput:
         if rect is not None:
             q0, q1, r0, r1 = rect
             rcum = self._reference_cumsum
-            return int(self.query_set.lengths()[q0:q1].astype(np.int64).sum()) * int(rcum[r1] - rcum[r0])
+            return int(self.query_lengths()[q0:q1].sum()) * int(rcum[r1] - rcum[r0])
         first = run_of(chunk, len(self.references))
         if first is not None and self.restricted_pairs is None:
             return self.span_cells(first, first + int(chunk.shape[0]))
@@ -127,7 +136,7 @@ class ScanInput:
 
     def pair_cells(self, pairs: np.ndarray) -> np.ndarray:
         """Cells (query x reference letters) of each pair of ``pairs``."""
-        return self.query_set.lengths()[pairs[:, 0]] * self.reference_set.lengths()[pairs[:, 1]]
+        return self.query_lengths()[pairs[:, 0]] * self.reference_lengths()[pairs[:, 1]]
 
     def chunks(self, chunk_cells: int, chunk_pairs: int, start: int = 0,
                stop: int | None = None) -> Iterator[np.ndarray]:
@@ -141,7 +150,7 @@ class ScanInput:
         """The runs of :meth:`chunks` as ``(first, last + 1)`` numbers of the output order, without
         listing their pairs (O(queries) per run of an unrestricted scan)."""
         stop = self.n_pairs if stop is None else int(stop)
-        ql, rl = self.query_set.lengths(), self.reference_set.lengths()
+        ql, rl = self.query_lengths(), self.reference_lengths()
         restricted = self.restricted_pairs
         if restricted is not None:
             listed = restricted[start:stop]
@@ -179,7 +188,7 @@ class ScanInput:
         restricted = self.restricted_pairs
         if restricted is not None:
             return int(self.pair_cells(restricted[start:stop]).sum())
-        ql = self.query_set.lengths().astype(np.int64)
+        ql = self.query_lengths()
         rcum = self._reference_cumsum
         n_ref = rcum.shape[0] - 1
         q0, r0 = divmod(int(start), n_ref)
@@ -198,7 +207,7 @@ class ScanInput:
 
     @cached_property
     def _reference_cumsum(self) -> np.ndarray:
-        rl = self.reference_set.lengths()
+        rl = self.reference_lengths()
         rcum = np.zeros(rl.shape[0] + 1, np.int64)
         np.cumsum(rl, out=rcum[1:])
         return rcum
