@@ -88,7 +88,7 @@ def unreadable(name: str) -> Callable[[Path], None]:
     return lambda d: (d / name).chmod(0)
 
 
-def text(name: str, content: str) -> Callable[[Path], None]:
+def text(name: str, content: str | bytes) -> Callable[[Path], None]:
     return lambda d: _write(d / name, content)
 
 
@@ -223,6 +223,28 @@ CASES = [
          "argument --threads: expected one argument", code=2),
     Case("scan-bad-format", ("scan", "q.fa", "r.fa", "--format", "xml"), scan_inputs, "invalid choice: 'xml'", code=2),
     Case("top-level-unknown-option", ("--threads", "3"), scan_inputs, "invalid choice: '3'", code=2),
+    # Inputs read once (#44): standard input (or one pipe) is one input at most; the scan's
+    # annotation is read by each output and worker, so it must be a file (tests/test_inputs.py
+    # checks -, FIFOs and pipes for every command).
+    Case("scan-stdin-twice", ("scan", "-", "-"), scan_inputs, "two inputs read standard input (-)", code=2),
+    Case("miranda-stdin-twice", ("miranda", "-", "r.fa", "-restrict", "-"), scan_inputs,
+         "two inputs read standard input (-)"),
+    Case("splice-stdin-twice", ("splice", "-", "ex.bed", "-"), splice_inputs, "two inputs read standard input (-)",
+         code=2),
+    Case("splice-reads-stdin-twice", ("splice", "--genome", "-", "--annotation", "a.gtf", "--reads", "-"),
+         splice_inputs, "two inputs read standard input (-)", code=2),
+    Case("scan-annotation-stdin", ("scan", "q.fa", "r.fa", "--annotation", "-"), scan_inputs,
+         "--annotation -: not a regular file", code=2),
+    Case("access-duplicate-names", ("access", "rna.fa", "--device", "cpu"),
+         text("rna.fa", ">a\nGGGAAACCC\n>b\nGGAACC\n>a\nGGGAAACC\n"),
+         "rna.fa: duplicate record name 'a' (records 1 and 3)"),
+    # Header bytes that are not UTF-8 (#44): the text formats keep them; JSON and Parquet cannot.
+    Case("scan-jsonl-id-not-utf8", ("scan", "q.fa", "r.fa", "--format", "jsonl"),
+         then(scan_inputs, text("r.fa", f">r1\n{SITE}\n>r\xe9\xff d\n{SITE}\n".encode("latin-1"))),
+         "r.fa: record 2 has an id that is not UTF-8 text ('r\\xe9\\xff'), which --format jsonl cannot hold"),
+    Case("scan-parquet-id-not-utf8", ("scan", "q.fa", "r.fa", "-o", "hits.parquet"),
+         then(scan_inputs, text("q.fa", b">q\xe9\n" + QUERY.encode() + b"\n")),
+         "q.fa: record 1 has an id that is not UTF-8 text ('q\\xe9'), which --format parquet cannot hold"),
     # Exactness: parameters beyond miRanda's integer scores are refused, never saturated.
     Case("scan-scores-beyond-64-bits", ("scan", "q.fa", "r.fa", "--scale=-1e17", "--noenergy"), scan_inputs,
          "beyond the 32-bit integers miRanda scores with", code=2),

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import gamut.io.threads
 from gamut.errors import InputError
 from gamut.io.textcols import StringColumn, TextBuilder, gather, pick
-from gamut.io.textout import write_bytes
+from gamut.io.textout import header_text, raw_text, write_bytes
 from gamut.scanning.alphabet import encode
 from scan_cpu_engine import CpuEngine
 from gamut.scanning.fasta import parse_miranda_fasta
@@ -182,27 +182,28 @@ def test_parallel_hit_strings_equal_serial(always_parallel):
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "ascii", "utf-16"])
-@pytest.mark.parametrize("data", [b"plain text\n", "caf\xe9\n".encode("latin-1"), b""])
-def test_write_bytes_gives_what_text_writing_gave(encoding, data):
-    want = io.BytesIO()
-    text = io.TextIOWrapper(want, encoding=encoding)
-    text.write("head\n")
-    try:
-        text.write(data.decode("latin-1"))
-        text.write("tail\n")
-        text.flush()
-    except UnicodeEncodeError:
-        return  # that encoding could not write it before either
+@pytest.mark.parametrize("data", [b"plain text\n", "caf\xe9\n".encode(), b"caf\xe9 \xff\n", b""])
+def test_write_bytes_writes_the_bytes_themselves(encoding, data):
+    """Rendered text reaches a text file as its bytes, in order with the text written around it:
+    a header's bytes are never decoded and encoded again (miRanda copies them; issue 44). A file
+    whose encoding does not write ASCII as ASCII (UTF-16) gets the text of the bytes."""
     got = io.BytesIO()
     handle = io.TextIOWrapper(got, encoding=encoding)
     handle.write("head\n")
+    if encoding == "utf-16" and header_text(data) != data.decode("utf-8", "replace"):
+        with pytest.raises(UnicodeEncodeError):  # bytes that are not UTF-8 have no UTF-16
+            write_bytes(handle, np.frombuffer(data, np.uint8))
+        return
     write_bytes(handle, np.frombuffer(data, np.uint8))
     handle.write("tail\n")
     handle.flush()
-    assert got.getvalue() == want.getvalue()
+    if encoding == "utf-16":
+        assert got.getvalue() == ("head\n" + data.decode() + "tail\n").encode("utf-16")
+    else:
+        assert got.getvalue() == b"head\n" + data + b"tail\n"
     strings = io.StringIO()
     write_bytes(strings, data)
-    assert strings.getvalue() == data.decode("latin-1")
+    assert strings.getvalue() == header_text(data) and raw_text(strings.getvalue()) == data
     binary = io.BytesIO()
     write_bytes(binary, data)
     assert binary.getvalue() == data

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
         "are unpaired under ViennaRNA's local partition function (RNAplfold -W -L -u; Turner 2004, 37 C), and "
         "the opening energy -RT ln P (kcal/mol). INPUT is a FASTA file (.gz allowed) or a sequence.",
     )
-    p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records, or a sequence")
+    p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records (- for standard input; a pipe also), or a sequence")
     p.add_argument("-W", "--window", type=int, default=DEFAULT_WINDOW,
                    help=f"window of the local partition function (default {DEFAULT_WINDOW})")
     p.add_argument("-L", "--span", type=int, default=DEFAULT_SPAN,

@@ -25,7 +25,8 @@ def register(subparsers) -> None:
         description="Fold RNA with Nussinov's recurrence: the maximum number of AU, GC and GU pairs and "
         "one optimal structure in dot-bracket. INPUT is a FASTA file (.gz allowed) or a sequence.",
     )
-    p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records, or a sequence such as GGGAAACCC")
+    p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records (- for standard input; a pipe also), or a sequence "
+                   "such as GGGAAACCC")
     p.add_argument("--min-loop", type=int, default=DEFAULT_MIN_LOOP,
                    help=f"least number of unpaired bases a pair encloses (default {DEFAULT_MIN_LOOP}, the papers' "
                    "variant that forbids adjacent pairs; 3 is the usual hairpin minimum; 0 allows adjacent pairs)")

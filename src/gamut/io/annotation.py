@@ -29,6 +29,7 @@ import numpy as np
 from gamut.errors import InputError
 from gamut.io.exons import _int, gff_rows
 from gamut.io.fasta import open_input, text_lines, uncompressed_name
+from gamut.io.inputs import is_stream
 
 ANNOTATION_FORMATS = ("bed", "gtf", "gff3")
 _SUFFIXES = {".bed": "bed", ".bed12": "bed", ".gtf": "gtf", ".gff3": "gff3", ".gff": "gff3"}
@@ -155,6 +156,10 @@ def _build(path: str, transcripts: dict[str, tuple[str, int, list[tuple[int, int
 @lru_cache(maxsize=4)
 def _load(path: str, fmt: str, size: int, mtime_ns: int, features: tuple[str, ...] = ("exon",),
           file_id: tuple[int, int] = (0, 0)) -> Annotation:
+    return _read(path, fmt, features)
+
+
+def _read(path: str, fmt: str, features: tuple[str, ...]) -> Annotation:
     if fmt == "bed":
         return _build(path, _read_bed12(path))
     return _build(path, _read_gff(path, gtf=fmt == "gtf", features=features))
@@ -162,12 +167,15 @@ def _load(path: str, fmt: str, size: int, mtime_ns: int, features: tuple[str, ..
 
 def read_annotation(path: str | os.PathLike, fmt: str | None = None, features: tuple[str, ...] = ("exon",)) -> Annotation:
     """The transcripts of a BED12, GTF or GFF3 file (format from the name unless ``fmt``), read
-    once per process for the same unchanged file; GTF and GFF3 exons are the lines of type
-    ``features`` (e.g. ``("CDS",)`` for an annotation of coding exons only)."""
+    once per process for the same unchanged file (a pipe or ``-``: read each time, once); GTF and
+    GFF3 exons are the lines of type ``features`` (e.g. ``("CDS",)`` for an annotation of coding
+    exons only)."""
     path = os.fspath(path)
     fmt = detect_annotation_format(path) if fmt is None else fmt.lower()
     if fmt not in ANNOTATION_FORMATS:
         raise InputError(f"{path}: unknown annotation format '{fmt}' (choose from {', '.join(ANNOTATION_FORMATS)})")
+    if is_stream(path):
+        return _read(path, fmt, tuple(features))  # a stream: no file to know again
     try:
         st = os.stat(path)
     except OSError:

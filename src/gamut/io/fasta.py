@@ -1,91 +1,22 @@
-"""General FASTA reading (plain or compressed) for folding and spliced alignment, and the opening
-of input files that every reader shares.
+"""General FASTA reading (plain or compressed, from files, standard input or pipes) for folding
+and spliced alignment. The opening of inputs, which every reader shares, is :mod:`gamut.io.inputs`
+(its names are importable from here too).
 
 miRanda-exact parsing, with its own id/description/letter rules, lives in
 :mod:`gamut.scanning.fasta`; this reader is the everyday one, built on dnaio.
 """
 from __future__ import annotations
 
-import io
-import lzma
 import os
-import sys
-from typing import BinaryIO, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 import dnaio
-from xopen import xopen
 
 from gamut.errors import InputError, UsageError
+from gamut.io.inputs import READ_ERRORS, STDIN, open_input, read_input_bytes, reason, text_lines
 
-#: Leading bytes of the compressed formats xopen reads (detected by content, so that a file's
-#: name does not have to say it is compressed, as miRanda's gzip handling allows).
-_MAGIC = ((b"\x1f\x8b", "gz"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zst"))
-
-
-def _decompression_errors() -> tuple[type[BaseException], ...]:
-    """What a damaged or truncated compressed file raises while it is read (beyond ``OSError``)."""
-    errors: list[type[BaseException]] = [EOFError, lzma.LZMAError]
-    try:  # the module xopen decompresses zstd with
-        if sys.version_info >= (3, 14):
-            from compression.zstd import ZstdError
-        else:
-            from backports.zstd import ZstdError
-        errors.append(ZstdError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
-#: Errors of reading an input's bytes; a reader turns them into an :class:`InputError`.
-READ_ERRORS: tuple[type[BaseException], ...] = (OSError, *_decompression_errors())
-
-
-def _compression(path: str) -> str | None:
-    with open(path, "rb") as handle:
-        head = handle.read(6)
-    return next((fmt for magic, fmt in _MAGIC if head.startswith(magic)), None)
-
-
-def open_input(path: str | os.PathLike) -> BinaryIO:
-    """Open input file ``path`` for reading bytes, decompressing gzip, bzip2, xz or zstd (told by
-    the content). A missing file, a directory or an unreadable file is an :class:`InputError`
-    naming it, so that no reader shows a traceback for them."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory, not a file")
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file" + (" (a dangling symbolic link)" if os.path.islink(path) else ""))
-    try:
-        fmt = _compression(path)
-        # threads=0: decompress in this process, so that a damaged file fails here, not in a pipe
-        return xopen(path, "rb", threads=0, format=fmt) if fmt else open(path, "rb")
-    except READ_ERRORS as exc:
-        raise InputError(f"{path}: cannot read ({_reason(exc)})") from None
-
-
-def _reason(exc: BaseException) -> str:
-    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
-
-
-def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """``(number, line)`` of text input file ``path`` (see :func:`open_input`), line ends removed,
-    undecodable bytes replaced; a failed read is an :class:`InputError` naming the file."""
-    with open_input(path) as raw:
-        try:
-            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
-                for number, line in enumerate(handle, 1):
-                    yield number, line.rstrip("\r\n")
-        except READ_ERRORS as exc:
-            raise InputError(f"{os.fspath(path)}: cannot read ({_reason(exc)})") from None
-
-
-def read_input_bytes(path: str | os.PathLike) -> bytes:
-    """All bytes of input file ``path``, decompressed (see :func:`open_input`)."""
-    with open_input(path) as handle:
-        try:
-            return handle.read()
-        except READ_ERRORS as exc:
-            raise InputError(f"{os.fspath(path)}: cannot read ({_reason(exc)})") from None
+__all__ = ["FastaRecord", "named_records", "open_input", "read_fasta", "read_input_bytes", "records_or_sequence",
+           "sequence_file_format", "text_lines", "uncompressed_name"]
 
 
 class FastaRecord(NamedTuple):
@@ -109,15 +40,32 @@ def uncompressed_name(path: str | os.PathLike) -> str:
     return name
 
 
-def sequence_file_format(path: str | os.PathLike) -> str:
-    """``fastq`` for a name ending in .fq or .fastq (a compression suffix ignored), else ``fasta``."""
-    return "fastq" if uncompressed_name(path).endswith((".fq", ".fastq")) else "fasta"
+#: Name suffixes of FASTA files (a compression suffix ignored), and of FASTQ files.
+FASTA_SUFFIXES = (".fa", ".fasta", ".fna", ".ffn", ".faa", ".fas")
+FASTQ_SUFFIXES = (".fq", ".fastq")
+
+
+def sequence_file_format(path: str | os.PathLike) -> str | None:
+    """``fastq`` for a name ending in .fq or .fastq, ``fasta`` for .fa, .fasta and the like (a
+    compression suffix ignored); None for other names (``-``, a pipe, ``reads.txt``): the reader
+    tells the format by the content."""
+    name = uncompressed_name(path)
+    if name.endswith(FASTQ_SUFFIXES):
+        return "fastq"
+    return "fasta" if name.endswith(FASTA_SUFFIXES) else None
+
+
+def _content_format(stream) -> str:
+    """``fastq`` when the stream's first byte is ``@``, else ``fasta`` (looked at, not consumed)."""
+    peek = getattr(stream, "peek", None)
+    return "fastq" if peek is not None and peek(1)[:1] == b"@" else "fasta"
 
 
 def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bool = False,
-               fileformat: str = "fasta") -> Iterator[FastaRecord]:
-    """Yield the records of a FASTA file (gzip, bzip2, xz and zstd handled, see :func:`open_input`),
-    or of a FASTQ file with ``fileformat="fastq"`` (qualities dropped).
+               fileformat: str | None = "fasta") -> Iterator[FastaRecord]:
+    """Yield the records of a FASTA file (plain or compressed, a file, ``-`` or a pipe: see
+    :func:`open_input`), or of a FASTQ file with ``fileformat="fastq"`` (qualities dropped); with
+    ``fileformat=None``, FASTQ when the input starts with ``@``.
 
     Raises :class:`InputError` naming the file (and record) for a missing, unreadable or binary
     file, a directory, a malformed file, an empty file or a record without sequence; with
@@ -128,6 +76,8 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bo
     seen: dict[str, int] = {}
     with open_input(path) as stream:
         try:
+            if fileformat is None:
+                fileformat = _content_format(stream)
             with dnaio.open(stream, fileformat=fileformat) as reader:
                 for record in reader:
                     name, _, description = record.name.partition(" ")
@@ -147,18 +97,18 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bo
             raise InputError(f"{path}: not valid {fileformat.upper()} ({exc})") from None
         except UnicodeDecodeError:
             raise InputError(f"{path}: not a {fileformat.upper()} text file (record {count + 1} has bytes that are "
-                             "not text; a binary file?)") from None
+                             "not ASCII: a header in another encoding, or a binary file?)") from None
         except READ_ERRORS as exc:
-            raise InputError(f"{path}: cannot read ({_reason(exc)})") from None
+            raise InputError(f"{path}: cannot read ({reason(exc)})") from None
     if count == 0:
         raise InputError(f"{path}: no {fileformat.upper()} records found")
 
 
 def records_or_sequence(source: str) -> list[tuple[str, str]]:
-    """``(name, sequence)`` of the FASTA file ``source`` (names unique: outputs are known by them), or
-    ``[("sequence", source)]`` when ``source`` is no file and looks like a sequence (no dot, no path
-    separator)."""
-    if os.path.exists(source) or "." in source or os.sep in source or not source:
+    """``(name, sequence)`` of the FASTA input ``source`` (a file, ``-`` for standard input, or a
+    pipe; names unique: outputs are known by them), or ``[("sequence", source)]`` when ``source`` is
+    no file and looks like a sequence (no dot, no path separator)."""
+    if source == STDIN or os.path.exists(source) or "." in source or os.sep in source or not source:
         return [(rec.name, rec.sequence) for rec in read_fasta(source, unique=True)]
     return [("sequence", source)]
 

@@ -21,6 +21,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from gamut.io.numtext import _POW10, _fixed_text, _general_text, _int_text, _packed_starts
+from gamut.io.textout import raw_text
 from gamut.io.threads import Parallel, run_kernel
 
 #: A piece of a record: constant text, or a column ``(starts, lengths)`` of per-row strings (see :class:`TextBuilder`).
@@ -163,10 +164,10 @@ class TextBuilder:
         return array
 
     def const(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """A constant text (latin-1) as a one-row column, made once."""
+        """A constant text as a one-row column, made once."""
         found = self._consts.get(text)
         if found is None:
-            raw = np.frombuffer(text.encode("latin-1"), np.uint8)
+            raw = np.frombuffer(raw_text(text), np.uint8)
             found = self._consts[text] = self.buffer(raw, np.zeros(1, np.int64), np.array([raw.shape[0]], np.int64))
         return found
 
@@ -177,7 +178,7 @@ class TextBuilder:
 
     def strings(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """A column from Python strings (for per-sequence columns built once, such as ids)."""
-        encoded = [t.encode("latin-1") for t in texts]
+        encoded = [raw_text(t) for t in texts]
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         starts, _ = _packed_starts(lengths)
         return self.buffer(np.frombuffer(b"".join(encoded), np.uint8), starts, lengths)
@@ -344,7 +345,7 @@ class StringColumn:
     """Per-sequence strings kept for a whole run (ids, 'Read Sequence' lines), one buffer."""
 
     def __init__(self, texts: Sequence[str]) -> None:
-        encoded = [t.encode("latin-1") for t in texts]
+        encoded = [raw_text(t) for t in texts]
         self.lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         self.starts = np.zeros(len(encoded), np.int64)
         if len(encoded) > 1:

@@ -1,4 +1,8 @@
-"""Rendered text (latin-1 bytes) written to an output handle without decoding and re-encoding."""
+"""Rendered text written to an output handle as bytes, without decoding and re-encoding.
+
+Rendered text is UTF-8, except for the bytes of input headers that are not UTF-8: those are kept
+as they were (miRanda copies a header's bytes), carried in Python text as lone surrogates
+(:func:`header_text`) and turned back into the same bytes by :func:`raw_text`."""
 from __future__ import annotations
 
 import io
@@ -12,6 +16,17 @@ import numpy as np
 Rendered = Union[bytes, bytearray, memoryview, np.ndarray]
 
 
+def header_text(data: bytes) -> str:
+    """Input header bytes (an id, a description) as text that :func:`raw_text` gives back unchanged."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def raw_text(text: str) -> bytes:
+    """The bytes of text for a text output: its UTF-8, and the original bytes of a header's bytes
+    that were not UTF-8 (:func:`header_text`)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 @lru_cache(maxsize=None)
 def _ascii_compatible(encoding: str) -> bool:
     """Whether ``encoding`` writes every ASCII character as that one byte."""
@@ -22,32 +37,24 @@ def _ascii_compatible(encoding: str) -> bool:
         return False
 
 
-def _is_ascii(data: Rendered) -> bool:
-    if isinstance(data, (bytes, bytearray)):
-        return data.isascii()
-    values = data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
-    return values.size == 0 or int(values.max()) < 128
-
-
 def write_bytes(out: IO, data: Rendered) -> None:
-    """Write latin-1 text given as bytes (or a uint8 array) to ``out``, the same bytes that
-    ``out.write(data.decode("latin-1"))`` gives a text handle.
+    """Write rendered text given as bytes (or a uint8 array) to ``out``: the bytes themselves.
 
     A binary handle gets the bytes. A text file (:class:`io.TextIOWrapper`, as from
     :func:`gamut.io.atomic_output` or standard output) gets them on its binary buffer, after
-    flushing its text layer, when that changes nothing: ASCII data, an ASCII-compatible encoding
-    and no newline translation. Anything else goes through ``out.write`` as text.
+    flushing its text layer, when its encoding writes ASCII as ASCII and it does not translate
+    newlines (whatever its encoding, a header's bytes go out as they came in). Anything else (a
+    :class:`io.StringIO`) gets the text of the bytes (:func:`header_text`) through ``out.write``.
     """
     if isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
         out.write(data)
         return
     raw = getattr(out, "buffer", None)
-    if (raw is not None and isinstance(out, io.TextIOWrapper) and os.linesep == "\n"
-            and _ascii_compatible(out.encoding) and _is_ascii(data)):
+    if raw is not None and isinstance(out, io.TextIOWrapper) and os.linesep == "\n" and _ascii_compatible(out.encoding):
         out.flush()
         raw.write(data)
         return
-    out.write(bytes(data).decode("latin-1"))
+    out.write(header_text(bytes(data)))
 
 
 class WriteBehind:

@@ -6,14 +6,17 @@ as the command line does.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from gamut.access.model import SiteAccess
 from gamut.errors import InputError, UsageError
+from gamut.io.inputs import READ_ERRORS, open_input, reason
 from gamut.io.outputs import format_for_output
+from gamut.io.textout import header_text, raw_text
 from gamut.scanning.engines import make_engine
-from gamut.scanning.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta
+from gamut.scanning.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline import runners
 from gamut.scanning.pipeline.job import ScanJob
@@ -22,7 +25,8 @@ from gamut.scanning.sinks import FORMAT_BY_SUFFIX, OUTPUT_FORMATS
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["OUTPUT_FORMATS", "ScanJob", "as_records", "read_restrict", "run_job", "scan", "scan_files"]
+__all__ = ["OUTPUT_FORMATS", "ScanJob", "as_records", "read_restrict", "restrict_lines", "run_job", "scan",
+           "scan_files", "warn_unknown_pairs"]
 
 SequencesLike = Union[str, os.PathLike, Mapping[str, str], Sequence[tuple[str, str]], Sequence[SeqRecord]]
 
@@ -37,25 +41,52 @@ def as_records(data: SequencesLike, what: str) -> list[SeqRecord]:
     if all(isinstance(x, SeqRecord) for x in items):
         return list(items)
     text = "".join(f">{name}\n{seq}\n" for name, seq in items)
-    return parse_miranda_fasta(text.encode("latin-1"), f"<{what}>")
+    return parse_miranda_fasta(raw_text(text), f"<{what}>")
+
+
+def restrict_lines(path: str | os.PathLike) -> dict[tuple[str, str], int]:
+    """The pairs of a -restrict file (a file, ``-`` or a pipe; compressed or not): one 'query_id
+    reference_id' pair per line (fields split at ASCII whitespace, ids read as the FASTA readers
+    read them), each with the number of the first line that names it."""
+    name = os.fspath(path)
+    try:
+        handle = open_input(path)
+    except InputError as exc:  # miRanda's wording for a file it cannot open
+        raise InputError(f"cannot open file {exc}") from None
+    pairs: dict[tuple[str, str], int] = {}
+    with handle:
+        try:
+            for number, line in enumerate(handle, 1):
+                fields = line.split()
+                if not fields:
+                    continue
+                if len(fields) < 2:
+                    raise InputError(f"{name}: line {number} needs a query id and a reference id")
+                pairs.setdefault((header_text(fields[0]), header_text(fields[1])), number)
+        except READ_ERRORS as exc:
+            raise InputError(f"{name}: cannot read ({reason(exc)})") from None
+    return pairs
 
 
 def read_restrict(path: str | os.PathLike) -> frozenset[tuple[str, str]]:
-    """Read a -restrict file: one 'query_id reference_id' pair per line."""
-    try:
-        with open(path, encoding="latin-1") as handle:
-            lines = handle.read().splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot open file {os.fspath(path)}: {exc.strerror or exc}") from None
-    pairs = set()
-    for number, line in enumerate(lines, 1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) < 2:
-            raise InputError(f"{os.fspath(path)}: line {number} needs a query id and a reference id")
-        pairs.add((fields[0], fields[1]))
-    return frozenset(pairs)
+    """Read a -restrict file: one 'query_id reference_id' pair per line (see :func:`restrict_lines`)."""
+    return frozenset(restrict_lines(path))
+
+
+def warn_unknown_pairs(path: str | os.PathLike, pairs: Mapping[tuple[str, str], int],
+                       queries: Iterable[SeqRecord], references: Iterable[SeqRecord]) -> None:
+    """A one-line warning when pairs of the -restrict file ``path`` name a query or a reference that
+    the inputs lack: how many, and the first such line. miRanda skips them silently; they are no
+    error, since a list made for a larger set of sequences is still a valid list."""
+    query_ids = {record.id for record in queries}
+    reference_ids = {record.id for record in references}
+    unknown = [(number, pair) for pair, number in pairs.items()
+               if pair[0] not in query_ids or pair[1] not in reference_ids]
+    if unknown:
+        number, (query, reference) = min(unknown)
+        warnings.warn(f"{os.fspath(path)}: {len(unknown)} of {len(pairs)} pairs name records that are not in the "
+                      f"inputs (first: line {number}, '{shown(query)} {shown(reference)}'); they are skipped",
+                      stacklevel=2)
 
 
 def run_job(job: ScanJob):

@@ -6,8 +6,9 @@ import dataclasses
 
 from gamut.access.model import DEFAULT_SPAN, DEFAULT_WINDOW, PITA_DOWNSTREAM, PITA_UPSTREAM, SiteAccess
 from gamut.errors import UsageError, option_errors
+from gamut.io.inputs import check_read_once
 from gamut.io.outputs import check_outputs, format_for_output
-from gamut.scanning.api import read_restrict, run_job
+from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob, whole_number
 from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMATS, OUTPUT_FORMATS
@@ -22,8 +23,8 @@ def register(subparsers) -> None:
         description="Scan miRNA queries against target sequences with miRanda 3.3a's exact model. "
         "Results are identical to miRanda 3.3a; 'gamut miranda' takes miRanda's own options instead.",
     )
-    p.add_argument("queries", help="FASTA file of miRNAs (.gz allowed)")
-    p.add_argument("references", help="FASTA file of target sequences, e.g. 3'UTRs (.gz allowed)")
+    p.add_argument("queries", help="FASTA file of miRNAs (.gz allowed; - or a pipe also)")
+    p.add_argument("references", help="FASTA file of target sequences, e.g. 3'UTRs (.gz allowed; - or a pipe also)")
     p.add_argument("-o", "--output", action="append", default=None, metavar="FILE",
                    help="output file (default: standard output); give -o several times for several outputs "
                    "of one scan (e.g. -o hits.tsv -o hits.bed); written atomically, all together, never onto "
@@ -180,10 +181,15 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             site_access=site_access(args),
         )
         ScanJob((), (), params, **options)
+        check_read_once((args.queries, args.references, args.restrict, args.annotation))
     # before any work
     check_outputs([path for path, _ in options["outputs"]], (args.queries, args.references, args.restrict,
                                                               args.annotation))
-    if args.restrict:
-        params = dataclasses.replace(params, restrict=read_restrict(args.restrict))
-    run_job(ScanJob.from_files(args.queries, args.references, params, **options))
+    pairs = restrict_lines(args.restrict) if args.restrict else None
+    if pairs is not None:
+        params = dataclasses.replace(params, restrict=frozenset(pairs))
+    job = ScanJob.from_files(args.queries, args.references, params, **options)
+    if pairs is not None:
+        warn_unknown_pairs(args.restrict, pairs, job.queries, job.references)
+    run_job(job)
     return 0

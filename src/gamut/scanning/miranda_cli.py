@@ -11,8 +11,9 @@ import re
 import sys
 
 from gamut.errors import UsageError
+from gamut.io.inputs import check_read_once
 from gamut.io.outputs import check_outputs
-from gamut.scanning.api import read_restrict, run_job
+from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob
 
@@ -109,7 +110,9 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(banner() + USAGE)
         return 0
     opts = parse_args(argv)
+    check_read_once((opts["query"], opts["reference"], opts.get("-restrict")))
     check_outputs([opts.get("-out")], (opts["query"], opts["reference"], opts.get("-restrict")))  # before any work
+    pairs = restrict_lines(opts["-restrict"]) if "-restrict" in opts else None
     params = ScanParams(
         score_threshold=atoi(opts.get("-sc", "140")),
         energy_threshold=atoi(opts.get("-en", "1")),
@@ -120,7 +123,7 @@ def main(argv: list[str]) -> int:
         noenergy=opts.get("-noenergy", False),
         trim=atoi(opts.get("-trim", "0")),  # ScanParams refuses a negative -trim, as miRanda does
         energy_model=opts.get("--energy-model", "miranda"),
-        restrict=read_restrict(opts["-restrict"]) if "-restrict" in opts else None,
+        restrict=None if pairs is None else frozenset(pairs),
     )
     # gamut's own options are checked strictly by the job (miRanda's are read as C's atoi would).
     job = ScanJob.from_files(
@@ -140,5 +143,7 @@ def main(argv: list[str]) -> int:
         partition_pairs=opts.get("--partition-pairs"),
         retries=opts.get("--retries", 2),
     )
+    if pairs is not None:
+        warn_unknown_pairs(opts["-restrict"], pairs, job.queries, job.references)
     run_job(job)
     return 0

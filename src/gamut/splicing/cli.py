@@ -131,7 +131,7 @@ def run_reads(args: argparse.Namespace) -> int:
         placements = read_placements(args.alignments)
     else:
         reads = list(reads)
-        placements = mapped_placements(args.genome, reads, args.threads)
+        placements = mapped_placements(args.genome, reads, args.threads, genome=genome)
     evidence = [exon for path in args.evidence for exon in evidence_exons(path)]
     with progress_bar("reads to exon chains", None, len(placements) > 100 and sys.stderr.isatty(),
                       unit="reads") as advance:
@@ -158,9 +158,13 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     from gamut.splicing.files import load_cases
     from gamut.splicing.sinks import SINKS, ReportSink
 
+    from gamut.io.inputs import check_read_once
+
     with option_errors(parser):
         check_options(args)
         reads_mode = check_mode(args)
+        check_read_once((args.genome, args.annotation, args.reads, args.alignments, *args.evidence) if reads_mode
+                        else (args.base, args.exons, args.target, args.pairs))
     if reads_mode:
         return run_reads(args)
     check_outputs([getattr(args, sink.option) for sink in SINKS.values()],

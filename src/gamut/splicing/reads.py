@@ -14,12 +14,14 @@ whose exon chain it equals, else ``novel``; a read without an alignment or a loc
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
 import sys
+import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -206,10 +208,12 @@ def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
 
 
 def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str]],
-                      threads: int | None = None) -> dict[str, ReadPlacement]:
+                      threads: int | None = None, genome: Mapping[str, str] | None = None) -> dict[str, ReadPlacement]:
     """Each read's best placement by minimap2's spliced mapping (its Python binding ``mappy``,
     preset ``splice``): the hit with the most matching letters. Without ``mappy`` installed, a
-    :class:`~gamut.errors.UsageError` says how to get it or to pass alignments instead."""
+    :class:`~gamut.errors.UsageError` says how to get it or to pass alignments instead. minimap2
+    indexes a file by its name: a genome read from ``-`` or a pipe is given as ``genome`` (its
+    records, already read) and written to a private temporary file for it."""
     from gamut.errors import UsageError
 
     try:
@@ -217,12 +221,32 @@ def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str
     except ImportError:
         raise UsageError("placing reads needs their alignments (--alignments: PSL from BLAT, PAF or SAM from "
                          "minimap2) or minimap2's Python binding: pip install mappy") from None
-    aligner = mappy.Aligner(os.fspath(genome_path), preset="splice", n_threads=threads or os.cpu_count() or 1)
+    with _genome_file(genome_path, genome) as path:
+        aligner = mappy.Aligner(path, preset="splice", n_threads=threads or os.cpu_count() or 1)
     if not aligner:
         raise InputError(f"{os.fspath(genome_path)}: minimap2 could not read or index the genome")
     buffer = mappy.ThreadBuffer()
     return _best_placements((read_id, ReadPlacement(hit.ctg, hit.strand, hit.r_st, hit.r_en, hit.mlen))
                             for read_id, sequence in reads for hit in aligner.map(sequence, buf=buffer))
+
+
+@contextlib.contextmanager
+def _genome_file(path: str | os.PathLike, genome: Mapping[str, str] | None) -> Iterator[str]:
+    """A file name of the genome for minimap2: ``path``, or for a stream (read already) a FASTA of
+    ``genome`` in a private temporary directory, removed after."""
+    from gamut.io.inputs import is_stream
+
+    if not is_stream(path):
+        yield os.fspath(path)
+        return
+    if genome is None:
+        raise InputError(f"{os.fspath(path)}: minimap2 needs the genome as a file (or its records)")
+    with tempfile.TemporaryDirectory(prefix="gamut-genome-") as directory:
+        name = os.path.join(directory, "genome.fa")
+        with open(name, "w") as handle:
+            for record, sequence in genome.items():
+                handle.write(f">{record}\n{sequence}\n")
+        yield name
 
 
 class ReadChain(NamedTuple):

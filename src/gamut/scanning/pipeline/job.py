@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from gamut.errors import UsageError
+from gamut.errors import InputError, UsageError
+from gamut.io.inputs import check_read_once, is_stream
 from gamut.io.outputs import check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
-from gamut.scanning.fasta import SeqRecord, read_miranda_fasta
+from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.sinks import FORMATS, OUTPUT_FORMATS, sink_class
@@ -129,13 +130,15 @@ class ScanJob:
         if self.params.site_access is not None and self.partitioned:
             raise UsageError("--accessibility runs in one process for now: drop --cluster, --run-dir and a "
                              "--gpus list of several")
+        self._check_ids()
 
     @classmethod
     def from_files(cls, query_path: str, reference_path: str, params: ScanParams, **options: Any) -> ScanJob:
-        """The job of scanning two FASTA files: options are checked, then the outputs (never onto
-        an input), then the files are read."""
+        """The job of scanning two FASTA files (``-`` or a pipe for one of them at most): options are
+        checked, then the outputs (never onto an input), then the files are read, each once."""
         job = cls((), (), params, query_name=query_path, reference_name=reference_path, query_path=query_path,
                   reference_path=reference_path, **options)
+        check_read_once((query_path, reference_path, job.annotation))
         check_outputs([path for path, _ in job.targets], (query_path, reference_path, job.annotation))
         if job.cluster is not None:
             from gamut.cluster import require_dask
@@ -143,6 +146,20 @@ class ScanJob:
             require_dask()
         return dataclasses.replace(job, queries=read_miranda_fasta(query_path),
                                    references=read_miranda_fasta(reference_path))
+
+    def _check_ids(self) -> None:
+        """Ids of records whose bytes are not UTF-8 are an :class:`InputError` (naming the file and
+        the record) when an output's format must hold UTF-8 text (JSON lines, Parquet); the text
+        formats write their bytes as they came."""
+        formats = [fmt for _, fmt in self.targets if fmt is not None and sink_class(fmt).utf8_only]
+        if not formats:
+            return
+        for records, name in ((self.queries, self.query_name), (self.references, self.reference_name)):
+            for number, record in enumerate(records, 1):
+                if not is_utf8(record.id):
+                    raise InputError(f"{name}: record {number} has an id that is not UTF-8 text "
+                                     f"('{shown(record.id)}'), which --format {formats[0]} cannot hold; the "
+                                     "miranda, tsv and bed formats write its bytes as they are")
 
     def _check_outputs(self) -> None:
         """Hold several outputs as a tuple of :class:`Output` (one output: in ``output`` and
@@ -248,15 +265,19 @@ class ScanJob:
 
 
 def _readable_file(path: str | os.PathLike, option: str) -> str:
-    """``path`` as text, once it is known to be a regular file this process can open for reading."""
-    shown = os.fspath(path)
-    if not os.path.exists(shown):
-        raise UsageError(f"{option} {shown}: no such file")
-    if os.path.isdir(shown):
-        raise UsageError(f"{option} {shown}: is a directory")
+    """``path`` as text, once it is known to be a regular file this process can open for reading
+    (not ``-`` or a pipe: each output, and each worker, reads it)."""
+    name = os.fspath(path)
+    if is_stream(name):
+        raise UsageError(f"{option} {name}: not a regular file (each output and worker of the scan reads it); "
+                         "save it to a file first")
+    if not os.path.exists(name):
+        raise UsageError(f"{option} {name}: no such file")
+    if os.path.isdir(name):
+        raise UsageError(f"{option} {name}: is a directory")
     try:
-        with open(shown, "rb"):
+        with open(name, "rb"):
             pass
     except OSError as exc:
-        raise UsageError(f"{option} {shown}: cannot read ({exc.strerror or exc})") from None
-    return shown
+        raise UsageError(f"{option} {name}: cannot read ({exc.strerror or exc})") from None
+    return name

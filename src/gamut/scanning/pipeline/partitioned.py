@@ -35,7 +35,7 @@ from gamut.scanning.pipeline.partitions import (
     gpu_partitioning,
     plan_partitions,
 )
-from gamut.scanning.pipeline.rundir import RunDir, file_fingerprint, scan_options
+from gamut.scanning.pipeline.rundir import RunDir, file_fingerprint, input_fingerprint, scan_options
 from gamut.scanning.sinks.base import Sink
 
 
@@ -63,7 +63,8 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
     sizes = asked or default
     run_dir = None
     if job.run_dir is not None:
-        inputs = {"query": file_fingerprint(job.query_path), "reference": file_fingerprint(job.reference_path)}
+        inputs = {"query": input_fingerprint(job.query_path, job.queries),
+                  "reference": input_fingerprint(job.reference_path, job.references)}
         options = scan_options(job.params, job.formats, job.quiet, job.keyval,
                                None if job.annotation is None else file_fingerprint(job.annotation))
         run_dir = RunDir(job.run_dir, inputs, options, asked, default)

@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gamut.errors import GamutError, UsageError
+from gamut.io.inputs import is_regular_file
 from gamut.io.interrupt import remove_stale, temporary_file
+from gamut.io.textout import raw_text
+from gamut.scanning.fasta import SeqRecord
 from gamut.scanning.params import ScanParams
 
 RUN_DIR_VERSION = 1
@@ -40,6 +43,17 @@ def file_fingerprint(path: str | os.PathLike) -> dict:
         handle.seek(-(1 << 20), os.SEEK_END)
         digest.update(handle.read(1 << 20))
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "head_tail_sha256": digest.hexdigest()}
+
+
+def input_fingerprint(path: str | os.PathLike | None, records: Sequence[SeqRecord]) -> dict:
+    """:func:`file_fingerprint` of a regular file; of standard input or a pipe, which cannot be
+    read again, the number of its records and the SHA-256 of their ids, descriptions and letters."""
+    if path is not None and is_regular_file(path):
+        return file_fingerprint(path)
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(b"\n".join((raw_text(record.id), raw_text(record.description), record.sequence, b"")))
+    return {"records": len(records), "records_sha256": digest.hexdigest()}
 
 
 def scan_options(params: ScanParams, formats: str | Sequence[str], quiet: bool, keyval: bool,

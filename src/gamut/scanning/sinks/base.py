@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from gamut.io.textcols import TextBuilder
-from gamut.io.textout import WriteBehind
+from gamut.io.textout import WriteBehind, raw_text, write_bytes
 from gamut.io.threads import Parallel
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ class Sink(Protocol):
     #: ``write_part`` regroups partitions by the single-process chunks: the partitioned runner sets
     #: ``chunk_stops`` (the pair number after each chunk of a single process) before ``start``.
     regroups: ClassVar[bool]
+    #: The format holds text as UTF-8 (JSON, Parquet): ids whose bytes are not UTF-8 cannot be
+    #: written (the text formats write a header's bytes as they came).
+    utf8_only: ClassVar[bool]
 
     def __init__(self, job: ScanJob) -> None: ...
     def start(self, out: IO | None) -> None: ...
@@ -66,6 +69,7 @@ class TextSink:
     mode: ClassVar[str | None] = "w"
     needs_file: ClassVar[bool] = False
     regroups: ClassVar[bool] = False
+    utf8_only: ClassVar[bool] = False
 
     def __init__(self, job: ScanJob) -> None:
         self.job = job
@@ -86,15 +90,15 @@ class TextSink:
     def start(self, out: IO | None) -> None:
         self.out = out
         text = self.header()
-        if text:
-            out.write(text)
+        if text:  # as bytes, like the records: a file name's bytes go out as given
+            write_bytes(out, raw_text(text))
         self._writes = WriteBehind(out)  # a chunk is rendered and written while the next one is built
 
     def write(self, result: ChunkResult, spare_cores: Parallel) -> None:
         self._writes.write(self.build(result, spare_cores).render_array)
 
     def render(self, chunks: Chunks, prev_query: int) -> bytes:
-        """A partition's text as bytes (latin-1); ``prev_query`` is the query of the pair before it.
+        """A partition's text as bytes; ``prev_query`` is the query of the pair before it.
         As :meth:`write` does, a chunk is rendered on a thread of its own while the next is built."""
         collected = _Pieces()
         writes = WriteBehind(collected)
@@ -139,7 +143,7 @@ class TextSink:
         self._writes.finish()
         text = self.footer()
         if text:
-            self.out.write(text)
+            write_bytes(self.out, raw_text(text))
 
 
 def _collect(rendered: tuple[np.ndarray, np.ndarray], pieces: list, starts: list) -> None:

@@ -120,6 +120,7 @@ class ParquetSink:
     mode: ClassVar[str | None] = "wb"
     needs_file: ClassVar[bool] = True
     regroups: ClassVar[bool] = True
+    utf8_only: ClassVar[bool] = True
 
     def __init__(self, job: ScanJob) -> None:
         self.batches = ArrowBatches(job)
