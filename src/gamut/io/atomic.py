@@ -7,11 +7,11 @@ import functools
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO
 
 from gamut.errors import UsageError
+from gamut.io import tempfiles
 from gamut.io.interrupt import deferred_ending, temporary_file
 from gamut.io.outputs import OutputTarget, PathLike, check_output, is_stdout
 
@@ -25,7 +25,9 @@ def atomic_output(path: PathLike | None, mode: str = "w", inputs: Iterable[PathL
     :class:`UsageError` before the block runs. A character device or a FIFO is opened and
     written directly (renaming a file over it would replace it); a symlink's target is replaced
     and the link kept. A replaced file keeps its permission bits. The temporary file is removed
-    on any exception; a signal that ends the command removes it too (``gamut.io.interrupt``).
+    on any exception; a signal that ends the command removes it too (``gamut.io.interrupt``), and
+    one left by a run killed outright is removed by the next run into the same file
+    (:mod:`gamut.io.tempfiles`).
     """
     with atomic_outputs([(path, mode)], inputs) as (handle,):
         yield handle
@@ -48,7 +50,7 @@ def atomic_outputs(targets: Sequence[tuple[PathLike | None, str | None]],
     inputs = list(inputs)
     with contextlib.ExitStack() as stack:
         handles: list[IO | None] = []
-        pending: list[tuple[IO, str, OutputTarget]] = []
+        pending: list[tuple[IO, tempfiles.Temporary, OutputTarget]] = []
         for path, mode in targets:
             if mode is None or is_stdout(path):
                 handles.append(None if mode is None else sys.stdout if "b" not in mode else sys.stdout.buffer)
@@ -64,14 +66,14 @@ def atomic_outputs(targets: Sequence[tuple[PathLike | None, str | None]],
             yield handles
             for handle, tmp, target in pending:  # every temporary file complete before the first rename
                 _named(handle.close, target)
-                _give_mode(tmp, target.existing)
+                _give_mode(tmp.path, target.existing)
         except OSError as exc:  # e.g. a full disk: gamut.cli names the output
             if not exc.filename and len(pending) == 1:
                 exc.filename = pending[0][2].shown
             raise
         with deferred_ending():
             for _, tmp, target in pending:
-                _named(functools.partial(os.replace, tmp, target.real), target)
+                _named(functools.partial(os.replace, tmp.path, target.real), target)
 
 
 def _open_direct(target: OutputTarget, mode: str) -> IO:
@@ -81,21 +83,24 @@ def _open_direct(target: OutputTarget, mode: str) -> IO:
         raise UsageError(f"cannot write {target.shown}: {exc.strerror or exc}") from None
 
 
-def _temporary(stack: contextlib.ExitStack, target: OutputTarget, mode: str) -> tuple[IO, str]:
-    """A temporary file beside ``target``, open in ``mode``; ``stack`` removes it when it closes
+def _temporary(stack: contextlib.ExitStack, target: OutputTarget, mode: str) -> tuple[IO, tempfiles.Temporary]:
+    """A temporary file beside ``target`` (:mod:`gamut.io.tempfiles`: named and locked; the
+    stale ones of ``target`` removed first), open in ``mode``; ``stack`` removes it when it closes
     (it is gone by then once renamed) and a signal that ends the command removes it too."""
+    tempfiles.remove_stale(target.real)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.real.name}.", suffix=".tmp", dir=target.real.parent)
+        tmp = tempfiles.create(target.real)
     except OSError as exc:  # e.g. no permission to write in the directory
         raise UsageError(f"cannot write {target.shown}: {exc.strerror or exc}") from None
+    stack.callback(tmp.release)  # the lock, held until the file is renamed or removed
 
     def discard() -> None:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp.path)
 
     stack.callback(discard)
-    stack.enter_context(temporary_file(tmp))
-    handle = os.fdopen(fd, mode)
+    stack.enter_context(temporary_file(tmp.path))
+    handle = os.fdopen(os.dup(tmp.fd), mode)
     stack.callback(_quiet_close, handle)
     return handle, tmp
 
