@@ -98,8 +98,18 @@ def test_api_outputs(tmp_path, singles):
 def test_format_rules():
     assert output_formats(None, None) == [("-", "tsv")]
     assert output_formats(["a.bed", "a.txt", "b"], None) == [("a.bed", "bed"), ("a.txt", "miranda"), ("b", "tsv")]
-    assert output_formats(["a.tsv"], ["jsonl"]) == [("a.tsv", "jsonl")]  # one output: --format wins
-    assert output_formats(["a.tsv", "b.out"], ["bed", "jsonl"]) == [("a.tsv", "bed"), ("b.out", "jsonl")]
+    assert output_formats(["a.out"], ["jsonl"]) == [("a.out", "jsonl")]  # --format writes any other suffix
+    assert output_formats(["a.bed", "b.out"], ["bed", "jsonl"]) == [("a.bed", "bed"), ("b.out", "jsonl")]
+    # The suffix under a compression suffix names the format (#44).
+    assert output_formats(["a.tsv.gz", "b.BED.bgz", "c.gz", "d.txt.zst"], None) == [
+        ("a.tsv.gz", "tsv"), ("b.BED.bgz", "bed"), ("c.gz", "tsv"), ("d.txt.zst", "miranda")]
+    # A suffix naming another format than --format, or none at all, is refused (#44).
+    with pytest.raises(UsageError, match="a.tsv: the suffix .tsv names the tsv format, not --format jsonl"):
+        output_formats(["a.tsv"], ["jsonl"])
+    with pytest.raises(UsageError, match="a.tsv.gz: the suffix .tsv names the tsv format, not --format bed"):
+        output_formats(["a.tsv.gz", "b.out"], ["bed", "jsonl"])
+    with pytest.raises(UsageError, match="no output format has the suffix .out"):
+        output_formats(["a.tsv", "b.out"], None)
     # Once, with several outputs: those whose suffix names no format (standard output too).
     assert output_formats(["a.tsv", "-", "b.out"], ["miranda"]) == [("a.tsv", "tsv"), ("-", "miranda"),
                                                                    ("b.out", "miranda")]

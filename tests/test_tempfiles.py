@@ -1,12 +1,13 @@
 """Temporary files are named for their owner, locked while written, and removed by the next run
 into the same place only when their writer is gone and they are this user's (#44, item 5).
 
-The last test kills a real ``gamut scan`` with SIGKILL while it writes its output, then runs it
-again: the rerun removes what the killed run left and writes the right output.
+The last test kills a real ``gamut scan`` with SIGKILL while it writes a compressed output, then
+runs it again: the rerun removes what the killed run left and writes the right output.
 """
 from __future__ import annotations
 
 import fcntl
+import gzip
 import os
 import re
 import signal
@@ -114,15 +115,15 @@ def test_a_long_name_is_cut_in_its_temporary_files_and_still_cleaned(tmp_path):
 
 
 def test_an_output_removes_its_targets_stale_files_and_leaves_none(tmp_path):
-    target = tmp_path / "hits.tsv"
+    target = tmp_path / "hits.tsv.gz"
     stale = _left_by_a_dead_run(target)
     with atomic_output(target) as out:
         assert not stale.exists()
-        [tmp] = tmp_path.glob(f".hits.tsv.{_owner()}-{os.getpid()}.*.tmp")
+        [tmp] = tmp_path.glob(f".hits.tsv.gz.{_owner()}-{os.getpid()}.*.tmp")
         assert _locked_elsewhere(str(tmp))
         out.write("a\tb\n")
-    assert target.read_bytes() == b"a\tb\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["hits.tsv"]
+    assert gzip.decompress(target.read_bytes()) == b"a\tb\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["hits.tsv.gz"]
 
 
 def test_the_run_directory_removes_its_stale_files_only(tmp_path):
@@ -147,14 +148,14 @@ def _scan(out: Path, *launcher: str) -> subprocess.CompletedProcess:
 def test_a_rerun_after_kill_9_mid_write_leaves_no_temporary_file(tmp_path):
     clean = tmp_path / "clean.tsv"
     assert _scan(clean, "-m", "gamut").returncode == 0
-    out = tmp_path / "hits.tsv"
-    out.write_bytes(b"old results\n")
+    out = tmp_path / "hits.tsv.gz"
+    out.write_bytes(gzip.compress(b"old results\n"))
     killed = _scan(out, str(HOOKS), "--die-after-writes", "1")
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
-    assert out.read_bytes() == b"old results\n"  # the old output is intact
-    [left] = tmp_path.glob(".hits.tsv.*.tmp")
-    assert left.name.startswith(f".hits.tsv.{_owner()}-") and left.stat().st_size > 0  # its part written
+    assert gzip.decompress(out.read_bytes()) == b"old results\n"  # the old output is intact
+    [left] = tmp_path.glob(".hits.tsv.gz.*.tmp")
+    assert left.name.startswith(f".hits.tsv.gz.{_owner()}-") and left.stat().st_size > 0  # its part written
     again = _scan(out, "-m", "gamut")
     assert again.returncode == 0, again.stderr.decode()
     assert not list(tmp_path.glob(".*.tmp"))
-    assert out.read_bytes() == clean.read_bytes()
+    assert gzip.decompress(out.read_bytes()) == clean.read_bytes()

@@ -16,6 +16,7 @@ import dnaio
 from xopen import xopen
 
 from gamut.errors import InputError, UsageError
+from gamut.io.outputs import COMPRESSIONS
 
 #: Leading bytes of the compressed formats xopen reads (detected by content, so that a file's
 #: name does not have to say it is compressed, as miRanda's gzip handling allows).
@@ -96,8 +97,9 @@ class FastaRecord(NamedTuple):
     sequence: str
 
 
-#: Name suffixes of compressed files (the readers tell compression by content; formats go by name).
-COMPRESSION_SUFFIXES = (".gz", ".bgz", ".bz2", ".xz", ".zst", ".zstd")
+#: Name suffixes of compressed files (the readers tell compression by content; formats go by name;
+#: outputs are compressed by them).
+COMPRESSION_SUFFIXES = tuple(COMPRESSIONS)
 
 
 def uncompressed_name(path: str | os.PathLike) -> str:
