@@ -2,7 +2,8 @@
 
 - As a launcher: ``python tests/scan_kill_hooks.py --die-after-partitions K ARGS...`` runs
   ``gamut ARGS...`` in a process that SIGKILLs itself once its run directory has stored K
-  partitions (as a power cut or the OOM killer would end it).
+  partitions (as a power cut or the OOM killer would end it); ``--die-after-writes K``: once it
+  has written K pieces of rendered text to its output (mid-write: the output is incomplete).
 - As a Dask preload (``dask worker --preload tests/scan_kill_hooks.py``, or
   ``LocalCluster(preload=[...])``): with ``GAMUT_TEST_KILL_WORKER=FILE`` in the worker's
   environment, the worker that starts the partition whose number is in FILE SIGKILLs itself,
@@ -36,6 +37,24 @@ def die_after_partitions(limit: int) -> None:
     RunDir.store = storing
 
 
+def die_after_writes(limit: int) -> None:
+    """This process SIGKILLs itself right after its ``limit``-th piece of rendered text reaches
+    its output (flushed to the file, through any compression)."""
+    from gamut.io import textout
+
+    write = textout.write_bytes
+    written = [0]
+
+    def writing(out, data) -> None:
+        write(out, data)
+        written[0] += 1
+        if written[0] >= limit:
+            out.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    textout.write_bytes = writing
+
+
 def dask_setup(worker) -> None:
     """Dask's preload entry point: arm the worker-kill trigger named by GAMUT_TEST_KILL_WORKER."""
     trigger = os.environ.get("GAMUT_TEST_KILL_WORKER")
@@ -59,6 +78,9 @@ def dask_setup(worker) -> None:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--die-after-partitions"]:
         die_after_partitions(int(argv[1]))
+        argv = argv[2:]
+    elif argv[:1] == ["--die-after-writes"]:
+        die_after_writes(int(argv[1]))
         argv = argv[2:]
     from gamut.cli import main as gamut_main
 

@@ -160,13 +160,15 @@ def test_format_follows_the_suffix(inputs, expected_tsv):
     body = text.read_text()
     assert "Current Settings:" in body and "Scores for this hit:" in body and body.endswith("Scan Complete\n\n")
 
-    forced = inputs / "forced.parquet"  # an explicit --format wins over the suffix
+    forced = inputs / "forced.out"  # --format writes a suffix no format owns
     assert main(scan_argv(inputs, str(forced), "--format", "tsv")) == 0
     assert forced.read_bytes() == expected_tsv
 
-    unknown = inputs / "hits.out"
-    assert main(scan_argv(inputs, str(unknown))) == 0
-    assert unknown.read_bytes() == expected_tsv
+    # A suffix that names another format than --format, or no format, is refused (#44).
+    for name, extra in (("clash.parquet", ("--format", "tsv")), ("hits.out", ())):
+        with pytest.raises(SystemExit) as done:
+            main(scan_argv(inputs, str(inputs / name), *extra))
+        assert done.value.code == 2 and not (inputs / name).exists()
 
 
 def test_jsonl_numbers_are_json_numbers_with_the_tsv_values(inputs, expected_tsv):

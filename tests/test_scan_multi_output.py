@@ -98,8 +98,18 @@ def test_api_outputs(tmp_path, singles):
 def test_format_rules():
     assert output_formats(None, None) == [("-", "tsv")]
     assert output_formats(["a.bed", "a.txt", "b"], None) == [("a.bed", "bed"), ("a.txt", "miranda"), ("b", "tsv")]
-    assert output_formats(["a.tsv"], ["jsonl"]) == [("a.tsv", "jsonl")]  # one output: --format wins
-    assert output_formats(["a.tsv", "b.out"], ["bed", "jsonl"]) == [("a.tsv", "bed"), ("b.out", "jsonl")]
+    assert output_formats(["a.out"], ["jsonl"]) == [("a.out", "jsonl")]  # --format writes any other suffix
+    assert output_formats(["a.bed", "b.out"], ["bed", "jsonl"]) == [("a.bed", "bed"), ("b.out", "jsonl")]
+    # The suffix under a compression suffix names the format (#44).
+    assert output_formats(["a.tsv.gz", "b.BED.bgz", "c.gz", "d.txt.zst"], None) == [
+        ("a.tsv.gz", "tsv"), ("b.BED.bgz", "bed"), ("c.gz", "tsv"), ("d.txt.zst", "miranda")]
+    # A suffix naming another format than --format, or none at all, is refused (#44).
+    with pytest.raises(UsageError, match="a.tsv: the suffix .tsv names the tsv format, not --format jsonl"):
+        output_formats(["a.tsv"], ["jsonl"])
+    with pytest.raises(UsageError, match="a.tsv.gz: the suffix .tsv names the tsv format, not --format bed"):
+        output_formats(["a.tsv.gz", "b.out"], ["bed", "jsonl"])
+    with pytest.raises(UsageError, match="no output format has the suffix .out"):
+        output_formats(["a.tsv", "b.out"], None)
     # Once, with several outputs: those whose suffix names no format (standard output too).
     assert output_formats(["a.tsv", "-", "b.out"], ["miranda"]) == [("a.tsv", "tsv"), ("-", "miranda"),
                                                                    ("b.out", "miranda")]
@@ -221,14 +231,15 @@ def test_killed_run_with_three_outputs_resumes(tmp_path, clip_singles):
                            timeout=240)
     assert first.returncode == -signal.SIGKILL, first.stderr.decode()
     assert not any(p.exists() for p in outs)
-    killed = sorted(tmp_path.glob(".*.tmp"))  # a SIGKILL leaves its temporary files; the rerun no more
+    killed = sorted(tmp_path.glob(".*.tmp"))  # a SIGKILL leaves its temporary files; the rerun removes them
+    assert [p.name.split(".gamut-")[0] for p in killed] == [f".{p.name}" for p in sorted(outs)]
     second = subprocess.run([PY, "-m", "gamut", *argv], env=_env(), capture_output=True, timeout=240, check=False)
     assert second.returncode == 0, second.stderr.decode()
     for path in outs:
         assert path.read_bytes() == clip_singles[path.suffix[1:]], path.name
     computed = computed_by_run(run_dir)
     assert computed[1] == [0, 1, 2] and sorted(computed[2]) == list(range(3, 8))
-    assert sorted(tmp_path.rglob(".*.tmp")) == killed
+    assert not list(tmp_path.rglob(".*.tmp"))
 
 
 def test_run_dir_keeps_its_formats(tmp_path, singles, capsys):

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from gamut.cli import main
+from gamut.io import tempfiles
+from gamut.io.tempfiles import user_name
 from gamut.scanning.pipeline.rundir import computed_by_run
 
 CASE = Path(__file__).parent / "data" / "miranda" / "clip_quiet"
@@ -88,7 +90,9 @@ def test_parts_without_checksums_are_recomputed(stored, tmp_path, clean, capsys)
 def test_stale_temporary_files_are_removed_and_new_ones_registered(stored, tmp_path, clean, monkeypatch):
     import gamut.scanning.pipeline.rundir as rundir
 
-    stale = [stored / "parts" / ".00000005.part.4242.tmp", stored / ".manifest.json.4242.tmp"]
+    owner = f"gamut-{user_name()}"  # files of a run of this user killed outright: unlocked
+    stale = [stored / "parts" / f".00000005.part.{owner}-4242.abcd1234.tmp",
+             stored / f".manifest.json.{owner}-4242.abcd1234.tmp"]
     for path in stale:
         path.write_bytes(b"x" * 1000)
     (stored / "parts" / "00000005.part").unlink()  # so that this run stores a part
@@ -104,7 +108,8 @@ def test_stale_temporary_files_are_removed_and_new_ones_registered(stored, tmp_p
     assert _scan(tmp_path / "resumed.txt", "--run-dir", str(stored)) == 0
     assert not any(path.exists() for path in stale)
     assert (tmp_path / "resumed.txt").read_bytes() == clean
-    assert stored / "parts" / f".00000005.part.{os.getpid()}.tmp" in registered
+    assert any(p.parent == stored / "parts" and p.name.startswith(f".00000005.part.{owner}-{os.getpid()}.")
+               for p in registered)
     assert not list(stored.rglob("*.tmp"))
 
 
@@ -123,14 +128,14 @@ def test_unusable_run_dir_is_one_line(where, tmp_path, capsys, monkeypatch):
     else:  # as root, permission bits do not stop writes: make the probe fail as on a read-only mount
         run_dir = tmp_path / "run"
         run_dir.mkdir()
-        real = Path.write_bytes
+        real = tempfiles.create
 
-        def read_only(self, data):
-            if self.name.startswith(".gamut-probe."):
+        def read_only(target):
+            if Path(target).parent == run_dir:
                 raise OSError(30, "Read-only file system")
-            return real(self, data)
+            return real(target)
 
-        monkeypatch.setattr(Path, "write_bytes", read_only)
+        monkeypatch.setattr(tempfiles, "create", read_only)
         expected = f"--run-dir {run_dir} is not writable: creating a file in it failed (Read-only file system)"
     out = tmp_path / "out.txt"
     capsys.readouterr()

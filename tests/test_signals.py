@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gamut.io.interrupt import Ending, remove_stale, temporary_file
+from gamut.io.interrupt import Ending, temporary_file
 from signal_helpers import random_letters, signal_running_scan, write_fasta
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -56,13 +56,6 @@ def test_temporary_files_are_tracked_only_inside_a_command(tmp_path):
     assert not ending._temporary
     with temporary_file(path):  # no command running: nothing to register, nothing raised
         pass
-
-
-def test_remove_stale_removes_only_matching_files(tmp_path):
-    (tmp_path / ".a.tmp").write_text("x")
-    (tmp_path / "keep.txt").write_text("y")
-    assert [p.name for p in remove_stale(tmp_path, ".*.tmp")] == [".a.tmp"]
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
 
 
 def test_duplex_folds_limited_by_available_memory(monkeypatch):

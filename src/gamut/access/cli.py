@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from gamut.access.model import DEFAULT_MAX_UNPAIRED, DEFAULT_SPAN, DEFAULT_WINDOW, AccessParams
-from gamut.access.sinks import DEFAULT_FORMAT, FORMAT_BY_SUFFIX, SINKS
+from gamut.access.sinks import DEFAULT_FORMAT, FORMAT_RULES, SINKS
 from gamut.cuda.device import resolve_device
 from gamut.errors import UsageError, option_errors
 from gamut.io import atomic_output
@@ -31,10 +31,12 @@ def register(subparsers) -> None:
     p.add_argument("-u", "--max-unpaired", type=int, default=DEFAULT_MAX_UNPAIRED,
                    help=f"longest stretch length u (default {DEFAULT_MAX_UNPAIRED})")
     p.add_argument("-o", "--output", default="-",
-                   help="output file (default: standard output); written atomically, never onto the input")
+                   help="output file (default: standard output); written atomically, never onto the input; "
+                   "tsv and lunp are compressed when it ends in .gz, .zst, .bz2 or .xz")
     p.add_argument("--format", choices=tuple(SINKS), default=None,
                    help="tsv (one row per position and u), parquet, or lunp (RNAplfold's _lunp layout) "
-                   "(default: the output's suffix, else tsv)")
+                   "(default: the output's suffix, .tsv, .parquet, .lunp; standard output or no suffix: tsv; "
+                   "another suffix is an error)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="cpu: ViennaRNA on every core; cuda: gamut's kernels on the GPU (the same numbers); "
                    "auto: the GPU where one is usable (default)")
@@ -47,7 +49,7 @@ def register(subparsers) -> None:
 def check_options(args: argparse.Namespace) -> AccessParams:
     """Every option, before any input is read (:class:`UsageError`); sets ``args.format``, ``args.threads``
     and ``args.device`` (resolved: ``cpu`` or ``cuda``)."""
-    args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, DEFAULT_FORMAT)
+    args.format = format_for_output(args.output, args.format, FORMAT_RULES, DEFAULT_FORMAT)
     if args.format == "parquet" and is_stdout(args.output):
         raise UsageError("--format parquet needs an output file (-o FILE)")
     args.threads = parse_threads(args.threads)
@@ -60,9 +62,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     from gamut.access.api import Accessibility
     from gamut.access.engines import make_folder
 
+    check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
     with option_errors(parser):
         params = check_options(args)
-    check_outputs([args.output], [args.input])
     records = records_or_sequence(args.input)
     show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())
     sink = SINKS[args.format]()

@@ -12,6 +12,7 @@ import numpy as np
 
 from gamut.access.api import Accessibility
 from gamut.access.model import energy_to_open
+from gamut.io.outputs import FormatRules
 from gamut.io.textcols import TextBuilder
 
 #: Significant digits of probabilities and energies in the text formats (RNAplfold prints 7).
@@ -22,7 +23,8 @@ PARQUET_ROWS = 1 << 21
 
 class AccessSink(Protocol):
     name: ClassVar[str]
-    suffix: ClassVar[str | None]
+    #: The output file suffixes that name this format (``--format`` not given).
+    suffixes: ClassVar[tuple[str, ...]]
     #: How the output is opened (``"wb"``: every format writes bytes).
     mode: ClassVar[str]
 
@@ -41,7 +43,7 @@ class TsvSink:
     """One row per sequence, position (``end``, 1-based) and stretch length ``u``: the unpaired
     probability and the opening energy (kcal/mol); undefined stretches (``end < u``) are left out."""
 
-    name, suffix, mode = "tsv", ".tsv", "wb"
+    name, suffixes, mode = "tsv", (".tsv",), "wb"
 
     def start(self, out: IO) -> None:
         self.out = out
@@ -65,7 +67,7 @@ class ParquetSink:
     """The rows of the TSV format as a Parquet file (float64 columns), in row groups of about
     :data:`PARQUET_ROWS` rows."""
 
-    name, suffix, mode = "parquet", ".parquet", "wb"
+    name, suffixes, mode = "parquet", (".parquet",), "wb"
 
     def start(self, out: IO) -> None:
         self.out = out
@@ -110,7 +112,7 @@ class LunpSink:
     the stretch lengths, then per position its probabilities for u = 1, 2, ... (``NA`` where
     undefined), tab-separated."""
 
-    name, suffix, mode = "lunp", ".lunp", "wb"
+    name, suffixes, mode = "lunp", (".lunp",), "wb"
 
     def start(self, out: IO) -> None:
         self.out = out
@@ -134,5 +136,8 @@ class LunpSink:
 
 
 SINKS: dict[str, type[AccessSink]] = {sink.name: sink for sink in (TsvSink, ParquetSink, LunpSink)}
-FORMAT_BY_SUFFIX = {sink.suffix: name for name, sink in SINKS.items() if sink.suffix}
+#: How output names choose the format (:func:`gamut.io.outputs.format_for_output`): by suffix,
+#: under a compression suffix (``out.tsv.gz``); Parquet compresses inside.
+FORMAT_RULES = FormatRules({suffix: name for name, sink in SINKS.items() for suffix in sink.suffixes},
+                           self_compressed=frozenset({ParquetSink.name}))
 DEFAULT_FORMAT = TsvSink.name

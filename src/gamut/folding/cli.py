@@ -10,7 +10,7 @@ from gamut.errors import InputError, UsageError, option_errors
 from gamut.folding.api import DEFAULT_MIN_LOOP, fold, fold_many
 from gamut.folding.engines import CHOICES, choose_engine
 from gamut.folding.plot import arc_diagram, check_plot_path
-from gamut.folding.sinks import DEFAULT_FORMAT, FORMAT_BY_SUFFIX, SINKS
+from gamut.folding.sinks import DEFAULT_FORMAT, FORMAT_RULES, SINKS
 from gamut.io import atomic_output
 from gamut.io.fasta import records_or_sequence
 from gamut.io.outputs import check_outputs, format_for_output
@@ -37,10 +37,12 @@ def register(subparsers) -> None:
                    help="cuda runs the GPU engine; auto uses it when a CUDA GPU and CuPy are present, "
                    "else the CPU (default auto)")
     p.add_argument("-o", "--output", default="-",
-                   help="output file (default: standard output); written atomically, never onto the input")
+                   help="output file (default: standard output); written atomically, never onto the input; "
+                   "compressed when it ends in .gz, .zst, .bz2 or .xz")
     p.add_argument("--format", choices=tuple(SINKS), default=None,
                    help="dot-bracket (FASTA-like: header, sequence, structure), tsv or jsonl (default: the "
-                   "output's suffix, .tsv or .jsonl; else dot-bracket)")
+                   "output's suffix, .dbn or .txt, .tsv, .jsonl; standard output or no suffix: dot-bracket; "
+                   "another suffix is an error)")
     p.add_argument("--no-structure", action="store_true", help="report the score only (skip the traceback)")
     p.add_argument("--corner", type=int, default=0, metavar="K",
                    help="also report the top-right K x K block of the score matrix (for inspection)")
@@ -88,7 +90,7 @@ def _fold_records(records: list[tuple[str, str]], args: argparse.Namespace):
 def check_options(args: argparse.Namespace) -> None:
     """Every option on its own and together, before any input is read: :class:`UsageError`.
     Sets ``args.format`` (from the output's suffix when not given) and ``args.threads`` (a count)."""
-    args.format = format_for_output(args.output, args.format, FORMAT_BY_SUFFIX, DEFAULT_FORMAT)
+    args.format = format_for_output(args.output, args.format, FORMAT_RULES, DEFAULT_FORMAT)
     for option, value in (("--min-loop", args.min_loop), ("--corner", args.corner)):
         if value < 0:
             raise UsageError(f"{option} must be >= 0, got {value}")
@@ -106,9 +108,9 @@ def check_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """``gamut fold``: a bad option is reported through ``parser`` (exit status 2) when given."""
+    check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
     with option_errors(parser):
         check_options(args)
-    check_outputs([args.output], [args.input])  # before any work (a sequence given inline is no file)
     records = records_or_sequence(args.input)
     plots = _plot_paths(args.plot, [name for name, _ in records]) if args.plot else []
     show = len(records) > 1 and (args.progress if args.progress is not None else sys.stderr.isatty())

@@ -9,14 +9,15 @@ import json
 from typing import ClassVar, Protocol
 
 from gamut.folding.api import FoldResult
+from gamut.io.outputs import FormatRules
 
 
 class FoldSink(Protocol):
     """One output format of folding results."""
 
     name: ClassVar[str]
-    #: The output file suffix that names this format when ``--format`` is not given.
-    suffix: ClassVar[str | None]
+    #: The output file suffixes that name this format (``--format`` not given).
+    suffixes: ClassVar[tuple[str, ...]]
     #: Whether the format shows ``--corner`` blocks.
     shows_corner: ClassVar[bool]
 
@@ -31,7 +32,7 @@ class DotBracketSink:
     """FASTA-like: a header line, the sequence, the structure (and the corner as ``#`` lines)."""
 
     name = "dot-bracket"
-    suffix = None
+    suffixes = (".dbn", ".txt")  # .dbn: dot-bracket notation, as RNAstructure and bpRNA name it
     shows_corner = True
 
     def header(self) -> str:
@@ -55,7 +56,7 @@ class TsvSink:
     """A table with a header line, one row per result."""
 
     name = "tsv"
-    suffix = ".tsv"
+    suffixes = (".tsv",)
     shows_corner = False
 
     def header(self) -> str:
@@ -70,7 +71,7 @@ class JsonlSink:
     """One JSON object per line."""
 
     name = "jsonl"
-    suffix = ".jsonl"
+    suffixes = (".jsonl",)
     shows_corner = True
 
     def header(self) -> str:
@@ -85,6 +86,7 @@ class JsonlSink:
 
 
 SINKS: dict[str, type[FoldSink]] = {sink.name: sink for sink in (DotBracketSink, TsvSink, JsonlSink)}
-#: The format an output file's suffix names when ``--format`` is not given.
-FORMAT_BY_SUFFIX = {sink.suffix: name for name, sink in SINKS.items() if sink.suffix}
+#: How output names choose the format (:func:`gamut.io.outputs.format_for_output`): by suffix,
+#: under a compression suffix (``out.tsv.gz``).
+FORMAT_RULES = FormatRules({suffix: name for name, sink in SINKS.items() for suffix in sink.suffixes})
 DEFAULT_FORMAT = DotBracketSink.name

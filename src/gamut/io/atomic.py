@@ -1,19 +1,22 @@
 """Write outputs so that no data is lost: a regular file through a temporary file beside it,
-renamed over it on success; a device or a FIFO in place; standard output as it is."""
+renamed over it on success; a device or a FIFO in place; standard output as it is. A name that
+ends in a compression suffix (``hits.tsv.gz``: :data:`gamut.io.outputs.COMPRESSIONS`) is written
+compressed."""
 from __future__ import annotations
 
 import contextlib
 import functools
 import os
+import io
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO
 
 from gamut.errors import UsageError
+from gamut.io import tempfiles
 from gamut.io.interrupt import deferred_ending, temporary_file
-from gamut.io.outputs import OutputTarget, PathLike, check_output, is_stdout
+from gamut.io.outputs import OutputTarget, PathLike, check_output, is_stdout, output_compression
 
 
 @contextlib.contextmanager
@@ -48,56 +51,89 @@ def atomic_outputs(targets: Sequence[tuple[PathLike | None, str | None]],
     inputs = list(inputs)
     with contextlib.ExitStack() as stack:
         handles: list[IO | None] = []
-        pending: list[tuple[IO, str, OutputTarget]] = []
+        direct: list[tuple[list[IO], OutputTarget]] = []
+        pending: list[tuple[list[IO], tempfiles.Temporary, OutputTarget]] = []
         for path, mode in targets:
             if mode is None or is_stdout(path):
                 handles.append(None if mode is None else sys.stdout if "b" not in mode else sys.stdout.buffer)
                 continue
             target = check_output(path, inputs)
             if target.direct:
-                handles.append(stack.enter_context(_open_direct(target, mode)))
+                layers = _layers(stack, _open_direct(target), output_compression(path), mode)
+                handles.append(layers[0])
+                direct.append((layers, target))
                 continue
-            handle, tmp = _temporary(stack, target, mode)
-            handles.append(handle)
-            pending.append((handle, tmp, target))
+            layers, tmp = _temporary(stack, target, mode, output_compression(path))
+            handles.append(layers[0])
+            pending.append((layers, tmp, target))
         try:
             yield handles
-            for handle, tmp, target in pending:  # every temporary file complete before the first rename
-                _named(handle.close, target)
-                _give_mode(tmp, target.existing)
+            for layers, target in direct:
+                _close(layers, target)
+            for layers, tmp, target in pending:  # every temporary file complete before the first rename
+                _close(layers, target)
+                _give_mode(tmp.path, target.existing)
         except OSError as exc:  # e.g. a full disk: gamut.cli names the output
             if not exc.filename and len(pending) == 1:
                 exc.filename = pending[0][2].shown
             raise
         with deferred_ending():
             for _, tmp, target in pending:
-                _named(functools.partial(os.replace, tmp, target.real), target)
+                _named(functools.partial(os.replace, tmp.path, target.real), target)
 
 
-def _open_direct(target: OutputTarget, mode: str) -> IO:
+def _open_direct(target: OutputTarget) -> IO:
     try:
-        return open(target.real, mode)
+        return open(target.real, "wb")
     except OSError as exc:  # e.g. a socket, or a device we may not open
         raise UsageError(f"cannot write {target.shown}: {exc.strerror or exc}") from None
 
 
-def _temporary(stack: contextlib.ExitStack, target: OutputTarget, mode: str) -> tuple[IO, str]:
-    """A temporary file beside ``target``, open in ``mode``; ``stack`` removes it when it closes
-    (it is gone by then once renamed) and a signal that ends the command removes it too."""
+def _close(layers: list[IO], target: OutputTarget) -> None:
+    """Close an output's layers in order (:func:`_layers`): the text layer, the compressed stream
+    (completing it), the file; an error names ``target``."""
+    for layer in layers:
+        _named(layer.close, target)
+
+
+def _temporary(stack: contextlib.ExitStack, target: OutputTarget, mode: str,
+               compression: str | None) -> tuple[list[IO], tempfiles.Temporary]:
+    """A temporary file beside ``target`` (:mod:`gamut.io.tempfiles`: named and locked; the
+    stale ones of ``target`` removed first), open in ``mode`` through ``compression``: its
+    layers, outermost first (:func:`_layers`). ``stack`` removes the file when it closes (it is
+    gone by then once renamed) and a signal that ends the command removes it too."""
+    tempfiles.remove_stale(target.real)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.real.name}.", suffix=".tmp", dir=target.real.parent)
+        tmp = tempfiles.create(target.real)
     except OSError as exc:  # e.g. no permission to write in the directory
         raise UsageError(f"cannot write {target.shown}: {exc.strerror or exc}") from None
+    stack.callback(tmp.release)  # the lock, held until the file is renamed or removed
 
     def discard() -> None:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp.path)
 
     stack.callback(discard)
-    stack.enter_context(temporary_file(tmp))
-    handle = os.fdopen(fd, mode)
-    stack.callback(_quiet_close, handle)
-    return handle, tmp
+    stack.enter_context(temporary_file(tmp.path))
+    return _layers(stack, os.fdopen(os.dup(tmp.fd), "wb"), compression, mode), tmp
+
+
+def _layers(stack: contextlib.ExitStack, raw: IO, compression: str | None, mode: str) -> list[IO]:
+    """The handles an output is written through, outermost first and ``raw`` (a binary file) last:
+    a compressing writer when ``compression`` is named, and a text layer for a text ``mode`` (the
+    encoding and newlines of :func:`open`'s). ``stack`` closes each, outermost first, when the
+    block fails (on success :func:`_close` does, raising errors)."""
+    layers = [raw]
+    stack.callback(_quiet_close, raw)
+    if compression is not None:
+        from gamut.io.compressed import compressing_writer
+
+        layers.insert(0, compressing_writer(raw, compression))
+        stack.callback(_quiet_close, layers[0])
+    if "b" not in mode:
+        layers.insert(0, io.TextIOWrapper(layers[0], encoding=None))
+        stack.callback(_quiet_close, layers[0])
+    return layers
 
 
 def _quiet_close(handle: IO) -> None:

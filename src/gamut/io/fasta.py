@@ -14,6 +14,7 @@ import dnaio
 
 from gamut.errors import InputError, UsageError
 from gamut.io.inputs import READ_ERRORS, STDIN, open_input, read_input_bytes, reason, text_lines
+from gamut.io.outputs import COMPRESSIONS
 
 __all__ = ["FastaRecord", "named_records", "open_input", "read_fasta", "read_input_bytes", "records_or_sequence",
            "sequence_file_format", "text_lines", "uncompressed_name"]
@@ -27,8 +28,9 @@ class FastaRecord(NamedTuple):
     sequence: str
 
 
-#: Name suffixes of compressed files (the readers tell compression by content; formats go by name).
-COMPRESSION_SUFFIXES = (".gz", ".bgz", ".bz2", ".xz", ".zst", ".zstd")
+#: Name suffixes of compressed files (the readers tell compression by content; formats go by name;
+#: outputs are compressed by them).
+COMPRESSION_SUFFIXES = tuple(COMPRESSIONS)
 
 
 def uncompressed_name(path: str | os.PathLike) -> str:

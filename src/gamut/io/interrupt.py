@@ -15,7 +15,6 @@ import contextlib
 import os
 import signal
 import threading
-from pathlib import Path
 from typing import Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -145,13 +144,3 @@ def end_promptly_on_signals() -> Iterator[Ending | None]:
         os.close(write_fd)
         os.close(read_fd)
 
-
-def remove_stale(directory: str | os.PathLike, pattern: str) -> list[Path]:
-    """Remove files matching ``pattern`` in ``directory`` (temporary files of an earlier run that
-    was killed outright); returns those removed."""
-    removed = []
-    for path in Path(directory).glob(pattern):
-        with contextlib.suppress(OSError):
-            path.unlink()
-            removed.append(path)
-    return removed

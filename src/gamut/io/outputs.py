@@ -1,5 +1,5 @@
 """Where an output may go, decided before any work: never onto an input, never a read-only file,
-devices and pipes written in place, and the format a file's suffix names."""
+devices and pipes written in place, and the format and compression a file's name asks for."""
 from __future__ import annotations
 
 import os
@@ -109,11 +109,87 @@ def same_outputs(outputs: Iterable[PathLike | None]) -> str | None:
     return None
 
 
-def format_for_output(path: PathLike | None, explicit: str | None, by_suffix: Mapping[str, str], default: str) -> str:
-    """The output format: ``explicit`` when given, else the one the file's suffix names (case
-    ignored; ``hits.tsv.gz`` names none), else ``default`` (also for standard output)."""
-    if explicit is not None:
-        return explicit
+#: Compression by the last suffix of a file's name: what :mod:`gamut.io.compressed` writes for each
+#: in an output (the readers take the same suffixes: :data:`gamut.io.fasta.COMPRESSION_SUFFIXES`).
+COMPRESSIONS = {".gz": "gzip", ".bgz": "bgzf", ".bz2": "bzip2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
+
+
+@dataclass(frozen=True)
+class FormatRules:
+    """How one command's output names map to its formats: ``by_suffix`` (``".tsv"`` -> ``"tsv"``,
+    lower case), the formats a ``.bgz`` name may hold (``tabix``: BGZF, which tabix indexes when the
+    lines are sorted by position) and those compressed inside (``self_compressed``: Parquet), which
+    take no compression suffix."""
+
+    by_suffix: Mapping[str, str]
+    tabix: frozenset[str] = frozenset()
+    self_compressed: frozenset[str] = frozenset()
+
+
+def output_compression(path: PathLike | None) -> str | None:
+    """The compression an output's name asks for (:data:`COMPRESSIONS`), or None (also for
+    standard output)."""
     if is_stdout(path):
-        return default
-    return by_suffix.get(Path(os.fspath(path)).suffix.lower(), default)
+        return None
+    return COMPRESSIONS.get(Path(os.fspath(path)).suffix.lower())
+
+
+def _name_suffix(path: PathLike) -> tuple[str, str]:
+    """The suffix of ``path``'s name under its compression suffix (lower case; ``""``: none) and
+    that compression suffix (``""``: none): ``hits.TSV.gz`` -> ``(".tsv", ".gz")``."""
+    name = Path(os.fspath(path))
+    compression = name.suffix.lower() if name.suffix.lower() in COMPRESSIONS else ""
+    if compression:
+        name = name.with_suffix("")
+    return name.suffix.lower(), compression
+
+
+def suffix_format(path: PathLike | None, rules: FormatRules) -> str | None:
+    """The format the suffix of ``path`` names (under a compression suffix), or None: standard
+    output, no suffix, or a suffix no format owns."""
+    if is_stdout(path):
+        return None
+    return rules.by_suffix.get(_name_suffix(path)[0])
+
+
+def format_for_output(path: PathLike | None, explicit: str | None, rules: FormatRules, default: str,
+                      chosen_by: str | None = None) -> str:
+    """The format of output ``path``: the one its suffix names, under a compression suffix
+    (``hits.tsv.gz``: tsv); ``explicit`` (``--format``) when given; ``default`` for standard
+    output and a name without a suffix. A one-line :class:`UsageError` when the suffix names a
+    format other than ``explicit``, when no format owns it and none is given (``hits.csv``), or
+    when the compression does not suit the format (:func:`check_compression`). ``chosen_by``
+    says in messages what chose ``explicit`` (default ``--format NAME``)."""
+    if is_stdout(path):
+        return explicit or default
+    shown = os.fspath(path)
+    suffix, _ = _name_suffix(path)
+    named = rules.by_suffix.get(suffix)
+    if explicit is not None and named is not None and named != explicit:
+        own = [s for s, f in rules.by_suffix.items() if f == explicit]
+        advice = f"use the suffix {' or '.join(own)}" if own else "rename it"
+        raise UsageError(f"{shown}: the suffix {suffix} names the {named} format, not "
+                         f"{chosen_by or '--format ' + explicit}; {advice}{'' if chosen_by else ' or drop --format'}")
+    fmt = explicit or named or (default if not suffix else None)
+    if fmt is None:
+        hint = "comma-separated values are not written (.tsv is tab-separated); " if suffix == ".csv" else ""
+        raise UsageError(f"{shown}: {hint}no output format has the suffix {suffix} (suffixes: "
+                         f"{', '.join(rules.by_suffix)}; compressed: add {', '.join(COMPRESSIONS)}); "
+                         "--format writes it anyway")
+    check_compression(path, fmt, rules)
+    return fmt
+
+
+def check_compression(path: PathLike | None, fmt: str, rules: FormatRules) -> None:
+    """A one-line :class:`UsageError` when the compression suffix of ``path`` does not suit format
+    ``fmt``: ``.bgz`` (BGZF) only for the formats tabix indexes, and none for a format compressed
+    inside (Parquet)."""
+    compression = output_compression(path)
+    if compression is None:
+        return
+    shown, suffix = os.fspath(path), _name_suffix(path)[1]
+    if fmt in rules.self_compressed:
+        raise UsageError(f"{shown}: the {fmt} format compresses inside; drop {suffix}")
+    if compression == "bgzf" and fmt not in rules.tabix:
+        only = f" (only for {', '.join(sorted(rules.tabix))})" if rules.tabix else ""
+        raise UsageError(f"{shown}: .bgz (BGZF, for tabix) is not written for {fmt}{only}; use .gz")

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, Union
 from gamut.access.model import SiteAccess
 from gamut.errors import InputError, UsageError
 from gamut.io.inputs import READ_ERRORS, open_input, reason
-from gamut.io.outputs import format_for_output
+from gamut.io.outputs import format_for_output, suffix_format
 from gamut.io.textout import header_text, raw_text
 from gamut.scanning.engines import make_engine
 from gamut.scanning.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline import runners
 from gamut.scanning.pipeline.job import ScanJob
-from gamut.scanning.sinks import FORMAT_BY_SUFFIX, OUTPUT_FORMATS
+from gamut.scanning.sinks import FORMAT_RULES, OUTPUT_FORMATS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,7 +158,8 @@ def scan_files(
     retries: int = 2,
 ) -> int:
     """Scan two FASTA files and write the results (atomically when ``output`` is a path) in format
-    ``fmt`` (:data:`OUTPUT_FORMATS`).
+    ``fmt`` (:data:`OUTPUT_FORMATS`); a path ending in ``.gz``, ``.bgz`` (BED), ``.zst``, ``.bz2``
+    or ``.xz`` is written compressed.
 
     With ``cluster`` (see :func:`scan`) and/or ``run_dir`` (finished partitions kept there; a
     rerun computes only the rest) the scan runs in partitions
@@ -188,4 +189,4 @@ def _output_pair(item: Any, fmt: str) -> tuple[str | None, str]:
             raise UsageError(f"an output is a path or a (path, format) pair, got {item!r}")
         return (None if item[0] is None else os.fspath(item[0]), item[1])
     path = os.fspath(item)
-    return path, format_for_output(path, None, FORMAT_BY_SUFFIX, fmt)
+    return path, suffix_format(path, FORMAT_RULES) or fmt

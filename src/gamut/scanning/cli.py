@@ -7,11 +7,11 @@ import dataclasses
 from gamut.access.model import DEFAULT_SPAN, DEFAULT_WINDOW, PITA_DOWNSTREAM, PITA_UPSTREAM, SiteAccess
 from gamut.errors import UsageError, option_errors
 from gamut.io.inputs import check_read_once
-from gamut.io.outputs import check_outputs, format_for_output
+from gamut.io.outputs import COMPRESSIONS, check_outputs, format_for_output, suffix_format
 from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob, whole_number
-from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMATS, OUTPUT_FORMATS
+from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMAT_RULES, FORMATS, OUTPUT_FORMATS
 
 __all__ = ["FORMAT_BY_SUFFIX", "register", "run"]
 
@@ -28,12 +28,13 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", action="append", default=None, metavar="FILE",
                    help="output file (default: standard output); give -o several times for several outputs "
                    "of one scan (e.g. -o hits.tsv -o hits.bed); written atomically, all together, never onto "
-                   "an input")
+                   f"an input; {'/'.join(COMPRESSIONS)} at the end compresses it (.bgz: BGZF, for BED)")
     suffixes = ", ".join("/".join(spec.suffixes) for spec in FORMATS.values())
     p.add_argument("--format", action="append", choices=OUTPUT_FORMATS, default=None,
                    help=f"miranda (miRanda's text), {', '.join(OUTPUT_FORMATS[1:])} (default: the format the "
-                   f"output's suffix names, {suffixes}; else tsv). With several -o: once per -o in the same "
-                   "order, or once for the outputs whose suffix names no format")
+                   f"output's suffix names, {suffixes}; standard output or no suffix: tsv; another suffix is "
+                   "an error). With several -o: once per -o in the same order, or once for the outputs "
+                   "whose suffix names no format")
     s = p.add_argument_group("scoring (miRanda options)")
     s.add_argument("--score-threshold", "-sc", type=int, default=140, help="minimum alignment score (default 140)")
     s.add_argument("--energy-threshold", "-en", type=int, default=1,
@@ -128,15 +129,19 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
 
 
 def output_format(output: str | None, explicit: str | None) -> str:
-    """--format when given, else the format the output's suffix names, else tsv."""
-    return format_for_output(output, explicit, FORMAT_BY_SUFFIX, "tsv")
+    """The format of ``output`` (:func:`gamut.io.outputs.format_for_output`): the one its suffix
+    names, ``explicit`` (--format; a suffix naming another is an error), else tsv for standard
+    output and a name without a suffix."""
+    return format_for_output(output, explicit, FORMAT_RULES, "tsv")
 
 
 def output_formats(outputs: list[str] | None, formats: list[str] | None) -> list[tuple[str, str]]:
     """The ``(path, format)`` of each ``-o`` (none: standard output), by the rule of --format:
 
-    - not given: each output's format is the one its suffix names, else tsv;
-    - once per -o: paired in order (also the single output's format, whatever its suffix);
+    - not given: each output's format is the one its suffix names (a compression suffix such as
+      ``.gz`` looked under), else tsv for standard output and names without a suffix; a suffix
+      no format owns is an error;
+    - once per -o: paired in order (a suffix that names another format is an error);
     - once, with several -o: the format of the outputs whose suffix names none (standard output
       included); the others keep their suffix's (and one of them at least must take it);
     - any other count: a one-line error.
@@ -144,17 +149,17 @@ def output_formats(outputs: list[str] | None, formats: list[str] | None) -> list
     outputs = outputs or ["-"]
     formats = formats or []
     if len(formats) == len(outputs):
-        return list(zip(outputs, formats))
+        return [(out, output_format(out, fmt)) for out, fmt in zip(outputs, formats)]
     if not formats:
         return [(out, output_format(out, None)) for out in outputs]
     if len(formats) > 1:
         raise UsageError(f"--format given {len(formats)} times for {len(outputs)} outputs (-o): "
                          "give it once, or once per -o in the same order")
-    named = [format_for_output(out, None, FORMAT_BY_SUFFIX, None) for out in outputs]
+    named = [suffix_format(out, FORMAT_RULES) for out in outputs]
     if all(named):
         raise UsageError(f"--format {formats[0]} applies to no output: every -o's suffix names its format "
                          "(give --format once per -o to choose each)")
-    return [(out, fmt or formats[0]) for out, fmt in zip(outputs, named)]
+    return [(out, output_format(out, fmt or formats[0])) for out, fmt in zip(outputs, named)]
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
@@ -165,6 +170,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
                "device": args.device, "threads": args.threads, "gpus": args.gpus, "progress": args.progress,
                "cluster": args.cluster, "run_dir": args.run_dir, "partition_cells": args.partition_cells,
                "partition_pairs": args.partition_pairs, "retries": args.retries}
+    inputs = (args.queries, args.references, args.restrict, args.annotation)
+    check_outputs(args.output or [], inputs)  # never onto an input: said before what the names mean
     with option_errors(parser):  # every option, before any input is read
         options["outputs"] = output_formats(args.output, args.format)
         params = ScanParams(
@@ -181,10 +188,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             site_access=site_access(args),
         )
         ScanJob((), (), params, **options)
-        check_read_once((args.queries, args.references, args.restrict, args.annotation))
-    # before any work
-    check_outputs([path for path, _ in options["outputs"]], (args.queries, args.references, args.restrict,
-                                                              args.annotation))
+        check_read_once(inputs)
     pairs = restrict_lines(args.restrict) if args.restrict else None
     if pairs is not None:
         params = dataclasses.replace(params, restrict=frozenset(pairs))

@@ -67,7 +67,8 @@ HELP = USAGE + """
   -go X, -ge Y   gap open and extend penalties (defaults -9 and -4; must be <= 0)
   -noenergy      no duplex folding; energies count as -1,000,000 and print as 0
   -quiet         fewer lines; -keyval: one key=value line per hit
-  -out FILE      write output to FILE (written atomically; never onto an input)
+  -out FILE      write output to FILE (written atomically; never onto an input); miRanda's text
+                 whatever the name, compressed when it ends in .gz, .zst, .bz2 or .xz
   -trim T        use only the first T letters of each reference
   -restrict FILE scan only the 'query_id reference_id' pairs listed in FILE
   --device D     auto (GPU if present), cpu or cuda

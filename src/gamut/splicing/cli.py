@@ -38,7 +38,8 @@ def register(subparsers) -> None:
                        "(GTF, GFF3, BED12); repeatable")
     reads.add_argument("--flank", type=int, default=100, help="genome letters around a locus (default 100)")
     reads.add_argument("--format", choices=("tsv", "jsonl", "parquet", "bed", "gff3"),
-                       help="output format (default: by the output's suffix, else TSV)")
+                       help="output format (default: the output's suffix, .tsv/.txt, .jsonl, .parquet, "
+                       ".bed/.bed12, .gff3/.gff; standard output or no suffix: TSV; another suffix is an error)")
     parser.add_argument("--exon-format", choices=("auto", "bed", "gff3", "tsv"), default="auto")
     parser.add_argument("--feature-type", default=None,
                         help="GFF3/GTF feature types to use as exons (default exon,CDS; in reads mode exon)")
@@ -53,7 +54,9 @@ def register(subparsers) -> None:
     parser.add_argument("--cluster", metavar="ADDR",
                         help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut[dask]')")
     parser.add_argument("-o", "--output", default="-",
-                        help="text report (default: standard output); written atomically, never onto an input")
+                        help="text report (default: standard output); written atomically, never onto an input; "
+                        "every output is compressed when its name ends in .gz, .zst, .bz2 or .xz (.bgz: BGZF, "
+                        "for GFF3 and BED)")
     parser.add_argument("--gff3", help="write the chosen chains as GFF3")
     parser.add_argument("--table", help="write the chosen exons as a TSV table")
     parser.add_argument("--no-alignment", action="store_true", help="leave the alignment out of the report")
@@ -111,6 +114,19 @@ def check_mode(args: argparse.Namespace) -> bool:
     return True
 
 
+def check_output_names(args: argparse.Namespace) -> None:
+    """Each output of BASE EXONS TARGET (-o, --gff3, --table) in its option's format: a suffix that
+    names another output's format is a :class:`UsageError` (a compression suffix compresses it)."""
+    from gamut.io.outputs import format_for_output
+    from gamut.splicing.sinks import FORMAT_RULES, SINKS
+
+    for name, sink in SINKS.items():
+        path = getattr(args, sink.option)
+        flag = "-o" if sink.option == "output" else f"--{sink.option}"
+        if path:
+            format_for_output(path, name, FORMAT_RULES, name, chosen_by=f"the {name} that {flag} writes")
+
+
 def run_reads(args: argparse.Namespace) -> int:
     """Reads mode: every read's chain and transcript, written to ``-o`` (see :mod:`gamut.splicing.reads`)."""
     from gamut.io.annotation import read_annotation
@@ -120,8 +136,8 @@ def run_reads(args: argparse.Namespace) -> int:
     from gamut.splicing.read_outputs import read_output_format, write_read_chains
     from gamut.splicing.reads import assign_reads, evidence_exons, mapped_placements, read_placements
 
-    fmt = read_output_format(args.output, args.format)
     check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments, *args.evidence))
+    fmt = read_output_format(args.output, args.format)
     genome = {r.name: r.sequence.upper() for r in read_fasta(args.genome, unique=True)}
     annotation = read_annotation(args.annotation, features=args.feature_types or ("exon",))
     # Any case: the reads are encoded case-blind. Read as they are aligned, unless minimap2 places them first.
@@ -169,6 +185,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
         return run_reads(args)
     check_outputs([getattr(args, sink.option) for sink in SINKS.values()],
                   (args.base, args.exons, args.target, args.pairs))
+    with option_errors(parser):
+        check_output_names(args)
     file_cases = load_cases(args.base, args.exons, args.target, args.params,
                             exon_format=None if args.exon_format == "auto" else args.exon_format,
                             feature_types=args.feature_types or ("exon", "CDS"), pairs_path=args.pairs)

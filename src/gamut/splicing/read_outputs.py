@@ -5,20 +5,24 @@ and ``Parent`` links). The format follows the output's suffix unless given."""
 from __future__ import annotations
 
 from gamut.errors import UsageError
-from gamut.io.outputs import format_for_output
+from gamut.io.outputs import FormatRules, format_for_output
 from gamut.splicing.reads import ReadChain, chains_frame, chains_tsv
 from gamut.splicing.report import gff3_value
 
 READ_FORMATS = ("tsv", "jsonl", "parquet", "bed", "gff3")
-_SUFFIXES = {".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".parquet": "parquet", ".bed": "bed",
-             ".bed12": "bed", ".gff3": "gff3", ".gff": "gff3"}
+#: How output names choose the format: by suffix, under a compression suffix (``.gz``; ``.bgz``,
+#: BGZF, for BED and GFF3, which tabix indexes once sorted); Parquet compresses inside.
+READ_FORMAT_RULES = FormatRules({".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".parquet": "parquet",
+                                 ".bed": "bed", ".bed12": "bed", ".gff3": "gff3", ".gff": "gff3"},
+                                tabix=frozenset({"bed", "gff3"}), self_compressed=frozenset({"parquet"}))
 
 
 def read_output_format(path: str, fmt: str | None = None) -> str:
-    """The format of an output: ``fmt``, else the suffix's (standard output and others: TSV)."""
+    """The format of an output (:func:`gamut.io.outputs.format_for_output`): the suffix's, ``fmt``
+    (a suffix naming another is an error), else TSV for standard output and a name without one."""
     if fmt is not None and fmt not in READ_FORMATS:
         raise UsageError(f"unknown format '{fmt}' for read chains (choose from {', '.join(READ_FORMATS)})")
-    return format_for_output(path, fmt, _SUFFIXES, "tsv")
+    return format_for_output(path, fmt, READ_FORMAT_RULES, "tsv")
 
 
 def bed12_lines(chains: list[ReadChain]) -> list[str]:

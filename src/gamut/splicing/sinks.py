@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import IO, ClassVar, Protocol, Sequence
 
+from gamut.io.outputs import FormatRules
 from gamut.splicing.files import FileCase
 from gamut.splicing.report import format_report, table_rows, write_gff3, write_table
 from gamut.splicing.result import SpliceResult
@@ -18,6 +19,8 @@ class SpliceSink(Protocol):
 
     name: ClassVar[str]
     option: ClassVar[str]
+    #: The output file suffixes of this output's format (another output's suffix is an error).
+    suffixes: ClassVar[tuple[str, ...]]
 
     def write(self, handle: IO[str], cases: Sequence[FileCase], results: Sequence[SpliceResult]) -> None:
         """Every case's result, in order."""
@@ -28,6 +31,7 @@ class ReportSink:
 
     name = "report"
     option = "output"
+    suffixes = (".txt",)
 
     def __init__(self, alignment: bool = True) -> None:
         self.alignment = alignment
@@ -42,6 +46,7 @@ class Gff3Sink:
 
     name = "gff3"
     option = "gff3"
+    suffixes = (".gff3", ".gff")
 
     def write(self, handle: IO[str], cases: Sequence[FileCase], results: Sequence[SpliceResult]) -> None:
         write_gff3(handle, ((fc.base_name, r) for fc, r in zip(cases, results)))
@@ -52,6 +57,7 @@ class TableSink:
 
     name = "table"
     option = "table"
+    suffixes = (".tsv",)
 
     def write(self, handle: IO[str], cases: Sequence[FileCase], results: Sequence[SpliceResult]) -> None:
         write_table(handle, (row for fc, r in zip(cases, results)
@@ -59,3 +65,8 @@ class TableSink:
 
 
 SINKS: dict[str, type[SpliceSink]] = {sink.name: sink for sink in (ReportSink, Gff3Sink, TableSink)}
+#: How the outputs' names are checked (:func:`gamut.io.outputs.format_for_output`): each option
+#: writes its format, compressed under a compression suffix (``.bgz``, BGZF: GFF3, which tabix
+#: indexes once sorted); a suffix of another output's format is an error.
+FORMAT_RULES = FormatRules({suffix: name for name, sink in SINKS.items() for suffix in sink.suffixes},
+                           tabix=frozenset({Gff3Sink.name}))

@@ -17,12 +17,12 @@ from typing import Any, NamedTuple
 
 from gamut.errors import InputError, UsageError
 from gamut.io.inputs import check_read_once, is_stream
-from gamut.io.outputs import check_outputs, is_stdout, same_outputs
+from gamut.io.outputs import check_compression, check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
 from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
-from gamut.scanning.sinks import FORMATS, OUTPUT_FORMATS, sink_class
+from gamut.scanning.sinks import FORMAT_RULES, FORMATS, OUTPUT_FORMATS, sink_class
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -164,7 +164,8 @@ class ScanJob:
     def _check_outputs(self) -> None:
         """Hold several outputs as a tuple of :class:`Output` (one output: in ``output`` and
         ``format``, ``outputs`` empty), and check them: known formats, files for the formats that
-        need one, no two outputs to one file or both to standard output."""
+        need one, compressions that suit their formats, no two outputs to one file or both to
+        standard output."""
         outputs = tuple(Output(None if p is None else os.fspath(p), f) for p, f in self.outputs)
         if len(outputs) > 1 and self.output is not None and os.fspath(self.output) != outputs[0].path:
             raise UsageError("give output or outputs, not both")
@@ -186,6 +187,8 @@ class ScanJob:
                 raise UsageError(f"unknown output format '{fmt}' (choose from {', '.join(OUTPUT_FORMATS)})")
             if fmt is not None and sink_class(fmt).needs_file and is_stdout(path):
                 raise UsageError(f"--format {fmt} needs an output file (-o hits{FORMATS[fmt].suffixes[0]})")
+            if fmt is not None:
+                check_compression(path, fmt, FORMAT_RULES)  # .bgz only for BED, none for Parquet
         if sum(is_stdout(path) for path, _ in targets) > 1:
             raise UsageError("two outputs to standard output (-o -); give each output but one a file")
         same = same_outputs([path for path, _ in targets])

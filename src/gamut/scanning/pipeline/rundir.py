@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from gamut.errors import GamutError, UsageError
+from gamut.io import tempfiles
 from gamut.io.inputs import is_regular_file
-from gamut.io.interrupt import remove_stale, temporary_file
+from gamut.io.interrupt import temporary_file
 from gamut.io.textout import raw_text
 from gamut.scanning.fasta import SeqRecord
 from gamut.scanning.params import ScanParams
@@ -105,11 +106,11 @@ class RunDir:
                 raise UsageError(f"--run-dir {self.path} exists and is not a gamut run directory (no manifest.json)")
             manifest = {"gamut_run_dir": RUN_DIR_VERSION, "inputs": inputs, "options": options,
                         "partitioning": asked or default, "runs": 0}
-        # A run killed outright (SIGKILL, power loss) leaves its temporary files; one run at a
-        # time uses a directory, so every one found now is such a leftover.
-        remove_stale(self.path, TEMPORARY_PATTERN)
+        # A run killed outright (SIGKILL, power loss) leaves its temporary files: those whose
+        # writer is gone are removed (gamut.io.tempfiles).
+        tempfiles.remove_stale(self.path, every_target=True)
         if self.parts.is_dir():
-            remove_stale(self.parts, TEMPORARY_PATTERN)
+            tempfiles.remove_stale(self.parts, every_target=True)
         manifest["runs"] = int(manifest.get("runs", 0)) + 1
         manifest["parts"] = dict(manifest.get("parts") or {})
         self.manifest = manifest
@@ -213,11 +214,8 @@ class RunDir:
                          "run the same command again to recompute it")
 
 
-#: Temporary files in a run directory: ``_atomic_write``'s and the writability probe's.
-TEMPORARY_PATTERN = ".*.tmp"
-
-
 def _is_temporary(name: str) -> bool:
+    """Whether ``name`` is a temporary file's (``_atomic_write``'s, the writability probe's)."""
     return name.startswith(".") and name.endswith(".tmp")
 
 
@@ -230,10 +228,10 @@ def _usable_directory(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--run-dir {path}: cannot create the directory ({exc.strerror or exc})") from None
-    probe = path / f".gamut-probe.{os.getpid()}.tmp"
     try:
-        probe.write_bytes(b"")
-        probe.unlink()
+        probe = tempfiles.create(path / "probe")
+        os.unlink(probe.path)
+        probe.release()
     except OSError as exc:
         raise UsageError(f"--run-dir {path} is not writable: creating a file in it failed "
                          f"({exc.strerror or exc})") from None
@@ -281,18 +279,21 @@ def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``path`` whole or not at all, flushed to disk before it replaces the old file (a
     resumed run must never find half a part); a signal that ends the run removes the temporary
     file. (:func:`gamut.io.atomic.atomic_output` does not sync: outputs need not survive a crash.)"""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with temporary_file(tmp):
-        try:
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    tmp = tempfiles.create(path)
+    try:
+        with temporary_file(tmp.path):
+            try:
+                with os.fdopen(os.dup(tmp.fd), "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp.path, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp.path)
+                raise
+    finally:
+        tmp.release()
 
 
 def computed_by_run(run_dir: str | os.PathLike) -> dict[int, list[int]]:

@@ -9,16 +9,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, NamedTuple
 
+from gamut.io.outputs import FormatRules
+
 if TYPE_CHECKING:
     from gamut.scanning.sinks.base import Sink
 
 
 class Format(NamedTuple):
-    """Where a format's sink class lives, and the output file suffixes that name the format."""
+    """Where a format's sink class lives, the output file suffixes that name the format, whether
+    tabix indexes it (then ``.bgz`` writes it as BGZF) and whether it compresses inside (then it
+    takes no compression suffix)."""
 
     module: str
     cls: str
     suffixes: tuple[str, ...] = ()
+    tabix: bool = False
+    self_compressed: bool = False
 
 
 #: Output formats by name, in the order the command line lists them.
@@ -26,9 +32,9 @@ FORMATS: dict[str, Format] = {
     "miranda": Format("gamut.scanning.sinks.miranda", "MirandaSink", (".txt", ".miranda")),
     "tsv": Format("gamut.scanning.sinks.table", "TsvSink", (".tsv",)),
     "jsonl": Format("gamut.scanning.sinks.table", "JsonlSink", (".jsonl",)),
-    "parquet": Format("gamut.scanning.sinks.parquet", "ParquetSink", (".parquet",)),
-    "bed": Format("gamut.scanning.sinks.bed12", "Bed12Sink", (".bed",)),
-    "bed6": Format("gamut.scanning.sinks.bed", "BedSink", (".bed6",)),
+    "parquet": Format("gamut.scanning.sinks.parquet", "ParquetSink", (".parquet",), self_compressed=True),
+    "bed": Format("gamut.scanning.sinks.bed12", "Bed12Sink", (".bed",), tabix=True),
+    "bed6": Format("gamut.scanning.sinks.bed", "BedSink", (".bed6",), tabix=True),
 }
 #: The Python API's table (:func:`gamut.scan`): a sink, but no file format.
 FRAME = Format("gamut.scanning.sinks.frame", "FrameSink")
@@ -36,6 +42,9 @@ FRAME = Format("gamut.scanning.sinks.frame", "FrameSink")
 OUTPUT_FORMATS = tuple(FORMATS)
 #: The format an output file's suffix names when no format is given.
 FORMAT_BY_SUFFIX = {suffix: name for name, spec in FORMATS.items() for suffix in spec.suffixes}
+#: How output names choose formats and compression (:func:`gamut.io.outputs.format_for_output`).
+FORMAT_RULES = FormatRules(FORMAT_BY_SUFFIX, frozenset(n for n, f in FORMATS.items() if f.tabix),
+                           frozenset(n for n, f in FORMATS.items() if f.self_compressed))
 
 
 def sink_class(name: str | None) -> type[Sink]:
