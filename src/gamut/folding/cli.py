@@ -15,6 +15,7 @@ from gamut.io import atomic_output
 from gamut.io.fasta import records_or_sequence
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.io.threads import numba_threads, parse_threads
+from gamut.numerals import number_type
 from gamut.progress import progress_bar
 
 
@@ -26,7 +27,8 @@ def register(subparsers) -> None:
         "one optimal structure in dot-bracket. INPUT is a FASTA file (.gz allowed) or a sequence.",
     )
     p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records, or a sequence such as GGGAAACCC")
-    p.add_argument("--min-loop", type=int, default=DEFAULT_MIN_LOOP,
+    whole = number_type(whole=True)
+    p.add_argument("--min-loop", type=whole, default=DEFAULT_MIN_LOOP,
                    help=f"least number of unpaired bases a pair encloses (default {DEFAULT_MIN_LOOP}, the papers' "
                    "variant that forbids adjacent pairs; 3 is the usual hairpin minimum; 0 allows adjacent pairs)")
     p.add_argument("--engine", choices=CHOICES, default="auto",
@@ -41,7 +43,7 @@ def register(subparsers) -> None:
                    help="dot-bracket (FASTA-like: header, sequence, structure), tsv or jsonl (default: the "
                    "output's suffix, .tsv or .jsonl; else dot-bracket)")
     p.add_argument("--no-structure", action="store_true", help="report the score only (skip the traceback)")
-    p.add_argument("--corner", type=int, default=0, metavar="K",
+    p.add_argument("--corner", type=whole, default=0, metavar="K",
                    help="also report the top-right K x K block of the score matrix (for inspection)")
     p.add_argument("--plot", metavar="FILE",
                    help="arc diagram (.png, .svg or .pdf); with several records, one file per record named FILE "
