@@ -364,7 +364,7 @@ class CpuEngine:
         r_off = np.asarray(references.offsets, np.int64)
         pq = np.ascontiguousarray(pairs[:, 0])
         pr = np.ascontiguousarray(pairs[:, 1])
-        threshold = int(params.score_threshold)
+        threshold = params.score_cutoff
         profile, gap_open, gap_extend = bank.typed(bank.dtype(int(np.diff(r_off)[pr].max())))
         # Blocks of about equal cells (contiguous runs of pairs).
         cells = np.diff(bank.q_off)[pq] * np.diff(r_off)[pr]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gamut
 from gamut.cli import main
@@ -80,11 +82,67 @@ def test_usage_and_help_exit_zero(capsys):
     assert code == 0 and "-strict" in out
 
 
-def test_atoi_and_strtod_like_miranda(files, tmp_path, capsys):
+def test_numbers_miranda_reads_whole_keep_their_meaning(files, tmp_path, capsys):
     q, r = files
-    code, out, _ = run_cli(["miranda", str(q), str(r), "-noenergy", "-sc", "140.9", "-scale", "3.5abc"], capsys)
+    code, out, _ = run_cli(["miranda", str(q), str(r), "-noenergy", "-sc", "+120", "-en", " -20", "-scale", "3.5e0",
+                            "-go", "-9.0", "-ge", "-04", "-trim", "0"], capsys)
     assert code == 0
-    assert "Score Threshold:\t140.000000" in out and "Scaling Parameter:\t3.500000" in out
+    assert "Score Threshold:\t120.000000" in out and "Energy Threshold:\t-20.000000 kcal/mol" in out
+    assert "Scaling Parameter:\t3.500000" in out and "Gap Open Penalty:\t-9.000000" in out
+
+
+@pytest.mark.parametrize("option, text, message", [
+    # miRanda's atoi and strtod stop at the first character they do not take: refused, not misread
+    # (the command-line table, tests/test_cli_errors_table.py, runs these as processes).
+    ("-sc", "abc", "-sc: expected a whole number, got 'abc', which miRanda would read as 0"),
+    ("-sc", "140.9", "-sc: miRanda reads whole numbers only, and would read '140.9' as 140: give -sc 140 or "
+                     "'gamut scan --score-threshold 140.9'"),
+    ("-en", "-20.5", "would read '-20.5' as -20: give -en -20 or 'gamut scan --energy-threshold -20.5'"),
+    ("-ge", "-4.5", "would read '-4.5' as -4: give -ge -4"),
+    ("-trim", "1e3", "-trim: miRanda would read '1e3' as 1, not 1000: give -trim 1000"),
+    ("-trim", "1,000", "-trim: expected a whole number, got '1,000', which miRanda would read as 1"),
+    ("-sc", "nan", "-sc: expected a whole number, got 'nan', which miRanda would read as 0"),
+    ("-sc", "١٤٠", "which miRanda would read as 0"),  # not ASCII digits: C's atoi reads none
+    ("-scale", "4x", "-scale: expected a number, got '4x', which miRanda would read as 4"),
+    ("-scale", "nan", "-scale: expected a finite number, got 'nan', which miRanda would read as nan"),
+    ("-scale", "0x1p2", "-scale: expected a number, got '0x1p2', which miRanda would read as 4"),
+    ("-go", "-3000000000", "-go: '-3000000000' is beyond the whole numbers miRanda reads"),
+])
+def test_numbers_miranda_would_misread_are_refused(option, text, message):
+    from gamut.errors import UsageError
+    from gamut.scanning.miranda_cli import miranda_number
+
+    with pytest.raises(UsageError) as caught:
+        miranda_number(option, text)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+@given(st.integers(-2**31, 2**31 - 1), st.sampled_from(["{}", " {}", "{} ", "{}.0", "{}.000", "+{}"]),
+       st.sampled_from(["-sc", "-en", "-go", "-ge", "-trim"]))
+def test_whole_numbers_read_as_miranda_reads_them(n, style, option):
+    from gamut.scanning.miranda_cli import atoi, miranda_number
+
+    text = style.format(n) if not (style.startswith("+") and n < 0) else str(n)
+    assert miranda_number(option, text) == n == atoi(text)
+
+
+@given(st.floats(-1e6, 1e6), st.sampled_from(["{!r}", "{:e}", "{:.3f}", " {}"]))
+def test_scales_read_as_miranda_reads_them(x, style):
+    from gamut.scanning.miranda_cli import miranda_number, strtod
+
+    text = style.format(x)
+    assert miranda_number("-scale", text) == strtod(text) == float(text)
+
+
+def test_one_file_is_an_error_and_none_the_usage(files, capsys):
+    """miRanda prints its usage (status 0) for one argument as for none; gamut miranda says that the
+    reference is missing (status 1), and keeps the usage for no argument, as --help."""
+    q, _ = files
+    code, out, err = run_cli(["miranda", str(q)], capsys)
+    assert code == 1 and out == "" and err.startswith("gamut: error: no reference file after ")
+    assert len(err.splitlines()) == 1
+    code, out, err = run_cli(["miranda"], capsys)
+    assert code == 0 and "Usage" in out and err == ""
 
 
 def test_scan_formats_agree_with_api(files, tmp_path, capsys):

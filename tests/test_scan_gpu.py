@@ -8,6 +8,7 @@ Two ways to run the CUDA kernels' code:
 """
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -245,6 +246,19 @@ def test_host_kernels_long_reference_and_nonpositive_threshold(host_lib):
         params = ScanParams(score_threshold=threshold)
         assert_same(align_pairs(host_engine(host_lib, TINY), qs, refs, pairs, params),
                     align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
+
+
+def test_host_kernels_real_and_extreme_thresholds(host_lib):
+    """The GPU engine compares with ceil(T) of a real threshold, and clamps thresholds beyond its
+    int32 cells (which no score reaches, or every cell does) instead of failing."""
+    rng = np.random.default_rng(5)
+    qs, refs, pairs = random_case(rng, nq=3, nr=3, qlen=(18, 26), rlen=(200, 1500))
+    for threshold in (60.5, 89.01, 119.999, -2.5, 1e300, -1e300, 2**40):
+        params = ScanParams(score_threshold=threshold)
+        got = align_pairs(host_engine(host_lib, TINY), qs, refs, pairs, params)
+        assert_same(got, align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
+        whole = ScanParams(score_threshold=max(-(2**31), min(math.ceil(threshold), 2**31)))
+        assert_same(got, align_pairs(CpuEngine(1), qs, refs, pairs, whole), pairs)
 
 
 def test_host_kernels_golden_cases(host_lib, tmp_path, monkeypatch):

@@ -20,7 +20,16 @@ SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli", 
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse with its errors on one line (``gamut: error: gamut scan: ...``), exit status 2;
-    ``--help`` still shows the usage."""
+    ``--help`` still shows the usage. A negative number after an option is its value whatever its
+    form (``--score-threshold -1e9``, ``--gap-open -9``, ``--energy-threshold -.5``): argparse's
+    own pattern knows no exponents, and took ``-1e9`` for an option (sub-parsers are of this class
+    too)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        from gamut.numerals import NEGATIVE_NUMBER
+
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"gamut: error: {self.prog}: {message} (see {self.prog} --help)\n")

@@ -12,6 +12,7 @@ from gamut.io import atomic_output
 from gamut.io.fasta import records_or_sequence
 from gamut.io.outputs import check_outputs, format_for_output, is_stdout
 from gamut.io.threads import parse_threads
+from gamut.numerals import number_type
 from gamut.progress import progress_bar
 
 
@@ -24,11 +25,12 @@ def register(subparsers) -> None:
         "the opening energy -RT ln P (kcal/mol). INPUT is a FASTA file (.gz allowed) or a sequence.",
     )
     p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records (- for standard input; a pipe also), or a sequence")
-    p.add_argument("-W", "--window", type=int, default=DEFAULT_WINDOW,
+    whole = number_type(whole=True)
+    p.add_argument("-W", "--window", type=whole, default=DEFAULT_WINDOW,
                    help=f"window of the local partition function (default {DEFAULT_WINDOW})")
-    p.add_argument("-L", "--span", type=int, default=DEFAULT_SPAN,
+    p.add_argument("-L", "--span", type=whole, default=DEFAULT_SPAN,
                    help=f"longest base-pair span (default {DEFAULT_SPAN})")
-    p.add_argument("-u", "--max-unpaired", type=int, default=DEFAULT_MAX_UNPAIRED,
+    p.add_argument("-u", "--max-unpaired", type=whole, default=DEFAULT_MAX_UNPAIRED,
                    help=f"longest stretch length u (default {DEFAULT_MAX_UNPAIRED})")
     p.add_argument("-o", "--output", default="-",
                    help="output file (default: standard output); written atomically, never onto the input; "

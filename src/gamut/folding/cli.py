@@ -15,6 +15,7 @@ from gamut.io import atomic_output
 from gamut.io.fasta import records_or_sequence
 from gamut.io.outputs import check_outputs, format_for_output
 from gamut.io.threads import numba_threads, parse_threads
+from gamut.numerals import number_type
 from gamut.progress import progress_bar
 
 
@@ -27,7 +28,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("input", metavar="INPUT", help="FASTA file of one or more records (- for standard input; a pipe also), or a sequence "
                    "such as GGGAAACCC")
-    p.add_argument("--min-loop", type=int, default=DEFAULT_MIN_LOOP,
+    whole = number_type(whole=True)
+    p.add_argument("--min-loop", type=whole, default=DEFAULT_MIN_LOOP,
                    help=f"least number of unpaired bases a pair encloses (default {DEFAULT_MIN_LOOP}, the papers' "
                    "variant that forbids adjacent pairs; 3 is the usual hairpin minimum; 0 allows adjacent pairs)")
     p.add_argument("--engine", choices=CHOICES, default="auto",
@@ -44,7 +46,7 @@ def register(subparsers) -> None:
                    "output's suffix, .dbn or .txt, .tsv, .jsonl; standard output or no suffix: dot-bracket; "
                    "another suffix is an error)")
     p.add_argument("--no-structure", action="store_true", help="report the score only (skip the traceback)")
-    p.add_argument("--corner", type=int, default=0, metavar="K",
+    p.add_argument("--corner", type=whole, default=0, metavar="K",
                    help="also report the top-right K x K block of the score matrix (for inspection)")
     p.add_argument("--plot", metavar="FILE",
                    help="arc diagram (.png, .svg or .pdf); with several records, one file per record named FILE "

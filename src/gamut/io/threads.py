@@ -58,12 +58,6 @@ def parse_threads(value: str | int | None, option: str = "--threads") -> int | N
     """
     if value is None:
         return None
-    from gamut.errors import UsageError
+    from gamut.numerals import number
 
-    try:
-        count = int(value.strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{option} expects a positive whole number, got '{value}'") from None
-    if isinstance(value, bool) or count < 1 or (not isinstance(value, str) and count != value):
-        raise UsageError(f"{option} must be a whole number of at least 1, got '{value}'")
-    return count
+    return number(value, option, whole=True, at_least=1)

@@ -8,9 +8,10 @@ from gamut.access.model import DEFAULT_SPAN, DEFAULT_WINDOW, PITA_DOWNSTREAM, PI
 from gamut.errors import UsageError, option_errors
 from gamut.io.inputs import check_read_once
 from gamut.io.outputs import COMPRESSIONS, check_outputs, format_for_output, suffix_format
+from gamut.numerals import number, number_type
 from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
-from gamut.scanning.pipeline.job import ScanJob, whole_number
+from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMAT_RULES, FORMATS, OUTPUT_FORMATS
 
 __all__ = ["FORMAT_BY_SUFFIX", "register", "run"]
@@ -36,17 +37,19 @@ def register(subparsers) -> None:
                    "an error). With several -o: once per -o in the same order, or once for the outputs "
                    "whose suffix names no format")
     s = p.add_argument_group("scoring (miRanda options)")
-    s.add_argument("--score-threshold", "-sc", type=int, default=140, help="minimum alignment score (default 140)")
-    s.add_argument("--energy-threshold", "-en", type=int, default=1,
-                   help="report hits with energy below this, kcal/mol (default 1)")
-    s.add_argument("--scale", type=float, default=4.0, help="seed (miRNA 2-8) score and gap scaling (default 4.0)")
-    s.add_argument("--gap-open", type=int, default=-9, help="gap open penalty, <= 0 (default -9)")
-    s.add_argument("--gap-extend", type=int, default=-4, help="gap extend penalty, <= 0 (default -4)")
+    real, whole = number_type(), number_type(whole=True)
+    s.add_argument("--score-threshold", "-sc", type=real, default=140,
+                   help="report hits scoring at least this; a real number (default 140)")
+    s.add_argument("--energy-threshold", "-en", type=real, default=1,
+                   help="report hits with energy below this, kcal/mol; a real number (default 1)")
+    s.add_argument("--scale", type=real, default=4.0, help="seed (miRNA 2-8) score and gap scaling (default 4.0)")
+    s.add_argument("--gap-open", type=whole, default=-9, help="gap open penalty, <= 0 (default -9)")
+    s.add_argument("--gap-extend", type=whole, default=-4, help="gap extend penalty, <= 0 (default -4)")
     s.add_argument("--strict", action="store_true", help="demand perfect Watson-Crick seed pairing (2-8)")
     s.add_argument("--noenergy", action="store_true", help="skip duplex folding (energies reported as 0)")
     s.add_argument("--energy-model", choices=("miranda", "vienna2004"), default="miranda",
                    help="miranda: exact miRanda 3.3a energies (default); vienna2004: ViennaRNA's defaults")
-    s.add_argument("--trim", type=int, default=0, help="use only the first N letters of each reference")
+    s.add_argument("--trim", type=whole, default=0, help="use only the first N letters of each reference")
     s.add_argument("--restrict", metavar="FILE", help="scan only the 'query_id reference_id' pairs in FILE")
     s.add_argument("--site-types", metavar="LIST", default=None,
                    help="report only hits with these seed site types, e.g. 8mer,7mer-m8 "
@@ -58,14 +61,14 @@ def register(subparsers) -> None:
     a.add_argument("--accessibility", action="store_true",
                    help="add each hit's site opening energy dG_open and ddG = energy + dG_open to hit tables "
                    "(ViennaRNA's local partition function of each reference, folded once)")
-    a.add_argument("--access-window", type=int, default=None, metavar="W",
+    a.add_argument("--access-window", type=whole, default=None, metavar="W",
                    help=f"RNAplfold's -W for --accessibility (default {DEFAULT_WINDOW})")
-    a.add_argument("--access-span", type=int, default=None, metavar="L",
+    a.add_argument("--access-span", type=whole, default=None, metavar="L",
                    help=f"RNAplfold's -L for --accessibility (default {DEFAULT_SPAN})")
     a.add_argument("--access-flanks", default=None, metavar="UP,DOWN",
                    help="letters before and after a hit's span that open with it "
                    f"(default {PITA_UPSTREAM},{PITA_DOWNSTREAM}, as PITA)")
-    a.add_argument("--ddg-threshold", type=float, default=None, metavar="X",
+    a.add_argument("--ddg-threshold", type=real, default=None, metavar="X",
                    help="with --accessibility: report only hits with ddG <= X (kcal/mol)")
     o = p.add_argument_group("miranda format")
     o.add_argument("--quiet", action="store_true", help="omit per-pair lines without hits")
@@ -93,25 +96,11 @@ def site_access(args: argparse.Namespace) -> SiteAccess | None:
         return None
     if args.access_flanks is not None:
         parts = args.access_flanks.split(",")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        if len(parts) != 2:
             raise UsageError(f"--access-flanks expects two whole numbers UP,DOWN, got '{args.access_flanks}'")
-        given.update(upstream=int(parts[0]), downstream=int(parts[1]))
+        up, down = (number(part, "--access-flanks", whole=True, at_least=0) for part in parts)
+        given.update(upstream=up, downstream=down)
     return SiteAccess(**{name: value for name, value in given.items() if value is not None})
-
-
-def count(text: str, minimum: int = 1) -> int:
-    """A whole number of at least ``minimum``, also written like 2e9 (argparse's ``type``)."""
-    try:
-        value = whole_number(text)
-    except (ValueError, OverflowError):
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected at least {minimum}, got '{text}'")
-    return value
-
-
-def retries(text: str) -> int:
-    return count(text, minimum=0)
 
 
 def add_cluster_options(p: argparse.ArgumentParser) -> None:
@@ -122,10 +111,12 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
                    "or tcp://HOST:PORT of a running scheduler (needs pip install 'gamut[dask]')")
     c.add_argument("--run-dir", metavar="DIR", default=None,
                    help="keep finished partitions in DIR; the same command with the same DIR resumes")
+    count = number_type(whole=True, at_least=1)
     c.add_argument("--partition-cells", type=count, default=None,
                    help="cells (query x reference letters) per partition (default 2e9 on CPUs, 3.2e10 on GPUs)")
     c.add_argument("--partition-pairs", type=count, default=None, help="at most this many pairs per partition (200,000)")
-    c.add_argument("--retries", type=retries, default=2, help="retries of a failed partition on a cluster (default 2)")
+    c.add_argument("--retries", type=number_type(whole=True, at_least=0), default=2,
+                   help="retries of a failed partition on a cluster (default 2)")
 
 
 def output_format(output: str | None, explicit: str | None) -> str:

@@ -409,11 +409,13 @@ class HitTable:
     def similarity(self) -> np.ndarray:
         return np.where(self.aln_length > 0, 100.0 * self.n_paired / np.maximum(self.aln_length, 1), 0.0)
 
-    def set_energies(self, energy: np.ndarray, energy_threshold: float, strict: bool) -> None:
-        """Store the energies and the reported flags: energy below the threshold and, in strict
-        mode, the seed rule (miranda-model §9)."""
+    def set_energies(self, energy: np.ndarray, energy_cutoff: int, strict: bool) -> None:
+        """Store the energies and the reported flags: energy below the threshold, exactly (its
+        whole count of 0.01 kcal/mol below ``energy_cutoff``, :attr:`ScanParams.energy_cutoff`)
+        and, in strict mode, the seed rule (miranda-model §9)."""
         self.energy = np.asarray(energy, np.float32)
-        self.reported = (self.energy < energy_threshold) & (self.strict_ok | (not strict))
+        dcal = np.rint(self.energy.astype(np.float64) * 100.0)  # the float32 of k/100 gives k back
+        self.reported = (dcal < energy_cutoff) & (self.strict_ok | (not strict))
 
     def strings(self, which: int) -> list[str]:
         """Column ``which`` (0 query line, 1 map line, 2 reference line, 3 fold string) as text."""

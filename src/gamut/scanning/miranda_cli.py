@@ -1,24 +1,38 @@
 """``gamut miranda QUERY REF [options]``: miRanda 3.3a's command line, run by gamut (miranda-model §1).
 
-Numbers are parsed like C's ``atoi``/``strtod`` (``-sc 140.9`` means 140), so existing
-pipelines keep their meaning. gamut extensions: ``--device``, ``--threads``, ``--gpus``,
-``--energy-model``, and for cluster and resumable runs ``--cluster``, ``--run-dir``,
-``--partition-cells``, ``--partition-pairs``, ``--retries``.
+miRanda reads its numbers with C's ``atoi`` (``-sc``, ``-en``, ``-go``, ``-ge``, ``-trim``) and
+``strtod`` (``-scale``), which stop at the first character they do not take: ``-sc 140.9`` is
+140 to it, ``-sc abc`` 0. A value these read whole keeps miRanda's meaning exactly; a value they
+would misread is refused with one line that says what miRanda would have read
+(:func:`miranda_number`; docs/scan.md, "Where gamut miranda differs from miRanda"). gamut
+extensions: ``--device``, ``--threads``, ``--gpus``, ``--energy-model``, and for cluster and
+resumable runs ``--cluster``, ``--run-dir``, ``--partition-cells``, ``--partition-pairs``,
+``--retries``.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 
 from gamut.errors import UsageError
 from gamut.io.inputs import check_read_once
 from gamut.io.outputs import check_outputs
+from gamut.numerals import NumberError, parse_number, shown
 from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob
 
-_INT = re.compile(r"\s*([+-]?\d+)")
-_FLOAT = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
+_INT = re.compile(r"\s*([+-]?\d+)", re.ASCII)
+_FLOAT = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))",
+                    re.IGNORECASE | re.ASCII)
+_HEX_FLOAT = re.compile(r"\s*([+-]?0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?\d+)?)", re.IGNORECASE | re.ASCII)
+#: miRanda's numeric options read with ``atoi`` (C ``int``s), and gamut scan's names for them.
+INT_OPTIONS = {"-sc": "--score-threshold", "-en": "--energy-threshold", "-go": "--gap-open",
+               "-ge": "--gap-extend", "-trim": "--trim"}
+#: The options gamut scan takes as real numbers where miRanda reads whole ones.
+REAL_IN_SCAN = ("-sc", "-en")
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
 
 VALUE_OPTIONS = ("-sc", "-en", "-scale", "-go", "-ge", "-out", "-trim", "-restrict",
                  "--device", "--threads", "--gpus", "--energy-model", "--cluster", "--run-dir",
@@ -33,9 +47,39 @@ def atoi(text: str) -> int:
 
 
 def strtod(text: str) -> float:
-    """C ``strtod`` on the longest numeric prefix; 0.0 when there is none."""
+    """C ``strtod`` (glibc's) on the longest numeric prefix, hexadecimal too; 0.0 when there is none."""
+    match = _HEX_FLOAT.match(text)
+    if match:
+        return float.fromhex(match.group(1))
     match = _FLOAT.match(text)
     return float(match.group(1)) if match else 0.0
+
+
+def miranda_number(option: str, text: str) -> int | float:
+    """The value of miRanda's numeric ``option`` (``-sc``, ``-en``, ``-go``, ``-ge``, ``-trim``:
+    ``atoi``; ``-scale``: ``strtod``) when miRanda reads ``text`` as what it says: ``-sc 140``,
+    ``-en -20``, ``-scale 2.5``, also ``-sc 140.0``. Anything miRanda would misread is a one-line
+    :class:`UsageError` saying what it would have read: ``-sc abc`` (0), ``-sc 140.9`` (140, and
+    gamut scan takes 140.9), ``-trim 1e3`` (1), ``-scale 4x`` (4), ``-scale nan``, and whole
+    numbers beyond C's ``int``."""
+    whole = option in INT_OPTIONS
+    read = atoi(text) if whole else strtod(text)
+    try:
+        meant = parse_number(text)
+    except NumberError as exc:
+        message = re.sub("a (finite )?number", "a whole number", str(exc), count=1) if whole else str(exc)
+        raise UsageError(f"{option}: {message}, which miRanda would read as {read if whole else f'{read:g}'}") from None
+    if whole and meant != int(meant):
+        alternative = f" or 'gamut scan {INT_OPTIONS[option]} {text.strip()}'" if option in REAL_IN_SCAN else ""
+        raise UsageError(f"{option}: miRanda reads whole numbers only, and would read {shown(text)} as {read}: "
+                         f"give {option} {read}{alternative}")
+    if whole and not INT_MIN <= meant <= INT_MAX:
+        raise UsageError(f"{option}: {shown(text)} is beyond the whole numbers miRanda reads "
+                         f"({INT_MIN} to {INT_MAX})")
+    if meant != read:  # an exponent: atoi stops at the 'e'
+        meant = int(meant) if whole else meant
+        raise UsageError(f"{option}: miRanda would read {shown(text)} as {read}, not {meant}: give {option} {meant}")
+    return read
 
 
 def banner() -> str:
@@ -60,8 +104,9 @@ USAGE = (
 )
 
 HELP = USAGE + """
-  -sc S          score threshold (default 140)
-  -en E          energy threshold in kcal/mol; hits need energy < E (default 1)
+  -sc S          score threshold, a whole number (default 140)
+  -en E          energy threshold in kcal/mol, a whole number; hits need energy < E (default 1)
+                 (gamut scan takes real thresholds: --score-threshold, --energy-threshold)
   -scale Z       scaling of the seed (miRNA positions 2-8) scores and gaps (default 4.0)
   -strict        demand strict seed pairing (positions 2-8 Watson-Crick, no gaps)
   -go X, -ge Y   gap open and extend penalties (defaults -9 and -4; must be <= 0)
@@ -79,6 +124,20 @@ HELP = USAGE + """
   --run-dir DIR  keep finished partitions in DIR; rerunning the same command resumes
   --partition-cells N, --partition-pairs N: partition sizes; --retries N: retries of a failed partition
 """
+
+
+def check_files_first(argv: list[str]) -> None:
+    """Refuse a command line without its two files first (miRanda itself prints its usage with
+    exit status 0 for one argument, and tries to open an option as a file): one line, status 1."""
+    given = argv[:2]
+    for k, arg in enumerate(given):
+        if arg in (*VALUE_OPTIONS, *FLAG_OPTIONS) and not os.path.exists(arg):
+            missing = "no query or reference file" if k == 0 else "no reference file"
+            raise UsageError(f"{missing} before the option {arg}: the two FASTA files come first, "
+                             "gamut miranda QUERY REFERENCE [options] (see gamut miranda --help)")
+    if len(given) < 2:
+        raise UsageError(f"no reference file after {given[0]}: gamut miranda QUERY REFERENCE [options] "
+                         "(see gamut miranda --help)")
 
 
 def parse_args(argv: list[str]) -> dict:
@@ -107,26 +166,28 @@ def main(argv: list[str]) -> int:
 
         sys.stdout.write(f"gamut {__version__} (miRanda 3.3a-compatible scan). MIT licence.\n")
         return 0
-    if len(argv) < 2:
+    if not argv:
         sys.stdout.write(banner() + USAGE)
         return 0
+    check_files_first(argv)
     opts = parse_args(argv)
+    values = {option: miranda_number(option, opts[option]) for option in (*INT_OPTIONS, "-scale") if option in opts}
     check_read_once((opts["query"], opts["reference"], opts.get("-restrict")))
     check_outputs([opts.get("-out")], (opts["query"], opts["reference"], opts.get("-restrict")))  # before any work
     pairs = restrict_lines(opts["-restrict"]) if "-restrict" in opts else None
     params = ScanParams(
-        score_threshold=atoi(opts.get("-sc", "140")),
-        energy_threshold=atoi(opts.get("-en", "1")),
-        scale=strtod(opts.get("-scale", "4.0")),
-        gap_open=atoi(opts.get("-go", "-9")),
-        gap_extend=atoi(opts.get("-ge", "-4")),
+        score_threshold=values.get("-sc", 140),
+        energy_threshold=values.get("-en", 1),
+        scale=values.get("-scale", 4.0),
+        gap_open=values.get("-go", -9),
+        gap_extend=values.get("-ge", -4),
         strict=opts.get("-strict", False),
         noenergy=opts.get("-noenergy", False),
-        trim=atoi(opts.get("-trim", "0")),  # ScanParams refuses a negative -trim, as miRanda does
+        trim=values.get("-trim", 0),  # ScanParams refuses a negative -trim, as miRanda does
         energy_model=opts.get("--energy-model", "miranda"),
         restrict=None if pairs is None else frozenset(pairs),
     )
-    # gamut's own options are checked strictly by the job (miRanda's are read as C's atoi would).
+    # gamut's own options are checked by the job (miRanda's above: as miRanda reads them, or refused).
     job = ScanJob.from_files(
         opts["query"],
         opts["reference"],

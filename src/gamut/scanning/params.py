@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
 from gamut.access.model import SiteAccess
 from gamut.errors import UsageError
+from gamut.numerals import number
 from gamut.scanning.alphabet import BASE_SCORES, N_CLASSES
 
 #: Site types (docs/scan.md; :mod:`gamut.scanning.sites` classifies hits), in the columns' order.
@@ -15,19 +18,23 @@ SITE_TYPES = ("8mer", "7mer-m8", "7mer-A1", "6mer", "offset-6mer", "none")
 
 #: miRanda's 5' weighting length: the last 8 miRNA positions of the reversed query are the seed side.
 SEED_LENGTH = 8
+#: The engines compare scores with a threshold within this (scores never come near it).
+CUTOFF_LIMIT = 2**62
 
 
 @dataclass(frozen=True)
 class ScanParams:
     """miRanda 3.3a settings, with its defaults.
 
-    ``score_threshold`` (-sc), ``energy_threshold`` (-en, kcal/mol; a hit needs energy < it),
-    ``scale`` (-scale), ``gap_open`` (-go), ``gap_extend`` (-ge), ``strict``, ``noenergy``,
-    ``trim`` (-trim, 0 = off), ``energy_model`` (``"miranda"`` or ``"vienna2004"``).
+    ``score_threshold`` (-sc; a hit needs score >= it), ``energy_threshold`` (-en, kcal/mol; a hit
+    needs energy < it), ``scale`` (-scale), ``gap_open`` (-go), ``gap_extend`` (-ge), ``strict``,
+    ``noenergy``, ``trim`` (-trim, 0 = off), ``energy_model`` (``"miranda"`` or ``"vienna2004"``).
+    The thresholds are real numbers (miRanda's are whole: it reads them with ``atoi``), held as
+    ``int`` when whole; the engines compare with :attr:`score_cutoff` and :attr:`energy_cutoff`.
     """
 
-    score_threshold: int = 140
-    energy_threshold: int = 1
+    score_threshold: int | float = 140
+    energy_threshold: int | float = 1
     scale: float = 4.0
     gap_open: int = -9
     gap_extend: int = -4
@@ -43,6 +50,11 @@ class ScanParams:
     site_access: SiteAccess | None = None
 
     def __post_init__(self) -> None:
+        for name in ("score_threshold", "energy_threshold"):
+            object.__setattr__(self, name, _threshold(getattr(self, name), name))
+        object.__setattr__(self, "scale", number(self.scale, "scale"))
+        for name in ("gap_open", "gap_extend", "trim"):  # whole: never truncated into the int32 tables
+            object.__setattr__(self, name, number(getattr(self, name), name, whole=True))
         object.__setattr__(self, "site_types", parse_site_types(self.site_types))
         if self.site_access is not None and not isinstance(self.site_access, SiteAccess):
             raise UsageError(f"site_access must be a SiteAccess, got {type(self.site_access).__name__}")
@@ -52,14 +64,39 @@ class ScanParams:
             raise UsageError("gap penalties may not be greater than 0")
         if self.trim < 0:
             raise UsageError("negative value given for -trim (reference truncation)")
-        if not math.isfinite(self.scale):
-            raise UsageError(f"-scale must be a finite number, got {self.scale}")
         largest = abs(self.scale) * max(5, -self.gap_open, -self.gap_extend)
         if max(largest, -self.gap_open, -self.gap_extend) >= 2**31 - 1:
             raise UsageError(f"-scale {self.scale:g} with gap penalties {self.gap_open}/{self.gap_extend} makes seed "
                              f"scores or gap costs beyond the 32-bit integers miRanda scores with (limit {2**31 - 1:,})")
         if self.energy_model not in ("miranda", "vienna2004"):
             raise UsageError(f"unknown energy model '{self.energy_model}' (miranda or vienna2004)")
+
+    @property
+    def score_cutoff(self) -> int:
+        """The least whole score that reaches ``score_threshold``: ``ceil`` of it (scores are whole
+        numbers, so ``score >= 140.5`` is ``score >= 141``), within :data:`CUTOFF_LIMIT`. What the
+        engines compare a cell's best score with."""
+        return max(-CUTOFF_LIMIT, min(math.ceil(self.score_threshold), CUTOFF_LIMIT))
+
+    @property
+    def energy_cutoff(self) -> int:
+        """``energy_threshold`` in whole 0.01 kcal/mol, rounded up (within :data:`CUTOFF_LIMIT`).
+        Energies are whole numbers of 0.01 kcal/mol (miranda-model §9), so an energy is below the
+        threshold exactly when its count of 0.01 kcal/mol is below this. A real threshold counts as
+        the decimal it is written as (-20.49, not the nearest double, which lies a little above or
+        below): an energy of -20.49 is not below -20.49, one of -20.50 is."""
+        value = self.energy_threshold
+        exact = Decimal(value) if isinstance(value, int) else Decimal(repr(float(value)))
+        cutoff = int((exact * 100).to_integral_value(rounding=ROUND_CEILING))
+        return max(-CUTOFF_LIMIT, min(cutoff, CUTOFF_LIMIT))
+
+
+def _threshold(value, name: str) -> int | float:
+    """A threshold as :class:`ScanParams` holds it: a finite real number, an ``int`` when whole."""
+    real = number(value, name)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return int(real) if real.is_integer() else real
 
 
 def parse_site_types(value) -> tuple[str, ...] | None:

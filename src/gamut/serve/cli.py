@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gamut.cuda.device import DEVICES
 from gamut.errors import UsageError
+from gamut.numerals import number_type
 from gamut.serve import protocol
 
 #: Default seconds a server waits for a command before it ends.
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--device", choices=DEVICES, default="auto",
                    help="what to warm up: cpu, cuda, or auto: the CPU and a usable GPU (default)")
-    p.add_argument("--idle-timeout", type=float, default=IDLE_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--idle-timeout", type=number_type(at_least=0), default=IDLE_TIMEOUT, metavar="SECONDS",
                    help=f"end after this long without a command; 0: never (default {IDLE_TIMEOUT:g})")
     p.add_argument("--detach", action="store_true", help="run in the background; return once it is ready")
     p.add_argument("--stop", action="store_true", help="stop the server of this environment")

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from gamut.errors import UsageError, option_errors
+from gamut.numerals import number_type
 from gamut.splicing.engines import ENGINES
 from gamut.splicing.model import DEFAULT_GAP, DEFAULT_MATCH, DEFAULT_MISMATCH, ScoreParams
 
@@ -24,6 +25,7 @@ unplaced)."""
 def register(subparsers) -> None:
     parser = subparsers.add_parser("splice", help="exact spliced alignment (gene prediction)",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    whole = number_type(whole=True)
     parser.add_argument("base", nargs="?", help="base (genomic) FASTA, one or more records")
     parser.add_argument("exons", nargs="?", help="candidate exons: .bed, .gff3 or .tsv (optionally .gz)")
     parser.add_argument("target", nargs="?", help="target FASTA (cDNA); each record is one case")
@@ -36,7 +38,7 @@ def register(subparsers) -> None:
     reads.add_argument("--evidence", action="append", default=[], metavar="FILE",
                        help="more candidate exons: a PSL or SAM of alignments (their blocks) or another annotation "
                        "(GTF, GFF3, BED12); repeatable")
-    reads.add_argument("--flank", type=int, default=100, help="genome letters around a locus (default 100)")
+    reads.add_argument("--flank", type=whole, default=100, help="genome letters around a locus (default 100)")
     reads.add_argument("--format", choices=("tsv", "jsonl", "parquet", "bed", "gff3"),
                        help="output format (default: the output's suffix, .tsv/.txt, .jsonl, .parquet, "
                        ".bed/.bed12, .gff3/.gff; standard output or no suffix: TSV; another suffix is an error)")
@@ -44,10 +46,12 @@ def register(subparsers) -> None:
     parser.add_argument("--feature-type", default=None,
                         help="GFF3/GTF feature types to use as exons (default exon,CDS; in reads mode exon)")
     parser.add_argument("--pairs", help="file of 'target base' lines, needed when BASE has several records")
-    parser.add_argument("--match", type=int, default=DEFAULT_MATCH, help=f"score of a match (default {DEFAULT_MATCH})")
-    parser.add_argument("--mismatch", type=int, default=DEFAULT_MISMATCH,
+    parser.add_argument("--match", type=whole, default=DEFAULT_MATCH,
+                        help=f"score of a match (default {DEFAULT_MATCH})")
+    parser.add_argument("--mismatch", type=whole, default=DEFAULT_MISMATCH,
                         help=f"score of a mismatch, N included (default {DEFAULT_MISMATCH})")
-    parser.add_argument("--gap", type=int, default=DEFAULT_GAP, help=f"score per gap symbol, negative (default {DEFAULT_GAP})")
+    parser.add_argument("--gap", type=whole, default=DEFAULT_GAP,
+                        help=f"score per gap symbol, negative (default {DEFAULT_GAP})")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--engine", choices=tuple(ENGINES), help="force an engine (testing)")
     parser.add_argument("--threads", metavar="N", help="CPU threads for batch mode, at least 1 (default: all)")

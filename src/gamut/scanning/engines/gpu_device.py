@@ -233,7 +233,8 @@ class DeviceRun:
         self.t = tuning
         self.params = params
         self.gaps = gap_scalars(params)
-        self.threshold = int(params.score_threshold)
+        # the kernels' int32 (their scores stay within it: check_int32_scores; a cutoff <= 0 takes every cell)
+        self.threshold = max(-(2**31 - 1), min(params.score_cutoff, 2**31 - 1))
         #: Counters: tasks, repaired tasks, candidates, survivors, pairs whose traceback left its window;
         #: seconds per stage (host setup, task tables, pass 1, checks and repairs, sort and
         #: suppression, tracebacks, results).

@@ -151,7 +151,7 @@ class SimdEngine:
         longest = int(np.diff(r_off)[pairs[:, 1]].max())
         dtype = qa.lane_dtype(used, longest)
         qprof, qgo, qge = qa.tables(dtype)
-        threshold = int(params.score_threshold)
+        threshold = params.score_cutoff
         lane_threshold = dtype(min(max(threshold, 0), int(np.iinfo(dtype).max) - 2))
         pad_score = -qa.bound(used, longest) - 1  # D + pad_score < 0: A stays 0 past a lane's end
 

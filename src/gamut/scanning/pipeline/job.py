@@ -19,6 +19,7 @@ from gamut.errors import InputError, UsageError
 from gamut.io.inputs import check_read_once, is_stream
 from gamut.io.outputs import check_compression, check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
+from gamut.numerals import number
 from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
@@ -37,29 +38,10 @@ class Output(NamedTuple):
 PROGRESS_CELLS = 300_000_000
 
 
-def whole_number(text: str) -> int:
-    """``text`` as a whole number, also written like 2e9 (``ValueError``/``OverflowError`` otherwise)."""
-    text = text.strip()
-    return int(float(text)) if any(c in text for c in ".eE") else int(text)
-
-
 def parse_count(value: Any, option: str, minimum: int = 1) -> int | None:
-    """A whole number of at least ``minimum`` (``None`` stays ``None``); text may be written like
-    2e9. Raises a one-line :class:`UsageError` naming ``option`` otherwise."""
-    if value is None:
-        return None
-    try:
-        if isinstance(value, str):
-            count = whole_number(value)
-        elif isinstance(value, bool) or int(value) != value:
-            raise ValueError
-        else:
-            count = int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise UsageError(f"{option} expects a whole number of at least {minimum}, got '{value}'") from None
-    if count < minimum:
-        raise UsageError(f"{option} must be at least {minimum}, got '{value}'")
-    return count
+    """A whole number of at least ``minimum`` (``None`` stays ``None``; text may be written like
+    2e9): :func:`gamut.numerals.number`, a one-line :class:`UsageError` naming ``option`` otherwise."""
+    return None if value is None else number(value, option, whole=True, at_least=minimum)
 
 
 @dataclass(frozen=True, eq=False)

@@ -170,7 +170,7 @@ def scan_chunks(
         with numba_threads(threads):
             hits = chunk_hits(queries, references, chunk, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, engine.energy_device)
-            hits.set_energies(energies, float(params.energy_threshold), params.strict)
+            hits.set_energies(energies, params.energy_cutoff, params.strict)
             result = ChunkResult(chunk, hits, counter)
             if params.site_access is not None:  # --accessibility: dG_open, and --ddg-threshold
                 from gamut.scanning.site_access import apply_site_access
