@@ -292,6 +292,80 @@ def run_in_order(
                 shared_future.release()
 
 
+def worker_addresses(conn: Connection) -> list[str]:
+    """The cluster's workers, in a fixed order (their names, else their addresses)."""
+    workers = conn.client.scheduler_info().get("workers", {})
+    return sorted(workers, key=lambda address: (str(workers[address].get("name", address)), address))
+
+
+def run_pinned(
+    conn: Connection,
+    fn: Callable,
+    shared: Sequence[Any],
+    tasks: Sequence[Iterable[tuple[Any, tuple]]],
+    *,
+    workers: Sequence[str],
+    held: Callable[[int], int] = lambda lane: 0,
+    window: int = 2,
+    retries: int = 2,
+    key_prefix: str = "gamut",
+    label: str = "task",
+) -> Iterator[tuple[Any, Any]]:
+    """Run ``fn(shared[k], *args)`` for each ``(key, args)`` of ``tasks[k]`` on worker ``workers[k]``
+    alone (``shared[k]`` is sent to that worker once) and yield ``(key, result)`` as tasks finish.
+    Lane k keeps at most ``window`` of its tasks in flight or held by the caller (``held(k)``).
+    A worker that dies takes its lane's shared data with it: a :class:`ClusterError`."""
+    from distributed import as_completed
+
+    client = conn.client
+    todo = [iter(t) for t in tasks]
+    inflight: dict[str, tuple[int, Any, Any]] = {}
+    lanes_inflight = [0] * len(tasks)
+    futures_shared: list[Any] = []
+    current: list[Any] = [None]
+
+    def refill() -> None:
+        for k, lane in enumerate(todo):
+            while lane is not None and (lanes_inflight[k] + held(k) < window or lanes_inflight[k] == 0):
+                item = next(lane, None)
+                if item is None:
+                    todo[k] = lane = None
+                    break
+                key, args = item
+                future = client.submit(fn, futures_shared[k], *args, key=f"{key_prefix}-{key}", retries=retries,
+                                       pure=False, workers=[workers[k]], allow_other_workers=False)
+                inflight[future.key] = (k, key, future)
+                lanes_inflight[k] += 1
+                done.add(future)
+
+    try:
+        with cluster_failures(label, current):
+            futures_shared = [client.scatter(obj, workers=[address], hash=False)
+                              for obj, address in zip(shared, workers)]
+            done = as_completed(loop=client.loop)
+            refill()
+        while True:
+            with cluster_failures(label, current):
+                future = next(done, None)
+                if future is None:
+                    return
+                k, key, _ = inflight.pop(future.key)
+                lanes_inflight[k] -= 1
+                current[0] = key
+                result = future.result()
+                current[0] = None
+                future.release()
+            yield key, result
+            with cluster_failures(label, current):
+                refill()
+    finally:
+        with contextlib.suppress(Exception):
+            for _, _, future in inflight.values():
+                future.cancel()
+            for future in futures_shared:
+                future.release()
+
+
 def run_one(conn: Connection, fn: Callable, *args: Any, label: str = "a task") -> Any:
     """``fn(*args)`` on one worker of the cluster, with :func:`run_in_order`'s errors."""
     with cluster_failures(label, [None]):

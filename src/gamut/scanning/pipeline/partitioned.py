@@ -42,9 +42,10 @@ from gamut.scanning.sinks.base import Sink
 def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any], *,
                     gpu_workers: Sequence[int] | None = None) -> None:
     """Carry out ``job`` in partitions: on its cluster, or on the GPUs of ``gpu_workers`` (default:
-    :attr:`ScanJob.gpu_workers`; several: here on the first, a worker process on each other one),
-    else here, in order, keeping finished partitions in its run directory (if any); each of
-    ``sinks`` writes its output (``job.targets``)."""
+    :attr:`ScanJob.gpu_workers`: a worker process on each), else here, in order, keeping finished
+    partitions in its run directory (if any); each of ``sinks`` writes its output (``job.targets``).
+    On several GPUs, here or on a Dask cluster of GPUs, an unrestricted scan without a run directory
+    runs in stripes of the references instead (:func:`~gamut.scanning.pipeline.striped.run_striped`)."""
     if gpu_workers is None:
         gpu_workers = job.gpu_workers
     if gpu_workers and job.run_dir is None and job.params.restrict is None:
@@ -78,6 +79,14 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         threads = default_threads(conn, job.cluster, threads)
         if isinstance(job.cluster, str) and job.cluster.startswith("local") and device_kind(job.device) == "cuda":
             gpus = None  # each local worker sees its one GPU as device 0
+        if device_kind(job.device) == "cuda" and run_dir is None and job.params.restrict is None:
+            from gamut.scanning.pipeline.striped import run_striped
+
+            try:  # a GPU cluster: a stripe of the references per worker, as on several GPUs here
+                run_striped(job.where(threads=threads, gpus=gpus), sinks, make_engine, conn=conn)
+            finally:
+                conn.close()
+            return
     elif gpu_workers:
         from gamut.scanning.pipeline.gpu_workers import workers_for
 

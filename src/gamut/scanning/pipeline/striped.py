@@ -1,11 +1,14 @@
-"""The striped runner: a scan on several GPUs, one worker process per GPU, each scanning one stripe
-of the references (:mod:`~gamut.scanning.pipeline.stripes`), this process writing every output.
+"""The striped runner: a scan on several GPUs, one worker process per GPU (or one Dask worker per
+GPU), each scanning one stripe of the references (:mod:`~gamut.scanning.pipeline.stripes`), this
+process writing every output.
 
 Worker k gets its stripe once (the job with the stripe's references) and then the tiles of its
 stripe, group after group; this process writes a group as soon as every stripe has delivered
 its tile, the rows interleaved (:meth:`~gamut.scanning.sinks.base.Sink.write_rows`). A worker
 runs at most :data:`~gamut.scanning.pipeline.gpu_workers.WINDOW_PER_WORKER` tiles ahead of the
-group being written, so memory stays bounded by a few tiles whatever the size of the output.
+group being written, so memory stays bounded by a few tiles whatever the size of the output. On a
+Dask cluster, each task scans a run of consecutive groups of its worker's stripe
+(:func:`~gamut.scanning.pipeline.stripes.compute_tile_run`; :data:`RUNS_PER_STRIPE` per stripe).
 """
 from __future__ import annotations
 
@@ -16,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from gamut.cluster import worker_addresses
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.gpu_workers import WorkerError, run_pinned, workers_for
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitions import abandon_on_failure
-from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tiles, stripe_tasks
+from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, stripe_tasks
 from gamut.scanning.sinks.base import Sink
 
 
@@ -31,14 +35,19 @@ def single_process_chunk_stops(job: ScanJob, chunk_cells: int, chunk_pairs: int)
     return np.cumsum(np.asarray(lengths, np.int64))
 
 
-def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any], gpus: Sequence[int]) -> None:
-    """Carry out ``job`` (unrestricted) on GPU worker processes ``gpus`` (one stripe each); each of
+def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any], gpus: Sequence[int] = (),
+                conn=None) -> None:
+    """Carry out ``job`` (unrestricted) in stripes: on GPU worker processes ``gpus`` (one stripe
+    each), or on the workers of the Dask cluster ``conn`` (one stripe per worker); each of
     ``sinks`` writes its output (``job.targets``)."""
-    threads = job.threads or max(1, (os.cpu_count() or 1) // len(gpus))
+    lanes = worker_addresses(conn) if conn is not None else list(gpus)
+    threads = job.threads
+    if threads is None and conn is None:
+        threads = max(1, (os.cpu_count() or 1) // len(lanes))
     worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=None, progress=False)
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
-    tasks = stripe_tasks(worker_job, classes, make_engine, len(gpus), job.partition_cells or TILE_CELLS)
+    tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS)
     if any(sink.regroups for sink in sinks):
         from gamut.scanning.engines.gpu_plan import CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
 
@@ -46,18 +55,25 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
         for sink in sinks:
             if sink.regroups:
                 sink.chunk_stops = stops
-    pool, owned = workers_for(gpus)
     with contextlib.ExitStack() as stack:
-        if owned:
-            stack.callback(pool.close)
+        if conn is None:
+            pool, owned = workers_for(gpus)
+            if owned:
+                stack.callback(pool.close)
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
-        label = f"scan [{len(tasks)} GPU stripes]"
-        bar = stack.enter_context(progress_bar(label, job.scan_input.total_cells(), job.show_progress(), unit="cells"))
+        where = f"{len(tasks)} stripes on {conn.description}" if conn is not None else f"{len(tasks)} GPU stripes"
+        bar = stack.enter_context(progress_bar(f"scan [{where}]", job.scan_input.total_cells(), job.show_progress(),
+                                               unit="cells"))
         for sink, out in zip(sinks, outs):
             sink.start(out)
         which = [formats.index(o.format) for o in job.targets]
-        write_groups(tasks, pool, lambda datas, stop: _write(sinks, which, len(formats), datas, stop), bar)
+        writer = GroupWriter(tasks, lambda datas, stop: _write(sinks, which, len(formats), datas, stop), bar)
+        if conn is None:
+            _on_gpu_workers(tasks, pool, writer)
+        else:
+            _on_cluster(tasks, conn, lanes, writer, job.retries)
+        writer.check_done()
         for sink in sinks:
             sink.close()
 
@@ -68,34 +84,71 @@ def _write(sinks: Sequence[Sink], which: list[int], formats: int, datas: list[An
         sink.write_rows([d if formats == 1 else d[k] for d in datas], stop)
 
 
-def write_groups(tasks: list[StripeTask], pool, write: Callable[[list[Any], int], None],
+class GroupWriter:
+    """Takes the tiles of ``tasks``' stripes as they come (:meth:`deliver`) and calls
+    ``write(tiles, stop)`` for each group of queries in order once every stripe's tile of it has
+    come (``stop``: the output-order number after the group); :meth:`held` is how many of a
+    stripe's tiles wait to be written."""
+
+    def __init__(self, tasks: list[StripeTask], write: Callable[[list[Any], int], None],
                  progress: Callable[[int], None] = lambda n: None) -> None:
-    """Run every tile of ``tasks`` on ``pool``'s workers (worker k: stripe k) and call
-    ``write(tiles, stop)`` for each group of queries in order, once every stripe's tile of it has
-    come (``stop``: the output-order number after the group)."""
-    groups = tasks[0].groups if tasks else ()
-    n_refs = tasks[0].n_refs if tasks else 0
-    stripes = len(tasks)
-    held: dict[int, dict[int, Any]] = {}
-    held_by = [0] * stripes
-    next_group = 0
-    streams = [[((g, k), g) for g in range(len(groups))] for k in range(stripes)]
-    query_lengths = tasks[0].job.scan_input.query_lengths() if tasks else np.zeros(0, np.int64)
-    letters = [int(task.job.scan_input.reference_lengths().sum()) for task in tasks]
+        self.groups = tasks[0].groups if tasks else ()
+        self.n_refs = tasks[0].n_refs if tasks else 0
+        self.stripes = len(tasks)
+        self.write = write
+        self.progress = progress
+        self.pending: dict[int, dict[int, Any]] = {}
+        self.held_by = [0] * self.stripes
+        self.next_group = 0
+        self.query_lengths = tasks[0].job.scan_input.query_lengths() if tasks else np.zeros(0, np.int64)
+        self.letters = [int(task.job.scan_input.reference_lengths().sum()) for task in tasks]
+
+    def held(self, stripe: int) -> int:
+        return self.held_by[stripe]
+
+    def deliver(self, group: int, stripe: int, data: Any) -> None:
+        self.pending.setdefault(group, {})[stripe] = data
+        self.held_by[stripe] += 1
+        q0, q1 = self.groups[group]
+        self.progress(int(self.query_lengths[q0:q1].sum()) * self.letters[stripe])
+        while len(self.pending.get(self.next_group, ())) == self.stripes:
+            tiles = self.pending.pop(self.next_group)
+            self.write([tiles[k] for k in range(self.stripes)], self.groups[self.next_group][1] * self.n_refs)
+            for k in range(self.stripes):
+                self.held_by[k] -= 1
+            self.next_group += 1
+
+    def check_done(self) -> None:
+        if self.next_group != len(self.groups):
+            raise RuntimeError(f"groups {self.next_group}.. of the striped scan were not delivered")
+
+
+def _on_gpu_workers(tasks: list[StripeTask], pool, writer: GroupWriter) -> None:
+    """Worker k scans stripe k, its tiles one after the other through one pipeline."""
+    streams = [[((g, k), g) for g in range(len(writer.groups))] for k in range(len(tasks))]
     try:
-        for (group, stripe), data in run_pinned(pool, compute_tiles, tasks, streams, held=lambda k: held_by[k],
-                                                label="tile"):
-            held.setdefault(group, {})[stripe] = data
-            held_by[stripe] += 1
-            q0, q1 = groups[group]
-            progress(int(query_lengths[q0:q1].sum()) * letters[stripe])
-            while len(held.get(next_group, ())) == stripes:
-                tiles = held.pop(next_group)
-                write([tiles[k] for k in range(stripes)], groups[next_group][1] * n_refs)
-                for k in range(stripes):
-                    held_by[k] -= 1
-                next_group += 1
+        for (group, stripe), data in run_pinned(pool, compute_tiles, tasks, streams, held=writer.held, label="tile"):
+            writer.deliver(group, stripe, data)
     except WorkerError as exc:
         raise exc.advised("run it again (or on one GPU)") from None
-    if next_group != len(groups):
-        raise RuntimeError(f"groups {next_group}.. of the striped scan were not delivered")
+
+
+#: Cluster tasks per stripe: each scans a run of groups through one pipeline, so the pipeline fills
+#: and drains this often per worker, and the client holds at most a few such runs' data.
+RUNS_PER_STRIPE = 8
+
+
+def _on_cluster(tasks: list[StripeTask], conn, workers: list[str], writer: GroupWriter, retries: int) -> None:
+    """Worker k of the cluster scans stripe k (sent to it once), in runs of consecutive groups."""
+    from gamut.cluster import run_pinned as run_on_cluster
+
+    count = len(writer.groups)
+    size = max(1, -(-count // RUNS_PER_STRIPE))
+    runs = [[((k, a), (list(range(a, min(a + size, count))),)) for a in range(0, count, size)]
+            for k in range(len(tasks))]
+    token = tasks[0].token if tasks else "none"
+    for (stripe, _), tiles in run_on_cluster(conn, compute_tile_run, tasks, runs, workers=workers[:len(tasks)],
+                                             held=lambda k: writer.held(k) // size, retries=retries,
+                                             key_prefix=f"gamut-stripe-{token}", label="stripe run"):
+        for group, data in tiles:
+            writer.deliver(group, stripe, data)

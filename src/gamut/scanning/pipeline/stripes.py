@@ -18,7 +18,7 @@ import dataclasses
 import itertools
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,3 +151,10 @@ def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterato
         if close is not None:
             close()
         results.close()
+
+
+def compute_tile_run(task: StripeTask, groups: Sequence[int]) -> list[tuple[int, Any]]:
+    """The tiles of ``groups`` (consecutive groups of the task's stripe) through one pipeline, as
+    ``(group, data)``: a cluster task (:func:`gamut.cluster.run_pinned`) of several tiles, so that
+    the pipeline fills once for them."""
+    return list(compute_tiles(task, ((g, g) for g in groups)))
