@@ -69,6 +69,26 @@ def test_batch_and_task_sizes_do_not_change_the_chains(simulated, batch, task, t
     assert by_mapper == assign_reads(*args, simulated["placements"], device="cpu")
 
 
+def test_placement_runs_one_batch_ahead_and_no_further(simulated):
+    """While the caller works on batch k, the pool has batch k + 1 (placement overlaps the DP of
+    the batch before), and no batch after it is read (memory stays that of a few batches)."""
+    pytest.importorskip("mappy")
+    from gamut.splicing.read_mapping import ReadMapper
+
+    reads = simulated["reads"][:60]
+    drawn = []
+
+    def batches():
+        for k in range(6):
+            drawn.append(k)
+            yield reads[10 * k:10 * k + 10]
+
+    mapper = ReadMapper(simulated["folder"] / "genome.fa", 2)
+    seen = [(len(drawn), batch == reads[10 * k:10 * k + 10], len(spans))
+            for k, (batch, spans) in enumerate(mapper.placed_batches(batches()))]
+    assert seen == [(min(k + 2, 6), True, 10) for k in range(6)]
+
+
 def _one_line_error(capsys, argv: list[str]) -> str:
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
