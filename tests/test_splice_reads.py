@@ -297,7 +297,7 @@ def test_minimap2_places_the_reads_when_no_alignments_are_given(simulated):
     """Without --alignments, minimap2's spliced mapping (mappy) places the reads: the same chains
     as with the simulator's placements for the reads long enough to map."""
     pytest.importorskip("mappy")
-    from gamut.splicing.reads import mapped_placements
+    from gamut.splicing.read_mapping import mapped_placements
 
     folder = simulated["folder"]
     genome = folder / "genome_mappy.fa"

@@ -17,9 +17,9 @@ record, with linear gaps. Exons: BED (0-based), GFF3 (1-based; types exon/CDS) o
 chain, CIGAR, alignment); --gff3 and --table write the chains.
 
 Reads mode (docs/splice.md): gamut splice --genome G.fa --annotation A.gtf|gff3|bed --reads R.fa|fq
---alignments R.psl|paf|sam -o chains.tsv|jsonl|parquet|bed|gff3 assigns each read to the exon chain of
-its locus that explains it best, and names the annotated transcript it equals (or novel, or
-unplaced)."""
+[--alignments R.psl|paf|sam] -o chains.tsv|jsonl|parquet|bed|gff3 assigns each read to the exon chain
+of its locus that explains it best, and names the annotated transcript it equals (or novel, or
+unplaced); without --alignments, minimap2 (mappy) places the reads on --threads threads."""
 
 
 def register(subparsers) -> None:
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
     reads.add_argument("--annotation", help="transcripts: GTF, GFF3 or BED12 (gzip allowed)")
     reads.add_argument("--reads", help="reads: FASTA or FASTQ (.fq/.fastq; gzip allowed)")
     reads.add_argument("--alignments", help="the reads' alignments to the genome: PSL (BLAT), PAF or SAM (minimap2, STAR, HISAT2); "
-                       "without it, minimap2's Python binding places them (pip install mappy)")
+                       "without it, minimap2's Python binding places them on --threads threads (pip install mappy)")
     reads.add_argument("--evidence", action="append", default=[], metavar="FILE",
                        help="more candidate exons: a PSL or SAM of alignments (their blocks) or another annotation "
                        "(GTF, GFF3, BED12); repeatable")
@@ -54,7 +54,9 @@ def register(subparsers) -> None:
                         help=f"score per gap symbol, negative (default {DEFAULT_GAP})")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--engine", choices=tuple(ENGINES), help="force an engine (testing)")
-    parser.add_argument("--threads", metavar="N", help="CPU threads for batch mode, at least 1 (default: all)")
+    parser.add_argument("--threads", metavar="N",
+                        help="CPU threads, at least 1 (default: all cores): the alignments of batch mode and of reads "
+                        "mode on the CPU, and minimap2's placement of reads without --alignments")
     parser.add_argument("--cluster", metavar="ADDR",
                         help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut[dask]')")
     parser.add_argument("-o", "--output", default="-",
@@ -138,23 +140,24 @@ def run_reads(args: argparse.Namespace) -> int:
     from gamut.io.outputs import check_outputs
     from gamut.progress import progress_bar
     from gamut.splicing.read_outputs import read_output_format, write_read_chains
-    from gamut.splicing.reads import assign_reads, evidence_exons, mapped_placements, read_placements
+    from gamut.splicing.reads import assign_reads, evidence_exons, read_placements
 
     check_outputs([args.output], (args.genome, args.annotation, args.reads, args.alignments, *args.evidence))
     fmt = read_output_format(args.output, args.format)
     genome = {r.name: r.sequence.upper() for r in read_fasta(args.genome, unique=True)}
     annotation = read_annotation(args.annotation, features=args.feature_types or ("exon",))
-    # Any case: the reads are encoded case-blind. Read as they are aligned, unless minimap2 places them first.
+    # Any case: the reads are encoded case-blind. Read as they are placed and aligned, batch by batch.
     reads = ((r.name, r.sequence) for r in read_fasta(args.reads, unique=True,
                                                        fileformat=sequence_file_format(args.reads)))
     if args.alignments:
         placements = read_placements(args.alignments)
+        many = len(placements) > 100
     else:
-        reads = list(reads)
-        placements = mapped_placements(args.genome, reads, args.threads, genome=genome)
+        from gamut.splicing.read_mapping import ReadMapper
+
+        placements, many = ReadMapper(args.genome, args.threads, genome=genome), True  # minimap2 on --threads threads
     evidence = [exon for path in args.evidence for exon in evidence_exons(path)]
-    with progress_bar("reads to exon chains", None, len(placements) > 100 and sys.stderr.isatty(),
-                      unit="reads") as advance:
+    with progress_bar("reads to exon chains", None, many and sys.stderr.isatty(), unit="reads") as advance:
         chains = assign_reads(genome, annotation, reads, placements, flank=args.flank, device=args.device,
                               threads=args.threads, progress=advance, evidence=evidence, match=args.match,
                               mismatch=args.mismatch, gap=args.gap)

@@ -1,10 +1,12 @@
 """All placed reads as one :class:`~gamut.splicing.batch.CaseBatch`, built as arrays (no object
-per read): each read's locus found in compiled code, the reads encoded in one parallel pass
-(reverse-complemented where they aligned against their locus' strand), and each locus' base and
-exons stored once and shared by its reads' cases."""
+per read): where the reads aligned (:class:`ReadSpans`), each read's locus found in compiled code,
+the reads encoded in one parallel pass (reverse-complemented where they aligned against their
+locus' strand), and each locus' base and exons stored once and shared by its reads' cases."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit, prange
@@ -13,8 +15,39 @@ from gamut.errors import InputError
 from gamut.splicing.batch import CaseBatch, offsets
 from gamut.splicing.model import ENCODE_TABLE, N_CODE, SpliceCase, reverse_complement
 
+if TYPE_CHECKING:
+    from gamut.splicing.reads import ReadPlacement
+
 #: Complement of each symbol code (A C G T N).
 _COMPLEMENT_CODES = np.array([3, 2, 1, 0, N_CODE], np.uint8)
+
+
+@dataclass(frozen=True)
+class ReadSpans:
+    """Where each read of a batch aligned (its best alignment), one row per read: ``contig``, the
+    index into ``contigs`` of its chromosome (-1: no alignment; the other fields are then 0), the
+    strand it aligned on (+1: as given, -1: its reverse complement), its 0-based half-open span on
+    the genome and its matching letters."""
+
+    contigs: tuple[str, ...]
+    contig: np.ndarray  # int64 (R,)
+    strand: np.ndarray  # int64 (R,)
+    start: np.ndarray  # int64 (R,)
+    end: np.ndarray  # int64 (R,)
+    matches: np.ndarray  # int64 (R,)
+
+    @classmethod
+    def of(cls, placements: Mapping[str, ReadPlacement], names: list[str]) -> ReadSpans:
+        """The spans of the reads ``names`` in a mapping of read id to placement (absent: no alignment)."""
+        found = [placements.get(name) for name in names]
+        contigs: dict[str, int] = {}
+        rows = [(contigs.setdefault(p.chrom, len(contigs)), p.strand, p.start, p.end, p.matches) if p is not None
+                else (-1, 0, 0, 0, 0) for p in found]
+        table = np.array(rows, np.int64).reshape(-1, 5)
+        return cls(tuple(contigs), *(np.ascontiguousarray(table[:, k]) for k in range(5)))
+
+    def __len__(self) -> int:
+        return self.contig.size
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -109,12 +142,14 @@ class LocusTable:
         for lo, hi in self.range.values():
             self.reach[lo:hi] = np.maximum.accumulate(self.ends[lo:hi])
 
-    def best(self, chroms: list[str], starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Per span, the index (into :attr:`loci`) of the locus it overlaps most, or -1."""
-        ranges = self.range
-        bounds = np.array([ranges.get(c, (0, 0)) for c in chroms], np.int64).reshape(-1, 2)
+    def best(self, spans: ReadSpans) -> np.ndarray:
+        """Per read, the index (into :attr:`loci`) of the locus its span overlaps most, or -1 (no
+        alignment, or no locus there)."""
+        # Per chromosome, then per read; the last row (no loci) is that of the reads without alignment.
+        ranges = np.array([self.range.get(c, (0, 0)) for c in spans.contigs] + [(0, 0)], np.int64)
+        bounds = ranges[spans.contig]
         return _best_loci(self.starts, self.ends, self.reach, bounds[:, 0].copy(), bounds[:, 1].copy(),
-                          np.asarray(starts, np.int64), np.asarray(ends, np.int64))
+                          spans.start, spans.end)
 
 
 @dataclass(frozen=True)
@@ -128,20 +163,22 @@ class ReadBatch:
     case: np.ndarray  # int64 (R,)
 
 
-def read_batch(genome: dict[str, str], table: LocusTable, reads: list[tuple[str, str]], placements: dict,
-               flank: int, cases: dict[int, SpliceCase] | None = None) -> ReadBatch:
+def read_batch(genome: dict[str, str], table: LocusTable, reads: list[tuple[str, str]],
+               spans: ReadSpans | Mapping[str, ReadPlacement], flank: int,
+               cases: dict[int, SpliceCase] | None = None) -> ReadBatch:
     """The Gelfand case of every placed read (see :mod:`gamut.splicing.reads`) as one batch: the
     read as its locus' transcript reads it, against the locus' base and exons (mirrored on a ``-``
-    locus; shared by all its reads). ``table``'s loci must lie on chromosomes of ``genome``;
+    locus; shared by all its reads). ``spans``: where the reads aligned, a row per read, or a
+    mapping of read id to placement; ``table``'s loci must lie on chromosomes of ``genome``;
     ``cases`` keeps each locus' case (:func:`locus_case`) from one batch of reads to the next."""
     cases = {} if cases is None else cases
-    found = [placements.get(name) for name, _ in reads]
-    placed = np.flatnonzero([p is not None for p in found])
-    spans = [found[k] for k in placed.tolist()]
-    where = np.full(len(reads), -1, np.int64)
-    where[placed] = table.best([p.chrom for p in spans], [p.start for p in spans], [p.end for p in spans])
+    if isinstance(spans, Mapping):
+        spans = ReadSpans.of(spans, [name for name, _ in reads])
+    if len(spans) != len(reads):
+        raise ValueError(f"{len(spans)} read spans for {len(reads)} reads")
+    where = table.best(spans)
     take = np.flatnonzero(where >= 0)
-    flip = np.array([found[k].strand for k in take.tolist()], np.int64) != table.strand[where[take]]
+    flip = spans.strand[take] != table.strand[where[take]]
     target_len = np.array([len(reads[k][1]) for k in take.tolist()], np.int64)
     target = encoded_targets(reads, take, target_len, flip)
     used, which = np.unique(where[take], return_inverse=True)

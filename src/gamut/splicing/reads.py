@@ -2,12 +2,13 @@
 
 Annotated transcripts on one chromosome and strand whose spans overlap form a **locus**; its
 candidate exons are the distinct exon intervals of its transcripts (and any evidence exons that
-overlap it). A read is placed by an alignment of it to the genome (PSL from BLAT, or PAF from
-minimap2, or minimap2's spliced mapping through ``mappy`` when installed: the best one per read,
-by matching letters) on the locus it overlaps most, and its Gelfand case is built on the locus'
-strand: base = the locus with ``flank`` letters on each side (reverse-complemented for a ``-``
-locus, exons mirrored with it), target = the read as the transcript reads (reverse-complemented
-when it aligned to the other strand). All cases are solved in batches
+overlap it). A read is placed by an alignment of it to the genome (PSL from BLAT, or PAF or SAM
+from minimap2, or minimap2's spliced mapping through ``mappy`` on a pool of threads,
+:mod:`gamut.splicing.read_mapping`: the best one per read, by matching letters) on the locus it
+overlaps most, and its Gelfand case is built on the locus' strand: base = the locus with
+``flank`` letters on each side (reverse-complemented for a ``-`` locus, exons mirrored with it),
+target = the read as the transcript reads (reverse-complemented when it aligned to the other
+strand). All cases are solved in batches
 (:mod:`gamut.splicing.read_batch`, CPU or GPU), and each chain is named: the transcript
 whose exon chain it equals, else ``novel``; a read without an alignment or a locus is
 ``unplaced`` (counted, never dropped).
@@ -19,17 +20,19 @@ import itertools
 import os
 import re
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
 from gamut.errors import InputError
 from gamut.io.annotation import Annotation
 from gamut.splicing.model import reverse_complement  # noqa: F401  (part of this module's API)
+
+if TYPE_CHECKING:
+    from gamut.splicing.read_batch import ReadSpans
 
 
 @dataclass(frozen=True)
@@ -207,48 +210,6 @@ def evidence_exons(path: str | os.PathLike) -> list[tuple[str, int, int]]:
                             annotation.exon_end[annotation.exon_off[k]:annotation.exon_off[k + 1]])]
 
 
-def mapped_placements(genome_path: str | os.PathLike, reads: list[tuple[str, str]],
-                      threads: int | None = None, genome: Mapping[str, str] | None = None) -> dict[str, ReadPlacement]:
-    """Each read's best placement by minimap2's spliced mapping (its Python binding ``mappy``,
-    preset ``splice``): the hit with the most matching letters. Without ``mappy`` installed, a
-    :class:`~gamut.errors.UsageError` says how to get it or to pass alignments instead. minimap2
-    indexes a file by its name: a genome read from ``-`` or a pipe is given as ``genome`` (its
-    records, already read) and written to a private temporary file for it."""
-    from gamut.errors import UsageError
-
-    try:
-        import mappy
-    except ImportError:
-        raise UsageError("placing reads needs their alignments (--alignments: PSL from BLAT, PAF or SAM from "
-                         "minimap2) or minimap2's Python binding: pip install mappy") from None
-    with _genome_file(genome_path, genome) as path:
-        aligner = mappy.Aligner(path, preset="splice", n_threads=threads or os.cpu_count() or 1)
-    if not aligner:
-        raise InputError(f"{os.fspath(genome_path)}: minimap2 could not read or index the genome")
-    buffer = mappy.ThreadBuffer()
-    return _best_placements((read_id, ReadPlacement(hit.ctg, hit.strand, hit.r_st, hit.r_en, hit.mlen))
-                            for read_id, sequence in reads for hit in aligner.map(sequence, buf=buffer))
-
-
-@contextlib.contextmanager
-def _genome_file(path: str | os.PathLike, genome: Mapping[str, str] | None) -> Iterator[str]:
-    """A file name of the genome for minimap2: ``path``, or for a stream (read already) a FASTA of
-    ``genome`` in a private temporary directory, removed after."""
-    from gamut.io.inputs import is_stream
-
-    if not is_stream(path):
-        yield os.fspath(path)
-        return
-    if genome is None:
-        raise InputError(f"{os.fspath(path)}: minimap2 needs the genome as a file (or its records)")
-    with tempfile.TemporaryDirectory(prefix="gamut-genome-") as directory:
-        name = os.path.join(directory, "genome.fa")
-        with open(name, "w") as handle:
-            for record, sequence in genome.items():
-                handle.write(f">{record}\n{sequence}\n")
-        yield name
-
-
 class ReadChain(NamedTuple):
     """A read's assignment: its locus (None: unplaced), the locus' strand, the chain as genome
     exons (ascending), the transcript it equals (``novel``, ``unplaced``), the chain's score, the
@@ -291,17 +252,26 @@ def _name_chain(locus: Locus, chain: tuple[int, ...]) -> tuple[str, tuple[tuple[
     return "novel", tuple(j for j in junctions if j not in known)
 
 
+class Placer(Protocol):
+    """What places reads as they come (:class:`gamut.splicing.read_mapping.ReadMapper`)."""
+
+    def placed_batches(self, batches: Iterable[list[tuple[str, str]]]) -> Iterator[tuple[list, ReadSpans]]:
+        """Each batch of reads with where its reads aligned, in the order of ``batches``."""
+
+
 #: Placed reads per engine call: GPU launches of many loci, progress steps on the CPU.
 GPU_READS_PER_CALL = 8192
 CPU_READS_PER_CALL = 256
 
 
 def assign_reads(genome: dict[str, str], annotation: Annotation, reads: Iterable[tuple[str, str]],
-                 placements: dict[str, ReadPlacement], *, flank: int = 100, device: str = "auto",
+                 placements: Mapping[str, ReadPlacement] | Placer, *, flank: int = 100, device: str = "auto",
                  threads: int | None = None, progress: Callable[[int], None] | None = None,
                  evidence: list[tuple[str, int, int]] = (), engine: str | None = None,
                  batch_size: int | None = None, timing=None, **scores) -> list[ReadChain]:
-    """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``evidence``
+    """Every read's :class:`ReadChain`, in the order of ``reads`` (see the module); ``placements``:
+    each read's best alignment by read id (:func:`read_placements`), or a :class:`Placer` that
+    places the reads batch by batch, ahead of the solver; ``evidence``
     adds candidate exons (:func:`annotation_loci`); ``progress`` is called with the number of
     reads done after each batch; ``scores`` are :class:`gamut.splicing.model.ScoreParams`'
     ``match``, ``mismatch``, ``gap``, ``matrix``; ``timing``: a
@@ -311,13 +281,13 @@ def assign_reads(genome: dict[str, str], annotation: Annotation, reads: Iterable
     time (default :data:`GPU_READS_PER_CALL` on the GPU, :data:`CPU_READS_PER_CALL` on CPUs): the
     placed ones of a batch form one :class:`~gamut.splicing.batch.CaseBatch`
     (:func:`gamut.splicing.read_batch.read_batch`), solved on a thread of its own while the next
-    batch is read and prepared and the last one is checked
+    batch is read, placed (by a :class:`Placer`) and prepared and the last one is checked
     (:func:`gamut.splicing.result.check_tracebacks`) and named (once per locus and chain)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from gamut.splicing.engines import ENGINES, choose_engine
     from gamut.splicing.model import ScoreParams
-    from gamut.splicing.read_batch import LocusTable, read_batch
+    from gamut.splicing.read_batch import LocusTable, ReadSpans, read_batch
 
     if flank < 0:
         raise InputError(f"flank must be >= 0, got {flank}")
@@ -338,13 +308,17 @@ def assign_reads(genome: dict[str, str], annotation: Annotation, reads: Iterable
         if progress is not None:
             progress(len(placed.names))
 
+    if isinstance(placements, Mapping):
+        batches = ((chunk, ReadSpans.of(placements, [name for name, _ in chunk])) for chunk in _chunks(reads, size))
+    else:
+        batches = placements.placed_batches(_chunks(reads, size))
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 1e-4))  # the solver thread gets the GIL back promptly between its steps
     try:
-        with ThreadPoolExecutor(1) as ahead:
+        with ThreadPoolExecutor(1) as ahead, contextlib.closing(batches):  # closed: a placer's pool stops
             pending = None
-            for chunk in _chunks(reads, size):  # read, placed and encoded while the last chunk is solved
-                placed = read_batch(genome, table, chunk, placements, flank, cases)
+            for chunk, spans in batches:  # read, placed and encoded while the last chunk is solved
+                placed = read_batch(genome, table, chunk, spans, flank, cases)
                 placed.batch.check_score_range(params.max_abs)
                 submitted = ahead.submit(solve, placed)
                 if pending is not None:

@@ -137,9 +137,9 @@ class ScanJob:
         if not formats:
             return
         for records, name in ((self.queries, self.query_name), (self.references, self.reference_name)):
-            for number, record in enumerate(records, 1):
+            for index, record in enumerate(records, 1):
                 if not is_utf8(record.id):
-                    raise InputError(f"{name}: record {number} has an id that is not UTF-8 text "
+                    raise InputError(f"{name}: record {index} has an id that is not UTF-8 text "
                                      f"('{shown(record.id)}'), which --format {formats[0]} cannot hold; the "
                                      "miranda, tsv and bed formats write its bytes as they are")
 
