@@ -1,23 +1,149 @@
-"""Multi-GPU scaling of whole ``gamut miranda`` processes: :mod:`scan_e2e` once per GPU set (``--gpus 0,1``
-etc.: the process on the first GPU, a worker process on each other one), then one table of wall time
-and speed-up over the first set per case.
+"""Several GPUs on transcriptome-sized scans (issue 45): whole ``gamut scan`` processes of the
+``transcriptome`` case of :mod:`scan_e2e` (all 1,921 human miRNAs x ten copies of the utr
+references: 61,500 references, 124 Mb) on each GPU set, and on a Dask cluster of the same GPUs
+started beforehand, in one run:
 
-    python bench/scan_scaling.py --gpu-sets 0 0,1 0,1,2,3 --cases clip,utr --clip 20000 --data .data
+    python bench/scan_scaling.py --data .data --gpu-sets 0 0,1 0,1,2,3 --dask --modes fast,default
 
-Sets naming GPUs the machine lacks are skipped (and said so). Writes ``scan_scaling_<kind>.{md,json}``
-to ``--out``; each run's own report (``scan_e2e_<kind>_gpus<set>.*``) lands beside it.
+- modes: ``fast`` = ``--noenergy --score-threshold 160 -o hits.tsv``; ``default`` = energies, ``-o
+  hits.tsv`` (5.8 GB of text);
+- start-up: a one-pair ``--device cuda`` process (median of 3) in the same run; a run's time after
+  start-up is its whole time minus that, and the speed-up of a GPU set is the one GPU's time after
+  start-up over its own;
+- every output's checksum (xxh3-128, or SHA-256 without xxhash) and whether it equals the one GPU's;
+- peak RSS of the main process (its own VmHWM, sampled: worker processes not counted) and of the
+  whole process tree;
+- ``--copies 1`` is timed beside the ten copies on one GPU (time after start-up against size);
+- ``--golden DIR``: each golden miRanda case (``tests/data/miranda``) on every GPU set and the Dask
+  cluster, default mode and ``-noenergy``, compared with miRanda 3.3a's own output.
+
+Writes ``scan_scaling_<kind>.{md,json}`` to ``--out``.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
+import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import scan_e2e  # noqa: E402
+
+MODES = {"fast": ["--noenergy", "--score-threshold", "160"], "default": []}
+
+#: Runs argv[1:], samples its own peak RSS (VmHWM) while it runs; prints wall seconds, that peak
+#: (KiB) and the peak of the whole tree (ru_maxrss: the largest of it and its waited-for children).
+LAUNCHER = """import json, os, subprocess, sys, threading, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:])
+own = [0]
+def sample():
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        own[0] = max(own[0], int(line.split()[1]))
+        except OSError:
+            return
+        time.sleep(0.02)
+threading.Thread(target=sample, daemon=True).start()
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps([time.perf_counter() - start, own[0], usage.ru_maxrss]))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def digest(path: Path) -> str:
+    try:
+        import xxhash
+
+        h = xxhash.xxh3_128()
+        name = "xxh3-128"
+    except ImportError:
+        h = hashlib.sha256()
+        name = "sha256"
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 24):
+            h.update(chunk)
+    return f"{name}:{h.hexdigest()}"
+
+
+def whole(cmd: list[str], env: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with status {done.returncode}")
+    wall, own, tree = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"wall_s": wall, "main_peak_rss": own * 1024, "tree_peak_rss": tree * 1024}
+
+
+DEVICE = ["cuda"]
+
+
+def gamut(*args: str) -> list[str]:
+    """A gamut command line (``--device cuda`` as given; on the CPU check, without GPU options)."""
+    args = list(args)
+    if DEVICE[0] != "cuda":
+        for option in ("--gpus", "--device"):
+            while option in args:
+                k = args.index(option)
+                del args[k:k + 2]
+        args += ["--device", DEVICE[0]]
+    return [sys.executable, "-m", "gamut", *args]
+
+
+class DaskCluster:
+    """``dask scheduler`` and one ``dask worker`` per GPU (``CUDA_VISIBLE_DEVICES``), as
+    docs/cluster.md tells users to start them, on 127.0.0.1."""
+
+    def __init__(self, gpus: list[int], folder: Path, env: dict) -> None:
+        self.procs: list[subprocess.Popen] = []
+        scheduler = folder / "scheduler.json"
+        self._start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                     "--scheduler-file", str(scheduler)], env, folder)
+        deadline = time.monotonic() + 60
+        while not scheduler.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("the Dask scheduler did not start")
+            time.sleep(0.2)
+        time.sleep(0.3)
+        for g in gpus:
+            self._start(["distributed.cli.dask_worker", "--scheduler-file", str(scheduler), "--nworkers", "1",
+                         "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", "--name", f"gpu{g}"],
+                        {**env, "CUDA_VISIBLE_DEVICES": str(g)}, folder)
+        self.address = json.loads(scheduler.read_text())["address"]
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:
+            client.wait_for_workers(len(gpus), timeout=180)
+
+    def _start(self, args: list[str], env: dict, folder: Path) -> None:
+        log = open(folder / f"dask{len(self.procs)}.log", "wb")
+        self.procs.append(subprocess.Popen([sys.executable, "-m", *args], env=env, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True))
+        log.close()
+
+    def stop(self) -> None:
+        import signal
+
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def gpu_count() -> int:
@@ -25,79 +151,165 @@ def gpu_count() -> int:
         import cupy
 
         return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # noqa: BLE001 (no CuPy or no driver: no GPU)
+    except Exception:  # noqa: BLE001
         return 0
-
-
-def run_set(gpus: str, args) -> list[dict]:
-    """One :mod:`scan_e2e` run on GPU set ``gpus``; its rows."""
-    cmd = [sys.executable, str(HERE / "scan_e2e.py"), "--device", args.device, "--cases", args.cases,
-           "--clip", str(args.clip), "--modes", args.modes, "--repeat", str(args.repeat), "--data", str(args.data),
-           "--kind", args.kind, "--out", str(args.out), "--gpus", gpus, *(["--served"] if args.served else [])]
-    subprocess.run(cmd, check=True)
-    stem = f"scan_e2e_{args.kind}_gpus{gpus.replace(',', '-')}"
-    return json.loads((args.out / f"{stem}.json").read_text())["rows"]
-
-
-def table(runs: dict[str, list[dict]]) -> list[dict]:
-    """Rows (case, mode, GPUs, wall, speed-up over the first set, output identical to it)."""
-    first = next(iter(runs.values()))
-    base = {(r["case"], r["mode"]): r for r in first}
-    out = []
-    for gpus, rows in runs.items():
-        for r in rows:
-            b = base[(r["case"], r["mode"])]
-            out.append({"case": r["case"], "mode": r["mode"], "gpus": gpus, "n_gpus": len(gpus.split(",")),
-                        "wall_s": r["wall_s"], "walls_s": r["walls_s"], "speedup": b["wall_s"] / r["wall_s"],
-                        "same_output": r["output_sha256"] == b["output_sha256"], "pairs": r["pairs"],
-                        "served_wall_s": r.get("served_wall_s"),
-                        "served_speedup": (b["served_wall_s"] / r["served_wall_s"]) if r.get("served_wall_s") else None})
-    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=scan_e2e.SHARED)
     ap.add_argument("--gpu-sets", nargs="+", default=["0", "0,1", "0,1,2,3"])
-    ap.add_argument("--cases", default="clip,utr")
-    ap.add_argument("--clip", type=int, default=20000)
-    ap.add_argument("--modes", default="default")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
+    ap.add_argument("--modes", default="fast,default")
+    ap.add_argument("--dask", action="store_true", help="also a Dask cluster of the largest set's GPUs (fast mode)")
+    ap.add_argument("--copies", type=int, default=scan_e2e.TRANSCRIPTOME_COPIES)
+    ap.add_argument("--small-copies", type=int, default=1, help="the small set timed on one GPU for linearity (0: none)")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--golden", type=Path, default=None, help="tests/data/miranda: golden cases on every GPU set")
     ap.add_argument("--kind", default=platform.node())
     ap.add_argument("--out", type=Path, default=HERE / "results")
-    ap.add_argument("--served", action="store_true", help="also time each command run by a `gamut serve` process "
-                    "(scan_e2e --served: the workers kept between commands)")
+    ap.add_argument("--tmp", type=Path, default=None, help="folder for inputs and outputs (default: a temporary one)")
+    ap.add_argument("--device", default="cuda", help="(cpu: a quick check of this script without a GPU, one set '0')")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    have = gpu_count()
-    runs: dict[str, list[dict]] = {}
-    for gpus in args.gpu_sets:
-        ids = [int(g) for g in gpus.split(",")]
-        if max(ids) >= have:
-            print(f"skipping --gpus {gpus}: this machine has {have} GPU(s)", flush=True)
-            continue
-        runs[gpus] = run_set(gpus, args)
-    if not runs:
-        raise SystemExit("no GPU set fits this machine")
-    rows = table(runs)
+    DEVICE[0] = args.device
+    have = gpu_count() if args.device == "cuda" else 1
+    sets = [s for s in args.gpu_sets if max(int(g) for g in s.split(",")) < have]
+    modes = [m for m in args.modes.split(",") if m]
+    env = dict(os.environ, GAMUT_SERVER="off")
+    report: dict = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                    "command": "python bench/scan_scaling.py " + " ".join(sys.argv[1:]), "gpus_present": have,
+                    "host": {"cpus": os.cpu_count(), "node": platform.node()}, "rows": [], "golden": []}
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp_name:
+        tmp = Path(tmp_name)
+        mirs = [r for r in scan_e2e.read_fasta(args.data / "mirbase" / "mature.fa.gz") if r[0].startswith("hsa-")]
+        query = scan_e2e.write_fasta(tmp / "hsa.fa", mirs)
+        refs = scan_e2e.write_fasta(tmp / "transcriptome.fa", scan_e2e.transcriptome_references(args.data, args.copies))
+        small = (scan_e2e.write_fasta(tmp / "small.fa", scan_e2e.transcriptome_references(args.data, args.small_copies))
+                 if args.small_copies else None)
+        warm = scan_e2e.write_fasta(tmp / "warm.fa", scan_e2e.utr_references(args.data, 30))
+        one_q = scan_e2e.write_fasta(tmp / "one_q.fa", mirs[:1])
+        one_r = scan_e2e.write_fasta(tmp / "one_r.fa", [("site", scan_e2e.complementary_site(mirs[0][1]))])
+        for gpus in sets:  # caches filled: kernels of every row bucket, Numba's functions
+            for flags in MODES.values():
+                whole(gamut("scan", str(query), str(warm), *flags, "--device", "cuda", "--gpus", gpus, "-o",
+                            str(tmp / "warm.tsv")), env)
+        startups = sorted(whole(gamut("scan", str(one_q), str(one_r), "--device", "cuda", "-o", str(tmp / "one.tsv")),
+                                env)["wall_s"] for _ in range(3))
+        startup = startups[1]
+        report["startup_s"], report["startups_s"] = startup, startups
+        print(f"start-up (one pair, --device cuda): {startup:.2f} s {startups}", flush=True)
+        cluster = None
+        try:
+            if args.dask and sets:
+                largest = max(sets, key=lambda s: len(s.split(",")))
+                cluster = DaskCluster([int(g) for g in largest.split(",")], tmp, env)
+                report["dask"] = {"gpus": largest, "address": cluster.address}
+            runs = [(mode, gpus, None) for mode in modes for gpus in sets]
+            if cluster is not None:
+                runs += [("fast", report["dask"]["gpus"], cluster.address)]
+            base: dict[str, dict] = {}
+            for mode, gpus, address in runs:
+                out = tmp / f"hits_{mode}.tsv"
+                placement = ["--cluster", address] if address else ["--gpus", gpus]
+                cmd = gamut("scan", str(query), str(refs), *MODES[mode], "--device", "cuda", *placement, "-o", str(out))
+                got = []
+                for _ in range(args.repeat):
+                    out.unlink(missing_ok=True)
+                    got.append(whole(cmd, env))
+                walls = sorted(g["wall_s"] for g in got)
+                row = {"mode": mode, "gpus": gpus, "dask": bool(address), "wall_s": walls[len(walls) // 2],
+                       "walls_s": walls, "after_startup_s": walls[len(walls) // 2] - startup,
+                       "main_peak_rss": max(g["main_peak_rss"] for g in got),
+                       "tree_peak_rss": max(g["tree_peak_rss"] for g in got),
+                       "output_bytes": out.stat().st_size, "checksum": digest(out)}
+                if gpus == "0" and not address:
+                    base[mode] = row
+                ref = base.get(mode)
+                row["speedup"] = ref["after_startup_s"] / row["after_startup_s"] if ref else None
+                row["same_output"] = ref is not None and row["checksum"] == ref["checksum"]
+                out.unlink()
+                report["rows"].append(row)
+                print(json.dumps(row), flush=True)
+            if small is not None and "0" in sets:
+                out = tmp / "small.tsv"
+                got = sorted(whole(gamut("scan", str(query), str(small), *MODES["fast"], "--device", "cuda", "-o",
+                                         str(out)), env)["wall_s"] for _ in range(args.repeat))
+                after = got[len(got) // 2] - startup
+                big = next(r for r in report["rows"] if r["mode"] == "fast" and r["gpus"] == "0" and not r["dask"])
+                report["linearity"] = {"copies": [args.small_copies, args.copies], "after_startup_s": [after, big["after_startup_s"]],
+                                       "ratio_to_linear": big["after_startup_s"] / (after * args.copies / args.small_copies)}
+                print(json.dumps(report["linearity"]), flush=True)
+            if args.golden is not None:
+                report["golden"] = golden_checks(args.golden, sets, cluster.address if cluster else None, tmp, env)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+    write(report, args)
+    return 0
+
+
+def golden_checks(folder: Path, sets: list[str], address: str | None, tmp: Path, env: dict) -> list[dict]:
+    """Each golden case with its own options, default and -noenergy, on every GPU set (and the
+    cluster): the results after the settings block equal miRanda 3.3a's expected output."""
+    rows = []
+    places = [("--gpus", s) for s in sets] + ([("--cluster", address)] if address else [])
+    for case in sorted(p for p in folder.iterdir() if (p / "args.txt").exists()):
+        extra = (case / "args.txt").read_text().split()
+        for expected_name, flags in (("expected.txt", []), ("expected_noenergy.txt", ["-noenergy"])):
+            expected = case / expected_name
+            if not expected.exists() or ("-noenergy" in flags and "-noenergy" in extra):
+                continue
+            want = scan_e2e.results_digest(expected)
+            for option, value in places:
+                out = tmp / "golden.txt"
+                out.unlink(missing_ok=True)
+                done = subprocess.run(gamut("miranda", "query.fa", "reference.fa", *extra, *flags, "--device", "cuda",
+                                            option, value, "-out", str(out)), cwd=case, env=env,
+                                      capture_output=True, text=True)
+                same = done.returncode == 0 and scan_e2e.results_digest(out) == want
+                rows.append({"case": case.name, "flags": " ".join(flags) or "default", "where": f"{option} {value}",
+                             "identical": same})
+                if not same:
+                    print(f"golden {case.name} {flags} {option} {value}: DIFFERENT ({done.stderr.strip()[:300]})",
+                          flush=True)
+    print(f"golden: {sum(r['identical'] for r in rows)}/{len(rows)} identical", flush=True)
+    return rows
+
+
+def write(report: dict, args) -> None:
     stem = args.out / f"scan_scaling_{args.kind}"
-    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    command = "python bench/scan_scaling.py " + " ".join(sys.argv[1:])
-    stem.with_suffix(".json").write_text(json.dumps({"date": date, "command": command, "gpus_present": have,
-                                                     "rows": rows}, indent=1))
-    lines = [f"# Multi-GPU scaling, whole `gamut miranda` processes ({args.kind})", "",
-             f"- date: {date}", f"- command: `{command}`",
-             f"- GPUs present: {have}; the process scans on the first GPU of a set and a worker process on each "
-             f"other one; wall: median of {args.repeat}", "",
-             "| case | mode | GPUs | wall s | speed-up | output identical | served wall s | served speed-up |",
-             "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |"]
-    lines += [f"| {r['case']} | {r['mode']} | {r['gpus']} | {r['wall_s']:.2f} | {r['speedup']:.2f}x | {r['same_output']} | "
-              + (f"{r['served_wall_s']:.2f} | {r['served_speedup']:.2f}x |" if r["served_wall_s"] else "- | - |")
-              for r in rows]
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    gib = 2 ** 30
+    lines = [f"# Several GPUs on the transcriptome set ({args.kind})", "",
+             f"- date: {report['date']}", f"- command: `{report['command']}`",
+             f"- GPUs present: {report['gpus_present']}; host: {report['host']}",
+             f"- start-up: a one-pair `--device cuda` process, median of 3: {report.get('startup_s', float('nan')):.2f} s "
+             f"{report.get('startups_s')}",
+             "- fast: `--noenergy --score-threshold 160 -o hits.tsv`; default: energies, `-o hits.tsv`; wall: median "
+             f"of {args.repeat}; after start-up: wall - start-up; speed-up: one GPU's after start-up / this one's",
+             "- RSS: the main process' own peak (VmHWM, sampled), and the largest of the process tree (ru_maxrss)", "",
+             "| mode | GPUs | where | wall s | after start-up s | speed-up | output | identical to 1 GPU | main peak RSS | tree peak RSS |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for r in report["rows"]:
+        speed = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
+        lines.append(f"| {r['mode']} | {r['gpus']} | {'Dask cluster' if r['dask'] else 'here'} | {r['wall_s']:.2f} | "
+                     f"{r['after_startup_s']:.2f} | {speed} | {r['output_bytes'] / 1e9:.2f} GB | {r['same_output']} | "
+                     f"{r['main_peak_rss'] / gib:.2f} GiB | {r['tree_peak_rss'] / gib:.2f} GiB |")
+    lines += ["", "Checksums:", ""] + [f"- {r['mode']} {r['gpus']}{' (Dask)' if r['dask'] else ''}: `{r['checksum']}`"
+                                        for r in report["rows"]]
+    if report.get("linearity"):
+        lin = report["linearity"]
+        lines += ["", f"Linearity (one GPU, fast): {lin['copies'][0]} copy {lin['after_startup_s'][0]:.2f} s after start-up, "
+                      f"{lin['copies'][1]} copies {lin['after_startup_s'][1]:.2f} s: {lin['ratio_to_linear']:.3f}x the linear "
+                      "extrapolation"]
+    if report.get("golden"):
+        ok = sum(r["identical"] for r in report["golden"])
+        lines += ["", f"Golden miRanda cases on every GPU set{' and the Dask cluster' if report.get('dask') else ''}: "
+                      f"{ok}/{len(report['golden'])} identical to miRanda 3.3a's output"]
+        lines += [f"- {r['case']} {r['flags']} {r['where']}: {'identical' if r['identical'] else 'DIFFERENT'}"
+                  for r in report["golden"] if not r["identical"]]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":
