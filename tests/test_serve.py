@@ -3,6 +3,7 @@ their own processes; anything the server cannot take runs in the command's own p
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gamut.serve import protocol
+from gamut.serve import protocol, trust
 from gamut.serve.client import run_served
-from gamut.serve.server import listening
+from gamut.serve.fingerprint import Snapshot
+from gamut.serve.protocol import listening
+from gamut.serve.server import Server
 from signal_helpers import random_letters, signal_running_scan, write_fasta
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +38,44 @@ def gamut(args: list[str], sock: Path | str, cwd: Path | None = None, **extra: s
 def served_count(log: Path) -> int:
     """Commands the server has run (one log line each)."""
     return sum(": status " in line for line in log.read_text().splitlines())
+
+
+def server_status(sock: Path) -> dict:
+    """What the server on ``sock`` says of itself (``gamut serve --status``, in this process)."""
+    with trust.connect(sock, named=True) as conn:
+        protocol.send(conn, {"status": True})
+        return protocol.receive(conn)[0]["status_of_server"]
+
+
+def wait_until(condition, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not {what} after {timeout:g} s"
+        time.sleep(0.05)
+
+
+#: A server warmed up on nothing (no compiled code loaded: it starts in a fraction of a second);
+#: arguments: socket, idle timeout.
+BARE_SERVER = ("import sys; from pathlib import Path; from gamut.serve.server import serve; "
+               "serve(Path(sys.argv[1]), [], float(sys.argv[2]))")
+
+
+def bare_server(sock: Path, env: dict[str, str], idle_timeout: float = 600.0, script: str = BARE_SERVER
+                ) -> subprocess.Popen:
+    """A server process on ``sock`` logging to ``sock``'s .log; returns once it listens."""
+    with open(sock.with_suffix(".log"), "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-c", script, str(sock), str(idle_timeout)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    wait_until(lambda: listening(sock) or proc.poll() is not None, "listening")
+    return proc
+
+
+def ended(proc: subprocess.Popen, log: Path) -> str:
+    """The reason the server process gave for its end (it has ended within a minute)."""
+    proc.wait(timeout=60)
+    lines = [line for line in log.read_text().splitlines() if line.startswith("gamut serve: ended: ")]
+    assert len(lines) == 1, log.read_text()
+    return lines[0].removeprefix("gamut serve: ended: ")
 
 
 @pytest.fixture(scope="module")
@@ -157,11 +198,14 @@ def test_interrupting_a_served_command_ends_it_and_the_server(tmp_path):
         time.sleep(0.05)
     assert not listening(sock)
     assert gamut(["--version"], sock).returncode == 0
+    log = sock.with_suffix(".log").read_text()
+    assert "the client passed SIGINT on to the running command" in log
+    assert "ended: SIGINT ended the command it was running" in log, log
 
 
-def test_a_command_interrupted_while_waiting_for_its_turn_ends_alone(tmp_path):
-    """A client whose command has not started (the server busy with another) ends at once on
-    Ctrl-C, with the status and message of an interrupted command; nothing is passed on."""
+def test_a_command_interrupted_before_it_started_ends_alone(tmp_path):
+    """A client whose command the server has not started yet ends at once on Ctrl-C, with the
+    status and message of an interrupted command; nothing is passed on."""
     sock = tmp_path / "busy.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as busy:
         busy.bind(str(sock))
@@ -180,6 +224,27 @@ def test_a_command_interrupted_while_waiting_for_its_turn_ends_alone(tmp_path):
             assert proc.stderr.read().strip() == b"gamut: interrupted"
             conn.settimeout(5)
             assert conn.recv(1) == b""  # the client closed without passing the signal on
+
+
+def test_a_server_that_ends_before_starting_the_command_leaves_it_to_run_here(tmp_path):
+    """The server read the command and closed the connection without `started` (it was ending):
+    the command never ran there, so it runs in its own process (not the lost-command error)."""
+    sock = tmp_path / "closing.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(sock))
+        listener.listen(1)
+        code = "import sys; from gamut.serve.client import run_served; print(run_served(['--version']))"
+        proc = subprocess.Popen([sys.executable, "-c", code], env=_env(sock), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        listener.settimeout(60)
+        conn, _ = listener.accept()
+        with conn:
+            message, fds = protocol.receive(conn, max_fds=3)
+            for fd in fds:
+                os.close(fd)
+            assert message["run"] == ["--version"]
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == b"None\n" and err == b""
 
 
 def test_messages_carry_descriptors_and_end_cleanly():
@@ -205,11 +270,11 @@ def test_socket_path_and_its_directory(tmp_path, monkeypatch):
     assert protocol.socket_path({"GAMUT_SERVER": str(tmp_path / "x.sock")}) == tmp_path / "x.sock"
     default = protocol.socket_path({"XDG_RUNTIME_DIR": str(tmp_path)})
     assert default.parent == tmp_path / f"gamut-{os.getuid()}" and default.suffix == ".sock"
-    protocol.private_directory(default)
+    assert trust.prepare_directory(default, named=False) == default
     assert (default.parent.stat().st_mode & 0o777) == 0o700
     default.parent.chmod(0o770)
-    with pytest.raises(PermissionError, match="not private"):
-        protocol.private_directory(default)
+    with pytest.raises(trust.Untrusted, match="mode 0770, not 0700"):
+        trust.prepare_directory(default, named=False)
 
 
 def test_only_start_up_settings_must_match():
@@ -288,3 +353,169 @@ def test_processes_a_kept_worker_starts_do_not_hold_the_commands_streams():
                           timeout=120)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().split() == ["alive"], done.stderr.decode()
+
+
+# --------------------------------------------------------------------------- busy, stale, racing, ending
+
+def test_a_command_never_waits_for_a_busy_server(server, tmp_path):
+    """While the server runs a command (held here: its output fills a pipe nobody reads yet), the
+    next command runs at once in its own process, whole; then the first completes, served."""
+    sock, log = server
+    rng = np.random.default_rng(3)
+    many = tmp_path / "many.fa"
+    write_fasta(many, {f"r{k}": random_letters(rng, 100) for k in range(1000)})  # ~260 kB of output
+    before = served_count(log)
+    first = subprocess.Popen([sys.executable, "-m", "gamut", "fold", str(many)], env=_env(sock),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: server_status(sock)["busy"] or first.poll() is not None, "busy")
+        assert first.poll() is None
+        second = gamut(["fold", "GGGGAAAACCCC", "-o", "second.txt"], sock, cwd=tmp_path)
+        assert second.returncode == 0 and second.stderr == b"", second.stderr.decode()
+        assert first.poll() is None  # the first still waits for its reader: the second did not wait for it
+        own = gamut(["fold", "GGGGAAAACCCC", "-o", "own.txt"], "off", cwd=tmp_path)
+        assert own.returncode == 0 and (tmp_path / "second.txt").read_bytes() == (tmp_path / "own.txt").read_bytes()
+        out, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err.decode()
+    assert out == gamut(["fold", str(many)], "off").stdout and out.count(b">") == 1000
+    assert served_count(log) == before + 1  # the first only
+    assert not server_status(sock)["busy"]
+
+
+def test_a_changed_source_file_is_not_served_by_the_old_server(tmp_path):
+    """A server started from a copy of the package; one of its source files changes (as under an
+    editable install): the next command runs the new code in its own process, says so once, and
+    the old server ends, saying why."""
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "gamut", copy / "gamut", ignore=shutil.ignore_patterns("__pycache__"))
+    sock = tmp_path / "copy.sock"
+    env = dict(os.environ, GAMUT_SERVER=str(sock), PYTHONPATH=str(copy))
+
+    def version() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gamut", "--version"], env=env, capture_output=True, timeout=120)
+
+    proc = bare_server(sock, env)
+    try:
+        old = version()
+        assert old.returncode == 0 and old.stderr == b"" and served_count(sock.with_suffix(".log")) == 1
+        source = copy / "gamut" / "_version.py"
+        source.write_text(source.read_text().replace('__version__ = "', '__version__ = "9.9.9+changed.'))
+        new = version()
+        assert new.returncode == 0 and new.stdout.startswith(b"gamut 9.9.9+changed.") and new.stdout != old.stdout
+        assert new.stderr.decode().splitlines() == [
+            f"gamut: note: the gamut server on {sock} runs the code it started with, and gamut/_version.py "
+            "changed since: it ends, and this command runs in its own process"]
+        assert ended(proc, sock.with_suffix(".log")) == "gamut's code changed since it started (gamut/_version.py changed)"
+        assert served_count(sock.with_suffix(".log")) == 1 and not listening(sock)
+        again = version()
+        assert again.stdout == new.stdout and again.stderr == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_another_environments_code_is_declined_without_ending_the_server(tmp_path):
+    """A command of other code (another environment on the same GAMUT_SERVER) runs in its own
+    process and the server stays; its own code changed, it ends."""
+    package = tmp_path / "gamut"
+    shutil.copytree(ROOT / "src" / "gamut", package, ignore=shutil.ignore_patterns("__pycache__"))
+    said: list[str] = []
+    server = Server(tmp_path / "x.sock", 0, said.append, code=Snapshot.take(package))
+    assert server._refusal({"settled": server.settled, "code": server.code.digest}) is None
+    assert server._refusal({"settled": server.settled, "code": Snapshot.take().digest}) == {
+        "declined": "the command runs other code than the server"}
+    assert server.status()["busy"] is False and server._ending is None
+    (package / "serve" / "new_module.py").write_text("")
+    assert server._refusal({"settled": server.settled, "code": "another"}) == {
+        "declined": "the server's code is stale", "code_changed": "gamut/serve/new_module.py was added"}
+
+
+def test_the_code_fingerprint_follows_sizes_and_times_of_the_packages_files(tmp_path):
+    package = tmp_path / "gamut"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "k.cu").write_text("// kernel\n")
+    first = Snapshot.take(package)
+    assert {"gamut/a.py", "gamut/sub/k.cu"} <= set(first.files)
+    (package / "sub" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled")  # not code of ours
+    (package / ".a.py.swp").write_bytes(b"an editor's")
+    assert Snapshot.take(package).digest == first.digest
+    os.utime(package / "sub" / "k.cu", ns=(1, 1))
+    later = Snapshot.take(package)
+    assert later.digest != first.digest and first.change(later) == "gamut/sub/k.cu changed"
+    (package / "a.py").unlink()
+    assert later.change(Snapshot.take(package)) == "gamut/a.py was removed"
+
+
+def test_two_detached_servers_started_at_once_make_one(tmp_path):
+    """Exactly one server: one `--detach` says ready with its own server's pid, the other that a
+    server is starting or listening, with that pid, and fails; the log says why the server ended."""
+    sock = tmp_path / "race.sock"
+    command = [sys.executable, "-m", "gamut", "serve", "--detach", "--device", "cpu"]
+    both = [subprocess.Popen(command, env=_env(sock), stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read().decode()) for p in both]
+    try:
+        assert sorted(code for code, _ in results) == [0, 1], results
+        ready = next(err for code, err in results if code == 0)
+        refused = next(err for code, err in results if code == 1)
+        pid = server_status(sock)["pid"]
+        assert f"ready on {sock} (pid {pid};" in ready
+        assert len(refused.splitlines()) == 1 and "already" in refused and f"(pid {pid})" in refused, refused
+        again = gamut(["serve", "--device", "cpu"], sock)
+        assert again.returncode == 1 and f"a server already listens on {sock} (pid {pid})".encode() in again.stderr
+    finally:
+        stopped = gamut(["serve", "--stop"], sock)
+    assert stopped.returncode == 0 and b"stopped the server" in stopped.stderr
+    log = sock.with_suffix(".log").read_text()
+    assert log.count("ready on") == 1 and log.splitlines()[-1] == "gamut serve: ended: stopped by 'gamut serve --stop'"
+
+
+def test_the_log_says_why_the_server_ended(tmp_path):
+    """Idle, a signal, an error (with its traceback): each end is the log's last word."""
+    idle = tmp_path / "idle.sock"
+    assert ended(bare_server(idle, _env(idle), idle_timeout=0.2), idle.with_suffix(".log")) == "idle for 0.2 s"
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        sock = tmp_path / f"{sig.name}.sock"
+        proc = bare_server(sock, _env(sock))
+        proc.send_signal(sig)
+        assert ended(proc, sock.with_suffix(".log")) == f"stopped by {sig.name}"
+        assert not sock.exists()
+    broken = tmp_path / "broken.sock"
+    script = ("from gamut.serve.server import Server\n"
+              "def broken(self): raise RuntimeError('a fault inside the server')\n"
+              "Server._run_handed = broken\n" + BARE_SERVER)
+    proc = bare_server(broken, _env(broken), script=script)
+    assert ended(proc, broken.with_suffix(".log")) == "an error (its traceback is above)"
+    log = broken.with_suffix(".log").read_text()
+    assert "Traceback" in log and "RuntimeError: a fault inside the server" in log
+    assert proc.returncode == 1 and not broken.exists()
+
+
+def test_stop_while_a_command_runs_ends_the_server_after_it(tmp_path):
+    """`gamut serve --stop` during a command: the command completes, served; commands that come
+    meanwhile run in their own processes; then the server ends."""
+    sock = tmp_path / "stop.sock"
+    proc = bare_server(sock, _env(sock))
+    log = sock.with_suffix(".log")
+    rng = np.random.default_rng(4)
+    many = tmp_path / "many.fa"
+    write_fasta(many, {f"r{k}": random_letters(rng, 100) for k in range(1000)})
+    first = subprocess.Popen([sys.executable, "-m", "gamut", "fold", str(many)], env=_env(sock),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: server_status(sock)["busy"] or first.poll() is not None, "busy")
+        stop = gamut(["serve", "--stop"], sock)
+        assert stop.returncode == 0 and b"ends after the command it is running" in stop.stderr
+        meanwhile = gamut(["--version"], sock)
+        assert meanwhile.returncode == 0 and meanwhile.stdout.startswith(b"gamut ") and meanwhile.stderr == b""
+        out, err = first.communicate(timeout=300)
+        assert first.returncode == 0 and out.count(b">") == 1000, err.decode()
+        assert ended(proc, log) == "stopped by 'gamut serve --stop'"
+        assert served_count(log) == 1 and not sock.exists()
+    finally:
+        for p in (first, proc):
+            if p.poll() is None:
+                p.kill()

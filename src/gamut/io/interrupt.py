@@ -15,7 +15,7 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 MESSAGES = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
@@ -73,12 +73,31 @@ class Ending:
         message = f"gamut: {MESSAGES.get(signum, 'ended by signal %d' % signum)}\n".encode()
         with contextlib.suppress(OSError):
             os.write(2, message)
+        for words in list(_LAST_WORDS):
+            with contextlib.suppress(Exception):
+                words(signum)
         os._exit(128 + signum)
 
 
 #: The guard of the command running in this process, if any. Signal handlers are per process, so
 #: this is too; it is set and cleared only by :func:`end_promptly_on_signals`.
 _ACTIVE: list[Ending] = []
+
+
+#: What to do, with the signal's number, just before a signal ends the process (``os._exit`` runs
+#: no ``atexit`` handler): a ``gamut serve`` process logs why it ended. Per process, as signal
+#: handlers are; changed only by :func:`last_words`.
+_LAST_WORDS: list[Callable[[int], None]] = []
+
+
+@contextlib.contextmanager
+def last_words(words: Callable[[int], None]) -> Iterator[None]:
+    """While inside, a signal that ends the running command calls ``words(signum)`` first."""
+    _LAST_WORDS.append(words)
+    try:
+        yield
+    finally:
+        _LAST_WORDS.remove(words)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,10 @@
 """A ``gamut`` command run by a ``gamut serve`` process, where one is listening.
 
 :func:`run_served` is the first thing the ``gamut`` command does. Where no server listens (no
-socket, or nobody behind it), or the server does not take the command (another environment's
-settings), it returns None at once and the command runs in its own process, as always.
+socket, or nobody behind it), the server is busy with another command, or it does not take the
+command (another environment's settings or code), it returns None at once and the command runs
+in its own process, as always. So it does where the socket or its directory may be another
+user's (:mod:`gamut.serve.trust`), with one line on stderr that says why; nothing is sent there.
 Otherwise the server runs it with this process's standard streams, working directory and
 environment, and this process waits and exits with the command's status. Ctrl-C and SIGTERM
 are passed on: the server ends the command as it would end its own process (removing partial
@@ -10,14 +12,16 @@ outputs), and ends with it; the next command runs in its own process again.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gamut.io.interrupt import MESSAGES
-from gamut.serve import protocol
+from gamut.serve import protocol, trust
 
 #: Commands never handed to a server.
 LOCAL_COMMANDS = ("serve",)
@@ -33,25 +37,41 @@ def run_served(argv: Sequence[str], environ: dict[str, str] | None = None) -> in
     if argv and argv[0] in LOCAL_COMMANDS:
         return None
     path = protocol.socket_path(environ)
-    if path is None or not path.exists():
+    if path is None:
         return None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock, _Signals(sock) as signals:
+    try:
+        sock = trust.connect(path, protocol.is_named(environ))
+    except trust.Untrusted as why:
+        _note(f"not using the server socket {path}: {why}; running this command in its own process")
+        return None
+    if sock is None:  # nobody listens (no socket, or a stale one)
+        return None
+    from gamut.serve.fingerprint import digest
+
+    with sock, _Signals(sock) as signals:
         try:
             try:
-                sock.connect(str(path))
                 protocol.send(sock, {"run": list(argv), "cwd": os.getcwd(), "umask": protocol.current_umask(),
-                                     "environ": environ, "settled": protocol.settled_environment(environ)},
+                                     "environ": environ, "settled": protocol.settled_environment(environ),
+                                     "code": digest()},
                               fds=(0, 1, 2))
-            except OSError:  # nobody listens (a stale socket), or a standard stream is closed: run here
+            except OSError:  # the server has gone, or a standard stream is closed: run here
                 return None
-            return _wait(sock, signals)
+            return _wait(sock, signals, path)
         except _Interrupted as stop:
             print(f"gamut: {MESSAGES.get(stop.signum, f'ended by signal {stop.signum}')}", file=sys.stderr)
             return 128 + stop.signum
 
 
+def _note(message: str) -> None:
+    """One line on stderr (if there is one: ``print(file=None)`` would write to stdout)."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"gamut: note: {message}", file=sys.stderr, flush=True)
+
+
 class _Interrupted(Exception):
-    """A signal came before the command started (the server busy with another)."""
+    """A signal came before the server started the command."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -87,12 +107,16 @@ class _Signals:
             pass
 
 
-def _wait(sock: socket.socket, signals: _Signals) -> int | None:
-    """The server's replies: ``started`` (or ``declined``: None), then the command's status."""
+def _wait(sock: socket.socket, signals: _Signals, path: Path) -> int | None:
+    """The server's replies: ``started``, then the command's status; None where the server
+    declined the command or ended before it started it (it never ran: the caller runs it)."""
     reply = _receive(sock)
-    if reply is not None and "declined" in reply:
+    if reply is None or "declined" in reply:
+        if reply is not None and reply.get("code_changed"):
+            _note(f"the gamut server on {path} runs the code it started with, and {reply['code_changed']} "
+                  "since: it ends, and this command runs in its own process")
         return None
-    if reply is not None and reply.get("started"):
+    if reply.get("started"):
         signals.started = True
         reply = _receive(sock)
     if reply is None or "status" not in reply:  # the server ended mid-command: by our signal, or it died

@@ -4,9 +4,9 @@ Light on purpose: the client side runs before any of gamut's heavy imports.
 
 Messages are JSON objects framed by a 4-byte big-endian length; the first message of a command
 carries its standard input, output and error as file descriptors (``SCM_RIGHTS``). The socket
-lives in a directory of the user's own (mode 0700), named after the Python environment and gamut's
-version, so that each environment has its own server; ``GAMUT_SERVER`` names another socket, or
-turns serving off (``off``).
+lives in a directory of the user's own (mode 0700; checked by :mod:`gamut.serve.trust`), named
+after the Python environment and gamut's version, so that each environment has its own server;
+``GAMUT_SERVER`` names another socket, or turns serving off (``off``).
 """
 from __future__ import annotations
 
@@ -61,14 +61,27 @@ def socket_path(environ: dict[str, str] | None = None) -> Path | None:
     return base / f"gamut-{os.getuid()}" / f"serve-{_environment_tag()}.sock"
 
 
-def private_directory(path: Path) -> None:
-    """Make ``path``'s directory (mode 0700) if needed, and check that it is this user's alone."""
-    directory = path.parent
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = directory.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"{directory} is not private to this user (owner {info.st_uid}, "
-                              f"mode {info.st_mode & 0o777:o}); remove it or set GAMUT_SERVER")
+def is_named(environ: dict[str, str] | None = None) -> bool:
+    """Whether ``GAMUT_SERVER`` names the socket (else it is the default one, or serving is off)."""
+    return "GAMUT_SERVER" in (os.environ if environ is None else environ)
+
+
+def listening(path: Path) -> bool:
+    """Whether a process answers on ``path`` (a connection, closed at once: nothing is sent)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def already(path: Path, pid: int | None) -> str:
+    """The message of a ``gamut serve`` that finds another server on ``path`` (``pid``, if known)."""
+    of = f" (pid {pid})" if pid else ""
+    if listening(path):
+        return f"gamut serve: a server already listens on {path}{of} (stop it with 'gamut serve --stop')"
+    return f"gamut serve: a server is already starting on {path}{of} (wait for it, or stop it with 'gamut serve --stop')"
 
 
 def current_umask() -> int:
