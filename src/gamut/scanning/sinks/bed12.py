@@ -33,7 +33,7 @@ from gamut.scanning.sinks.columns import (
 
 if TYPE_CHECKING:
     from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
 
 
 def reference_blocks(c: ReportedHits, seed_start: np.ndarray, seed_end: np.ndarray) -> GenomeHits:

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from gamut.scanning.genome import GenomeHits, GenomeMap
     from gamut.scanning.pipeline.job import ScanJob
     from gamut.scanning.pipeline.pairs import ScanInput
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
-    from gamut.scanning.sites import SiteColumns
+    from gamut.scanning.results import ChunkResult, SiteColumns
 
 #: Columns of a hit table (API, TSV, JSONL, Parquet), in miRanda's order.
 HIT_COLUMNS = (

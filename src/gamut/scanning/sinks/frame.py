@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from gamut.scanning.pipeline.job import ScanJob
     from gamut.scanning.pipeline.partitions import Partition
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
 
 
 class FrameSink:

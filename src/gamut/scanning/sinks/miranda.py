@@ -20,7 +20,7 @@ from gamut.scanning.sinks.columns import IdColumns, ReportedHits
 
 if TYPE_CHECKING:
     from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
 
 RULE = "=-" * 31 + "=\n"
 

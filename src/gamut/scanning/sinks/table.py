@@ -23,7 +23,7 @@ from gamut.scanning.sinks.columns import (
 
 if TYPE_CHECKING:
     from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
 
 #: The integer columns, formatted alike in both layouts.
 INTEGER_COLUMNS = ("score", "query_start", "query_end", "ref_start", "ref_end", "aln_length")
