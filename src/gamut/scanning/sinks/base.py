@@ -31,7 +31,7 @@ from gamut.io.threads import Parallel
 
 if TYPE_CHECKING:
     from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.partitions import Partition
+    from gamut.scanning.pipeline.pairs import Partition
     from gamut.scanning.results import ChunkResult
 
 Chunks = Iterable[tuple["ChunkResult", Parallel]]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.partitions import Partition
+    from gamut.scanning.pipeline.pairs import Partition
     from gamut.scanning.results import ChunkResult
 
 

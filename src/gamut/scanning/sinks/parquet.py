@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.partitions import Partition
+    from gamut.scanning.pipeline.pairs import Partition
     from gamut.scanning.results import ChunkResult
 
 
