@@ -101,8 +101,8 @@ def task_sinks(task: PartitionTask) -> list:
     if sinks is None:
         _SINKS.clear()
         job = task.job
-        views = [job.for_output(next(o for o in job.targets if o.format == fmt)) for fmt in job.formats]
-        sinks = _SINKS[task.token] = [cls(view) for cls, view in zip(task.sinks, views)]
+        specs = [job.for_output(next(o for o in job.targets if o.format == fmt)) for fmt in job.formats]
+        sinks = _SINKS[task.token] = [cls(spec) for cls, spec in zip(task.sinks, specs)]
     return sinks
 
 
