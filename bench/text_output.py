@@ -47,7 +47,7 @@ def formatting(results: list, job, threads: int, path: Path | None) -> tuple[flo
     from gamut.scanning.sinks import sink_class
 
     numba.set_num_threads(threads)
-    sink = sink_class("miranda")(job)
+    sink = sink_class("miranda")(job.for_output(job.targets[0]))
     size = 0
     start = time.perf_counter()
     if path is None:

@@ -22,6 +22,7 @@ from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.scanning.sinks import sink_class
 from gamut.scanning.sinks.columns import GENOME_COLUMNS
+from gamut.scanning.sinks.spec import OutputSpec
 
 MIRNAS = {"miR-a": "UGGAAUGUAAGGAAGUGUGUGG", "miR-b": "UAGCUUAUCAGACUGAUGUUGA"}
 _RC = str.maketrans("ACGTU", "TGCAA")
@@ -115,7 +116,7 @@ def world(tmp_path_factory):
 def run(world, fmt, annotation, references=None, **params):
     scan_input = ScanInput(world.queries, world.references if references is None else references,
                            ScanParams(noenergy=True, **params))
-    sink = sink_class(fmt)(SimpleNamespace(scan_input=scan_input, annotation=annotation and str(annotation)))
+    sink = sink_class(fmt)(OutputSpec(scan_input, annotation=annotation and str(annotation)))
     data = sink.render(scan_chunks(scan_input, make_engine("cpu")), -1)
     return data if fmt is None else sink.header() + data.decode("latin-1") + sink.footer()
 
@@ -240,7 +241,7 @@ def test_parquet_has_the_genome_columns_with_nulls(world):
     extra = SeqRecord("not-annotated", "", world.seqs["tx1"].encode())
     scan_input = ScanInput(world.queries, [*world.references, extra], ScanParams(noenergy=True))
     with pytest.warns(AnnotationWarning):
-        sink = sink_class("parquet")(SimpleNamespace(scan_input=scan_input, annotation=str(world.files["bed"])))
+        sink = sink_class("parquet")(OutputSpec(scan_input, annotation=str(world.files["bed"])))
     data = sink.render(scan_chunks(scan_input, make_engine("cpu")), -1)
     table = pa.ipc.open_stream(data).read_all().drop_columns(["_pair"]).to_pandas()
     with pytest.warns(AnnotationWarning):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.scanning.sinks import sink_class
 from gamut.scanning.sinks.columns import CONTEXT_COLUMNS, HIT_COLUMNS
+from gamut.scanning.sinks.spec import OutputSpec
 
 CASES = sorted(p for p in (Path(__file__).parent / "data" / "miranda").iterdir() if p.is_dir())
 _ARGS = {"-sc": ("score_threshold", int), "-en": ("energy_threshold", int), "-scale": ("scale", float),
@@ -71,7 +71,7 @@ def classify(mirna: str, reference: str, ref_start: int, ref_end: int, aln_mirna
 def scan_frame(queries: list[SeqRecord], references: list[SeqRecord], **params):
     """The API's DataFrame of a scan (its sink driven directly)."""
     scan_input = ScanInput(queries, references, ScanParams(**params))
-    sink = sink_class(None)(SimpleNamespace(scan_input=scan_input, annotation=None))
+    sink = sink_class(None)(OutputSpec(scan_input))
     return sink.render(scan_chunks(scan_input, make_engine("cpu")), -1)
 
 
@@ -199,9 +199,7 @@ def test_site_filter_applies_to_the_miranda_text():
     references = read_miranda_fasta(case / "reference.fa")
     everything = scan_frame(queries, references, noenergy=True, trim=600)
     scan_input = ScanInput(queries, references, ScanParams(noenergy=True, trim=600, site_types="8mer"))
-    job = SimpleNamespace(scan_input=scan_input, params=scan_input.params, annotation=None, quiet=False, keyval=False, banner=False,
-                          query_name="q", reference_name="r", format="miranda")
-    sink = sink_class("miranda")(job)
+    sink = sink_class("miranda")(OutputSpec(scan_input, query_name="q", reference_name="r"))
     text = sink.render(scan_chunks(scan_input, make_engine("cpu")), -1).decode("latin-1")
     hits = [line for line in text.splitlines() if line.startswith(">") and not line.startswith(">>")]
     assert len(hits) == int((everything["site_type"] == "8mer").sum()) > 0

@@ -1,5 +1,6 @@
-"""The shape of the source tree (issue #25): no import cycles inside the package, no overlong
-source files, and nothing but product code in the wheel that users install."""
+"""The shape of the source tree (issue #25): no import cycles inside the package (issue #45: type
+hints' imports included), no overlong source files, and nothing but product code in the wheel that
+users install."""
 from __future__ import annotations
 
 import ast
@@ -40,11 +41,6 @@ def package_modules(package: Path = PACKAGE) -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
-
-
 def _literal_import(node: ast.AST) -> ast.Import | None:
     """``importlib.import_module("a.b")`` (or ``import_module``) with a literal name, as an import."""
     if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
@@ -59,8 +55,9 @@ def _literal_import(node: ast.AST) -> ast.Import | None:
 
 def import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     """Every import of a module, at any depth (functions included), and ``import_module`` calls
-    with a literal name; except those only made for type checkers (the body of
-    ``if TYPE_CHECKING:``; its ``else`` still counts)."""
+    with a literal name. Imports made only for type checkers (under ``if TYPE_CHECKING:``) count
+    too: a cycle through type hints is a cycle of the design all the same (a data type above the
+    code that reads it), however Python runs it."""
     found = []
     pending = deque([tree])
     while pending:
@@ -69,9 +66,6 @@ def import_nodes(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
             found.append(node)
         elif (call := _literal_import(node)) is not None:
             found.append(call)
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            pending.extend(node.orelse)
-            continue
         pending.extend(ast.iter_child_nodes(node))
     return found
 
@@ -206,12 +200,15 @@ def test_the_package_has_no_import_cycles():
             report += [f"{len(c)} modules import each other: {', '.join(c)}",
                        "  one cycle: " + describe_cycle(one_cycle(c, graph), graph, modules),
                        "  all imports inside the group:", *inside]
-        pytest.fail("import cycles in src/gamut (lazy imports inside functions count):\n" + "\n".join(report))
+        pytest.fail("import cycles in src/gamut (lazy imports inside functions and imports for type hints "
+                    "under TYPE_CHECKING count: move the data types the lower module reads below both):\n"
+                    + "\n".join(report))
 
 
 def test_cycle_finder_finds_cycles(tmp_path: Path):
-    """The checker itself: a lazy import, a relative import and a package re-export make cycles;
-    imports under TYPE_CHECKING and a package importing its submodules do not."""
+    """The checker itself: a lazy import, a relative import, a package re-export and imports under
+    TYPE_CHECKING (``typing.TYPE_CHECKING`` too) make cycles; a package importing its submodules
+    does not."""
     pkg = tmp_path / "toy"
     (pkg / "sub").mkdir(parents=True)
     files = {
@@ -222,6 +219,10 @@ def test_cycle_finder_finds_cycles(tmp_path: Path):
         "sub/c.py": "from ..a import f\n",
         "d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy import e\n",
         "e.py": "from toy import d\n",
+        "m.py": "import typing\nif typing.TYPE_CHECKING:\n    from toy.n import N\n",
+        "n.py": "class N:\n    pass\n",
+        "h.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    pass\nelse:\n    from toy import k\n",
+        "k.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toy import h\n",
         "x.py": "from toy import f\n",  # a name of toy/__init__: an edge to the package
         "y.py": "import importlib\ndef load():\n    return importlib.import_module('toy.z')\n",
         "z.py": "from . import y\n",
@@ -232,11 +233,16 @@ def test_cycle_finder_finds_cycles(tmp_path: Path):
     graph = import_graph(modules)
     assert graph["toy.x"] == {"toy": 1}
     assert graph["toy.y"] == {"toy.z": 3}
-    assert strongly_connected(graph) == [["toy.a", "toy.b", "toy.sub.c"], ["toy.y", "toy.z"]]
+    assert graph["toy.d"] == {"toy.e": 3} and graph["toy.m"] == {"toy.n": 3}
+    assert sorted(strongly_connected(graph)) == [["toy.a", "toy.b", "toy.sub.c"], ["toy.d", "toy.e"],
+                                                 ["toy.h", "toy.k"], ["toy.y", "toy.z"]]
+    (pkg / "n.py").write_text("from toy import m\n")  # m imports n only for its type hints
     (pkg / "b.py").write_text("from .sub import c\nimport toy.x\n")
     (pkg / "z.py").write_text("")
+    (pkg / "e.py").write_text("")
+    (pkg / "k.py").write_text("")
     graph = import_graph(package_modules(pkg))
-    assert strongly_connected(graph) == [["toy", "toy.a", "toy.b", "toy.sub.c", "toy.x"]]
+    assert sorted(strongly_connected(graph)) == [["toy", "toy.a", "toy.b", "toy.sub.c", "toy.x"], ["toy.m", "toy.n"]]
 
 
 # --------------------------------------------------------------------------- file lengths

@@ -24,7 +24,7 @@ from gamut.errors import UsageError
 if TYPE_CHECKING:
     from gamut.scanning.hits import HitTable
     from gamut.scanning.pipeline.pairs import ScanInput
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
 
 
 @dataclass(frozen=True)

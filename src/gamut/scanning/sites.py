@@ -18,20 +18,19 @@ The definitions are those of ``docs/scan.md`` ("Site types, context and genome c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit, prange
 
 from gamut.io.threads import Parallel, run_kernel
+from gamut.scanning.params import SITE_TYPES
+from gamut.scanning.results import SiteColumns
 
 if TYPE_CHECKING:
     from gamut.scanning.hits import HitTable
     from gamut.scanning.pipeline.pairs import ScanInput
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
-
-from gamut.scanning.params import SITE_TYPES
+    from gamut.scanning.results import ChunkResult
 
 #: Site type codes (index into :data:`~gamut.scanning.params.SITE_TYPES`, the ``site_type`` names).
 SITE_CODES = {name: code for code, name in enumerate(SITE_TYPES)}
@@ -123,29 +122,9 @@ def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, re
     return site, t1_out, supp, au
 
 
-@dataclass
-class SiteColumns:
-    """Per hit of a chunk (every hit, reported or not): site type code (index into
-    :data:`SITE_TYPES`), ``t1``, ``dist_to_end``, ``supp_pairs``, ``local_au`` and the seed's span."""
-
-    site: np.ndarray  # int8
-    t1: np.ndarray  # int64
-    dist_to_end: np.ndarray  # int64
-    supp_pairs: np.ndarray  # int8
-    local_au: np.ndarray  # float32 percent, NaN without flanking letters
-    seed_start: np.ndarray  # int64, 1-based inclusive
-    seed_end: np.ndarray  # int64
-
-    def take(self, rows: np.ndarray) -> SiteColumns:
-        return SiteColumns(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
-
-    def names(self) -> np.ndarray:
-        """The site types as strings (object array)."""
-        return np.asarray(SITE_TYPES, dtype=object)[self.site]
-
-
 def site_columns(hits: HitTable, pairs: np.ndarray, scan_input: ScanInput, parallel: Parallel = False) -> SiteColumns:
-    """The :class:`SiteColumns` of every hit of a chunk (``pairs``: its (query, reference) indices)."""
+    """The :class:`~gamut.scanning.results.SiteColumns` of every hit of a chunk (``pairs``: its
+    (query, reference) indices)."""
     queries, references = scan_input.query_set, scan_input.reference_set
     hit_q = np.ascontiguousarray(pairs[hits.pair, 0], np.int64)
     hit_r = np.ascontiguousarray(pairs[hits.pair, 1], np.int64)
@@ -160,7 +139,7 @@ def site_columns(hits: HitTable, pairs: np.ndarray, scan_input: ScanInput, paral
 
 
 def chunk_sites(result: ChunkResult, scan_input: ScanInput, parallel: Parallel = False) -> SiteColumns:
-    """The chunk's :class:`SiteColumns`, computed on first use and kept on the result."""
+    """The chunk's :class:`~gamut.scanning.results.SiteColumns`, computed on first use and kept on the result."""
     if result.sites is None:
         result.sites = site_columns(result.hits, result.pairs, scan_input, parallel)
     return result.sites

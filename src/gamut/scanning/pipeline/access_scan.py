@@ -30,7 +30,8 @@ from gamut.progress import progress_bar
 from gamut.scanning.alignments import AlignmentEngine
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.replay import RecordingEngine, chunk_key, replay_budget
-from gamut.scanning.pipeline.scan_loop import ChunkResult, scan_chunks
+from gamut.scanning.pipeline.scan_loop import scan_chunks
+from gamut.scanning.results import ChunkResult
 
 
 def result_bytes(result: ChunkResult) -> int:

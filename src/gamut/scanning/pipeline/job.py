@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any
 
 from gamut.errors import InputError, UsageError
 from gamut.io.inputs import check_read_once, is_stream
@@ -24,16 +24,11 @@ from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.sinks import FORMAT_RULES, FORMATS, OUTPUT_FORMATS, sink_class
+from gamut.scanning.sinks.spec import Output, OutputSpec
 
 DEVICES = ("auto", "cpu", "cuda")
 
 
-class Output(NamedTuple):
-    """One output of a scan: a path (None or ``-``: standard output) and a format name
-    (:data:`gamut.scanning.sinks.FORMATS`; None: the API's DataFrame)."""
-
-    path: str | None
-    format: str | None
 #: Runs of more cells than this show a progress bar when standard error is a terminal.
 PROGRESS_CELLS = 300_000_000
 
@@ -58,8 +53,8 @@ class ScanJob:
     ``outputs`` writes several outputs from the one scan: ``(path, format)`` pairs (each format
     named); give it instead of ``output`` and ``format``, which then hold the first output's (a
     job of one output holds it in ``output`` and ``format``, ``outputs`` empty). :attr:`targets`
-    is every output either way; each sink is built from :meth:`for_output`, a view of the job with
-    that output alone. ``annotation`` is a BED12,
+    is every output either way; each sink is built from :meth:`for_output`, what the sink of one
+    output reads of the job. ``annotation`` is a BED12,
     GTF or GFF3 file of the references' transcripts (genome coordinates; read by the sinks).
     """
 
@@ -191,12 +186,11 @@ class ScanJob:
         named = {fmt for _, fmt in self.targets}
         return tuple(f for f in (*OUTPUT_FORMATS, None) if f in named)
 
-    def for_output(self, output: Output) -> ScanJob:
-        """The job as the sink of ``output`` sees it: that output alone (not checked again)."""
-        view = copy.copy(self)
-        for name, value in (("output", output.path), ("format", output.format), ("outputs", ())):
-            object.__setattr__(view, name, value)
-        return view
+    def for_output(self, output: Output) -> OutputSpec:
+        """What the sink of ``output`` (one of :attr:`targets`) is built from: that output, the
+        scan and the settings its format shows (every sink of the job shares the scan input)."""
+        return OutputSpec(self.scan_input, output, self.query_name, self.reference_name, self.quiet, self.keyval,
+                          self.banner, self.annotation)
 
     def where(self, **changes: Any) -> ScanJob:
         """The same scan run elsewhere: a copy with other ``cluster``, ``run_dir``, ``threads``,

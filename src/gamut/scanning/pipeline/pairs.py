@@ -1,6 +1,8 @@
 """The scan's pairs in miRanda's output order (every reference for the first query, then the second,
 ...), as int64 arrays: :class:`ScanInput` holds the sequences and cuts the pairs into chunks; a
-chunk of an unrestricted scan is a :class:`PairRun`, which knows where it starts."""
+chunk of an unrestricted scan is a :class:`PairRun`, which knows where it starts. A
+:class:`Partition` is a run of the pairs that one process renders
+(:mod:`gamut.scanning.pipeline.partitions` plans them)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -211,6 +213,17 @@ class ScanInput:
         rcum = np.zeros(rl.shape[0] + 1, np.int64)
         np.cumsum(rl, out=rcum[1:])
         return rcum
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Pairs ``start..stop-1`` of the output order; ``prev_query`` is the query of pair ``start-1``."""
+
+    index: int
+    start: int
+    stop: int
+    cells: int
+    prev_query: int
 
 
 def _cut_spans(cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[tuple[int, int]]:

@@ -22,10 +22,10 @@ from gamut.errors import GamutError
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.pairs import Partition
 from gamut.scanning.pipeline.partitions import (
     PARTITION_CELLS,
     PARTITION_PAIRS,
-    Partition,
     PartitionTask,
     abandon_on_failure,
     compute_partition,

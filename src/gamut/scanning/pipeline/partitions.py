@@ -1,11 +1,12 @@
 """Partitions of a scan, and what a worker does with one.
 
-A partition is a run of consecutive pairs of miRanda's output order (``start..stop-1``, about
-``partition_cells`` cells). Its output depends only on its pairs, its running counter
-(``counter0 = start``) and the last query of the partition before it, so any process can
-render it: :func:`compute_partition` runs the job's engine and a sink of each of the job's
-formats, as a single process would, and returns the partition's data (the bytes it adds to the
-output; with several formats, a tuple of each format's data, the scan run once for all).
+A partition (:class:`~gamut.scanning.pipeline.pairs.Partition`) is a run of consecutive pairs of
+miRanda's output order (``start..stop-1``, about ``partition_cells`` cells). Its output depends
+only on its pairs, its running counter (``counter0 = start``) and the last query of the partition
+before it, so any process can render it: :func:`compute_partition` runs the job's engine and a
+sink of each of the job's formats, as a single process would, and returns the partition's data
+(the bytes it adds to the output; with several formats, a tuple of each format's data, the scan
+run once for all).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from gamut.io.threads import numba_threads
 from gamut.scanning.pipeline.job import ScanJob
-from gamut.scanning.pipeline.pairs import ScanInput
+from gamut.scanning.pipeline.pairs import Partition, ScanInput
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 
 #: Default partition sizes (cells) per device; a run directory keeps the partitioning it began with.
@@ -46,17 +47,6 @@ def gpu_partitioning(scan_input: ScanInput, processes: int) -> dict[str, int]:
     pairs = -(-max(scan_input.n_pairs, 1) // count)
     return {"cells": min(max(cells, PARTITION_CELLS["cuda"] // 8), GPU_PARTITION_MAX["cells"]),
             "pairs": min(max(pairs, PARTITION_PAIRS), GPU_PARTITION_MAX["pairs"])}
-
-
-@dataclass(frozen=True)
-class Partition:
-    """Pairs ``start..stop-1`` of the output order; ``prev_query`` is the query of pair ``start-1``."""
-
-    index: int
-    start: int
-    stop: int
-    cells: int
-    prev_query: int
 
 
 def plan_partitions(scan_input: ScanInput, cells: int, pairs: int) -> list[Partition]:
@@ -111,8 +101,8 @@ def task_sinks(task: PartitionTask) -> list:
     if sinks is None:
         _SINKS.clear()
         job = task.job
-        views = [job.for_output(next(o for o in job.targets if o.format == fmt)) for fmt in job.formats]
-        sinks = _SINKS[task.token] = [cls(view) for cls, view in zip(task.sinks, views)]
+        specs = [job.for_output(next(o for o in job.targets if o.format == fmt)) for fmt in job.formats]
+        sinks = _SINKS[task.token] = [cls(spec) for cls, spec in zip(task.sinks, specs)]
     return sinks
 
 

@@ -61,7 +61,7 @@ def pick_runner(job: ScanJob) -> Callable[[ScanJob, Sequence[Sink], EngineFactor
 
 
 def make_sinks(job: ScanJob) -> list[Sink]:
-    """A sink per output, each built from the job as its output sees it (:meth:`ScanJob.for_output`)."""
+    """A sink per output, each built from what the job says of that output (:meth:`ScanJob.for_output`)."""
     return [sink_class(out.format)(job.for_output(out)) for out in job.targets]
 
 

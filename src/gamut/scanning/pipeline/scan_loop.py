@@ -5,7 +5,8 @@ reference for the first query, then the second, ...), bounded in cells and pairs
 an int64 array, never one Python object per pair; the engine returns the chunk's alignments as
 columns (:class:`~gamut.scanning.alignments.ChunkAlignments`), :func:`~gamut.scanning.hits.chunk_hits`
 builds every hit of the chunk in compiled code, the energies of all its hits are folded in one
-parallel call, and a sink formats the whole chunk from the columns. Alignment, hits and writing
+parallel call, and a sink formats the whole chunk from the columns
+(:class:`~gamut.scanning.results.ChunkResult`). Alignment, hits and writing
 run at once on three threads, a chunk apart (the compiled kernels release the GIL), so memory
 stays bounded by a few chunks whatever the number of pairs.
 """
@@ -15,7 +16,6 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,51 +25,12 @@ from gamut.scanning.alignments import AlignmentEngine
 from gamut.scanning.hits import NOENERGY_VALUE, HitTable, chunk_hits
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
+from gamut.scanning.results import ChunkResult
 
 if TYPE_CHECKING:
     from gamut.scanning.site_access import SiteEnergies
-    from gamut.scanning.sites import SiteColumns
 
-__all__ = ["ChunkResult", "RectLayout", "ScanInput", "hit_energies", "run_scan", "scan_chunks"]
-
-
-@dataclass(frozen=True)
-class RectLayout:
-    """A rectangle's pairs (queries, each against a stripe's references) in the scan's output
-    order: each pair's number there (``ordinals``), whether it is the first pair of its query
-    (``query_starts``: miRanda's text prints the query's header there), and the chunk's pair
-    where each query's row begins (``row_starts``: where the writer interleaves the stripes)."""
-
-    ordinals: np.ndarray
-    query_starts: np.ndarray
-    row_starts: np.ndarray
-
-
-@dataclass
-class ChunkResult:
-    """A chunk of scanned pairs and their hits. Pair p's miRanda running counter is ``counter0 + p + 1``."""
-
-    pairs: np.ndarray  # int64 (n, 2): query index, reference index
-    hits: HitTable  # energies and reported flags set
-    counter0: int
-    #: Site types and context of every hit (:func:`gamut.scanning.sites.chunk_sites`), once computed.
-    sites: SiteColumns | None = None
-    #: ``(genome map, genome coordinates of the reported hits)`` (:func:`gamut.scanning.sinks.columns.hit_genome`),
-    #: once computed: every output of the chunk maps its hits once.
-    genome: tuple | None = None
-    #: ``--accessibility``: every hit's site opening energy, kcal/mol (:mod:`gamut.scanning.site_access`).
-    dg_open: np.ndarray | None = None
-    #: Where the pairs sit in the scan's output order, for a chunk that is not a run of it (a
-    #: rectangle of one GPU's stripe of references, :mod:`gamut.scanning.pipeline.stripes`); None:
-    #: pair p is number ``counter0 + p``, and a pair starts its query where the query changes.
-    layout: RectLayout | None = None
-
-    def __len__(self) -> int:
-        return int(self.pairs.shape[0])
-
-    def ordinal(self, pairs: np.ndarray) -> np.ndarray:
-        """The output-order numbers of the chunk's pairs ``pairs`` (indices into the chunk)."""
-        return self.counter0 + pairs if self.layout is None else self.layout.ordinals[pairs]
+__all__ = ["ScanInput", "hit_energies", "run_scan", "scan_chunks"]
 
 
 def hit_energies(hits: HitTable, params: ScanParams, threads: int | None, device: str = "cpu") -> np.ndarray:

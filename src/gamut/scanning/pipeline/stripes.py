@@ -27,7 +27,8 @@ import numpy as np
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sinks
-from gamut.scanning.pipeline.scan_loop import RectLayout, scan_chunks
+from gamut.scanning.pipeline.scan_loop import scan_chunks
+from gamut.scanning.results import RectLayout
 
 #: Cells of one tile (a group's queries against one stripe): the unit a worker renders and hands
 #: over. About 64 G cells keep a worker's pipeline full between tiles while a tile's text (the

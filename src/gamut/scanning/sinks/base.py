@@ -1,6 +1,8 @@
 """The sink protocol: how every runner hands a scan's chunks to an output format.
 
-A runner builds the sink from the job (``SinkClass(job)``), then either
+A runner builds the sink of each output from what the job says of it (``SinkClass(spec)``, ``spec``
+an :class:`~gamut.scanning.sinks.spec.OutputSpec`: :meth:`ScanJob.for_output
+<gamut.scanning.pipeline.job.ScanJob.for_output>`), then either
 
 - in one process: ``start(out)`` (``out``: the output opened in ``mode``, or None when ``mode``
   is None), ``write(result, spare_cores)`` for every chunk in order, ``close()``; or
@@ -8,7 +10,7 @@ A runner builds the sink from the job (``SinkClass(job)``), then either
   its data with ``render(chunks, prev_query)``; the client's sink gets ``start(out)``,
   ``write_part(part, data)`` for every partition in order, and ``close()``; or
 - in stripes (:mod:`gamut.scanning.pipeline.stripes`): each worker turns a tile's chunks (whose
-  results carry their :class:`~gamut.scanning.pipeline.scan_loop.RectLayout`) into its data with
+  results carry their :class:`~gamut.scanning.results.RectLayout`) into its data with
   ``render_tile(chunks)``; the client's sink gets ``start(out)``, ``write_rows(tiles, stop)`` for
   every group of queries in order (``tiles``: the group's tile from each stripe, in stripe order;
   ``stop``: the output-order number after the group), and ``close()``.
@@ -30,9 +32,9 @@ from gamut.io.textout import WriteBehind, raw_text, write_bytes
 from gamut.io.threads import Parallel
 
 if TYPE_CHECKING:
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.partitions import Partition
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.pipeline.pairs import Partition
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 Chunks = Iterable[tuple["ChunkResult", Parallel]]
 
@@ -51,7 +53,7 @@ class Sink(Protocol):
     #: written (the text formats write a header's bytes as they came).
     utf8_only: ClassVar[bool]
 
-    def __init__(self, job: ScanJob) -> None: ...
+    def __init__(self, spec: OutputSpec) -> None: ...
     def start(self, out: IO | None) -> None: ...
     def write(self, result: ChunkResult, spare_cores: Parallel) -> None: ...
     def render(self, chunks: Chunks, prev_query: int) -> Any: ...
@@ -71,9 +73,9 @@ class TextSink:
     regroups: ClassVar[bool] = False
     utf8_only: ClassVar[bool] = False
 
-    def __init__(self, job: ScanJob) -> None:
-        self.job = job
-        self.input = job.scan_input
+    def __init__(self, spec: OutputSpec) -> None:
+        self.spec = spec
+        self.input = spec.scan_input
         self.out: IO | None = None
         self._writes: WriteBehind | None = None
 

@@ -18,15 +18,15 @@ from gamut.scanning.sinks.base import TextSink
 from gamut.scanning.sinks.columns import IdColumns, ReportedHits
 
 if TYPE_CHECKING:
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 
 class BedSink(TextSink):
     """BED6 lines (no header)."""
 
-    def __init__(self, job: ScanJob) -> None:
-        super().__init__(job)
+    def __init__(self, spec: OutputSpec) -> None:
+        super().__init__(spec)
         self.columns = IdColumns(self.input)
 
     def build(self, result: ChunkResult, spare_cores: Parallel) -> TextBuilder:

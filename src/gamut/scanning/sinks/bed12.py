@@ -28,12 +28,12 @@ from gamut.scanning.sinks.columns import (
     IdColumns,
     ReportedHits,
     hit_genome,
-    job_genome_map,
+    output_genome_map,
 )
 
 if TYPE_CHECKING:
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 
 def reference_blocks(c: ReportedHits, seed_start: np.ndarray, seed_end: np.ndarray) -> GenomeHits:
@@ -50,10 +50,10 @@ def reference_blocks(c: ReportedHits, seed_start: np.ndarray, seed_end: np.ndarr
 class Bed12Sink(TextSink):
     """BED12 lines (no header)."""
 
-    def __init__(self, job: ScanJob) -> None:
-        super().__init__(job)
+    def __init__(self, spec: OutputSpec) -> None:
+        super().__init__(spec)
         self.columns = IdColumns(self.input)
-        self.genome = job_genome_map(job)
+        self.genome = output_genome_map(spec)
         self.strands = StringColumn(["-", ".", "+"])
         self.chroms = self.columns.get("rid") if self.genome is None else StringColumn(self.genome.chroms)
 

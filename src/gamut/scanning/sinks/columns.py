@@ -17,10 +17,9 @@ from gamut.scanning.fasta import SeqRecord
 
 if TYPE_CHECKING:
     from gamut.scanning.genome import GenomeHits, GenomeMap
-    from gamut.scanning.pipeline.job import ScanJob
     from gamut.scanning.pipeline.pairs import ScanInput
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
-    from gamut.scanning.sites import SiteColumns
+    from gamut.scanning.results import ChunkResult, SiteColumns
+    from gamut.scanning.sinks.spec import OutputSpec
 
 #: Columns of a hit table (API, TSV, JSONL, Parquet), in miRanda's order.
 HIT_COLUMNS = (
@@ -123,24 +122,20 @@ class IdColumns:
         return col
 
 
-def annotation_path(job: ScanJob) -> str | None:
-    """The job's ``--annotation`` file, if any."""
-    return getattr(job, "annotation", None)
+def table_columns(spec: OutputSpec) -> tuple[str, ...]:
+    """The columns of a hit table for this output: hit, context, (with ``--accessibility``) access
+    and (with an annotation) genome columns."""
+    access = ACCESS_COLUMNS if spec.params.site_access is not None else ()
+    return HIT_COLUMNS + CONTEXT_COLUMNS + access + (GENOME_COLUMNS if spec.annotation else ())
 
 
-def table_columns(job: ScanJob) -> tuple[str, ...]:
-    """The columns of a hit table for this job: hit, context, (with ``--accessibility``) access and
-    (with an annotation) genome columns."""
-    access = ACCESS_COLUMNS if job.scan_input.params.site_access is not None else ()
-    return HIT_COLUMNS + CONTEXT_COLUMNS + access + (GENOME_COLUMNS if annotation_path(job) else ())
-
-
-def job_genome_map(job: ScanJob) -> GenomeMap | None:
-    """The job's annotation matched to its references (None without one), built once per scan input."""
-    path = annotation_path(job)
+def output_genome_map(spec: OutputSpec) -> GenomeMap | None:
+    """The output's annotation matched to the scan's references (None without one), built once per
+    scan input."""
+    path = spec.annotation
     if not path:
         return None
-    scan_input = job.scan_input
+    scan_input = spec.scan_input
     cache = scan_input.__dict__.setdefault("_gamut_genome_maps", {})
     found = cache.get(path)
     if found is None:

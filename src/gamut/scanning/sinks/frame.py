@@ -13,16 +13,16 @@ from gamut.scanning.sinks.base import Chunks
 from gamut.scanning.sinks.columns import (
     ReportedHits,
     hit_genome,
-    job_genome_map,
+    output_genome_map,
     table_columns,
 )
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.partitions import Partition
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.pipeline.pairs import Partition
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 
 class FrameSink:
@@ -33,14 +33,14 @@ class FrameSink:
     regroups: ClassVar[bool] = False
     utf8_only: ClassVar[bool] = False  # ids as Python text (a byte that is not UTF-8: a lone surrogate)
 
-    def __init__(self, job: ScanJob) -> None:
-        self.input = job.scan_input
+    def __init__(self, spec: OutputSpec) -> None:
+        self.input = spec.scan_input
         self.qids = np.array([x.id for x in self.input.queries], dtype=object)
         self.rids = np.array([x.id for x in self.input.references], dtype=object)
         self.frames: list[pd.DataFrame] = []
         self.frame: pd.DataFrame | None = None
-        self.names = table_columns(job)
-        self.genome = job_genome_map(job)
+        self.names = table_columns(spec)
+        self.genome = output_genome_map(spec)
 
     def _chunk_frame(self, result: ChunkResult) -> pd.DataFrame | None:
         import pandas as pd

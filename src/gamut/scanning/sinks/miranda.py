@@ -19,8 +19,8 @@ from gamut.scanning.sinks.base import Chunks, TextSink
 from gamut.scanning.sinks.columns import IdColumns, ReportedHits
 
 if TYPE_CHECKING:
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 RULE = "=-" * 31 + "=\n"
 
@@ -55,19 +55,19 @@ def _pair_sums(energy, starts, stops):
 
 
 class MirandaSink(TextSink):
-    """miRanda 3.3a's text layout, a chunk at a time: verbose by default, or as the job's ``quiet``
+    """miRanda 3.3a's text layout, a chunk at a time: verbose by default, or as the output's ``quiet``
     (no lines for pairs without hits) or ``keyval`` (one key=value line per hit) asks."""
 
-    def __init__(self, job: ScanJob) -> None:
-        super().__init__(job)
-        self.params = job.params
-        self.quiet = job.quiet
-        self.keyval = job.keyval
+    def __init__(self, spec: OutputSpec) -> None:
+        super().__init__(spec)
+        self.params = spec.params
+        self.quiet = spec.quiet
+        self.keyval = spec.keyval
         self.columns = IdColumns(self.input)
         self.last_query = -1
 
     def header(self) -> str:
-        text = self.job.banner + settings_block(self.job.query_name, self.job.reference_name, self.params)
+        text = self.spec.banner + settings_block(self.spec.query_name, self.spec.reference_name, self.params)
         if self.params.restrict is not None and not self.quiet:
             text += f"Performing Restricted Scan on:{len(self.params.restrict)} pairs\n"
         return text

@@ -17,16 +17,16 @@ from gamut.scanning.sinks.columns import (
     HIT_COLUMNS,
     ReportedHits,
     hit_genome,
-    job_genome_map,
+    output_genome_map,
     table_columns,
 )
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.partitions import Partition
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.pipeline.pairs import Partition
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 
 def _pyarrow():
@@ -64,14 +64,14 @@ class ArrowBatches:
     """The reported hits of a run's chunks as Arrow record batches with :data:`HIT_COLUMNS`;
     the query and reference id arrays are built once per run (not per chunk)."""
 
-    def __init__(self, job: ScanJob) -> None:
+    def __init__(self, spec: OutputSpec) -> None:
         pa = _pyarrow()
-        self.input = job.scan_input
-        self.schema = arrow_schema(table_columns(job))
+        self.input = spec.scan_input
+        self.schema = arrow_schema(table_columns(spec))
         self.ids = (pa.array([x.id for x in self.input.queries], pa.string()),
                     pa.array([x.id for x in self.input.references], pa.string()))
         self.site_names = pa.array(SITE_TYPES, pa.string())
-        self.genome = job_genome_map(job)
+        self.genome = output_genome_map(spec)
         if self.genome is not None:
             self.chroms = pa.array(self.genome.chroms, pa.string())
 
@@ -122,8 +122,8 @@ class ParquetSink:
     regroups: ClassVar[bool] = True
     utf8_only: ClassVar[bool] = True
 
-    def __init__(self, job: ScanJob) -> None:
-        self.batches = ArrowBatches(job)
+    def __init__(self, spec: OutputSpec) -> None:
+        self.batches = ArrowBatches(spec)
         self.chunk_stops = np.zeros(0, np.int64)
         self.writer: Any = None
         self.next_stop = 0

@@ -17,13 +17,13 @@ from gamut.scanning.sinks.columns import (
     IdColumns,
     ReportedHits,
     hit_genome,
-    job_genome_map,
+    output_genome_map,
     table_columns,
 )
 
 if TYPE_CHECKING:
-    from gamut.scanning.pipeline.job import ScanJob
-    from gamut.scanning.pipeline.scan_loop import ChunkResult
+    from gamut.scanning.results import ChunkResult
+    from gamut.scanning.sinks.spec import OutputSpec
 
 #: The integer columns, formatted alike in both layouts.
 INTEGER_COLUMNS = ("score", "query_start", "query_end", "ref_start", "ref_end", "aln_length")
@@ -38,11 +38,11 @@ class _TableSink(TextSink):
     #: JSON lines: strings quoted and missing values ``null``; TSV: as is and empty.
     as_json = False
 
-    def __init__(self, job: ScanJob) -> None:
-        super().__init__(job)
+    def __init__(self, spec: OutputSpec) -> None:
+        super().__init__(spec)
         self.columns = IdColumns(self.input)
-        self.names = table_columns(job)
-        self.genome = job_genome_map(job)
+        self.names = table_columns(spec)
+        self.genome = output_genome_map(spec)
         text = (lambda v: json.dumps(v)) if self.as_json else (lambda v: v)
         null = "null" if self.as_json else ""
         self.site_names = StringColumn([text(name) for name in SITE_TYPES])
