@@ -16,7 +16,7 @@ from gamut.splicing.batch import CaseBatch, offsets
 from gamut.splicing.model import ENCODE_TABLE, N_CODE, SpliceCase, reverse_complement
 
 if TYPE_CHECKING:
-    from gamut.splicing.reads import ReadPlacement
+    from gamut.splicing.placements import ReadPlacement
 
 #: Complement of each symbol code (A C G T N).
 _COMPLEMENT_CODES = np.array([3, 2, 1, 0, N_CODE], np.uint8)

@@ -25,7 +25,7 @@ import numpy as np
 
 from gamut.errors import InputError, UsageError
 from gamut.splicing.read_batch import ReadSpans
-from gamut.splicing.reads import ReadPlacement
+from gamut.splicing.placements import ReadPlacement
 
 #: Most reads one task of the pool maps (a batch is cut into at least 4 tasks per thread).
 READS_PER_TASK = 64

@@ -29,6 +29,7 @@ import numpy as np
 
 from gamut.errors import InputError
 from gamut.io.annotation import Annotation
+from gamut.splicing.placements import ReadPlacement
 from gamut.splicing.model import reverse_complement  # noqa: F401  (part of this module's API)
 
 if TYPE_CHECKING:
@@ -89,17 +90,6 @@ def _locus(chrom: str, strand: int, cluster: list, evidence: list[tuple[int, int
     sign = "+" if strand > 0 else "-"
     return Locus(f"{chrom}:{start + 1}-{end}{sign}", chrom, strand, start, end,
                  np.asarray(distinct, np.int64).reshape(-1, 2), transcripts)
-
-
-class ReadPlacement(NamedTuple):
-    """A read's best alignment to the genome: chromosome, the strand the read aligned on (+1: as
-    given, -1: its reverse complement), 0-based half-open span, matching letters."""
-
-    chrom: str
-    strand: int
-    start: int
-    end: int
-    matches: int
 
 
 #: Read-alignment formats by file suffix (a compression suffix ignored).
