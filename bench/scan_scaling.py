@@ -108,6 +108,8 @@ class DaskCluster:
 
     def __init__(self, gpus: list[int], folder: Path, env: dict) -> None:
         self.procs: list[subprocess.Popen] = []
+        self.timeline = folder / "dask_timeline.jsonl"  # where the workers' spans go (bench's --timeline)
+        env = {**env, "GAMUT_TIMELINE": str(self.timeline)}
         scheduler = folder / "scheduler.json"
         self._start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                      "--scheduler-file", str(scheduler)], env, folder)
@@ -169,6 +171,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--tmp", type=Path, default=None, help="folder for inputs and outputs (default: a temporary one)")
     ap.add_argument("--device", default="cuda", help="(cpu: a quick check of this script without a GPU, one set '0')")
+    ap.add_argument("--timeline", action="store_true",
+                    help="one more run of each configuration with GAMUT_TIMELINE on: bench/timeline.py's table and chart")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     DEVICE[0] = args.device
@@ -224,6 +228,9 @@ def main() -> int:
                        "output_bytes": out.stat().st_size, "checksum": digest(out)}
                 if gpus == "0" and not address:
                     base[mode] = row
+                if args.timeline:
+                    row["timeline"] = timeline(cmd, env, args, f"{mode}_{'dask' if address else 'gpus'}{gpus.replace(',', '-')}",
+                                               cluster.timeline if address else None)
                 ref = base.get(mode)
                 row["speedup"] = ref["after_startup_s"] / row["after_startup_s"] if ref else None
                 row["same_output"] = ref is not None and row["checksum"] == ref["checksum"]
@@ -246,6 +253,23 @@ def main() -> int:
                 cluster.stop()
     write(report, args)
     return 0
+
+
+def timeline(cmd: list[str], env: dict, args, name: str, shared_file: Path | None) -> str:
+    """One more run of ``cmd`` with ``GAMUT_TIMELINE`` on (the Dask workers write to ``shared_file``,
+    emptied first); its table and chart beside the results. Returns the chart's file name."""
+    records = args.out / f"timeline_{args.kind}_{name}.jsonl"
+    records.unlink(missing_ok=True)
+    if shared_file is not None:
+        shared_file.write_text("")
+    whole(cmd, {**env, "GAMUT_TIMELINE": str(records)})
+    if shared_file is not None:
+        with open(records, "a") as out:
+            out.write(shared_file.read_text())
+    stem = args.out / f"timeline_{args.kind}_{name}"
+    subprocess.run([sys.executable, str(HERE / "timeline.py"), str(records), "--out", str(stem), "--title",
+                    f"{name} ({args.kind})"], check=False, stdout=subprocess.DEVNULL)
+    return stem.with_suffix(".png").name
 
 
 def golden_checks(folder: Path, sets: list[str], address: str | None, tmp: Path, env: dict) -> list[dict]:

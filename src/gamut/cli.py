@@ -143,7 +143,9 @@ def run() -> NoReturn:
     kept, as they write their reports at the end.
     """
     from gamut.serve.client import run_served
+    from gamut.timeline import mark
 
+    mark("command starts", command=" ".join(sys.argv[1:2]))
     served = run_served(sys.argv[1:])  # a `gamut serve` process of this user and environment runs it
     if served is not None:
         os._exit(served)
@@ -151,6 +153,7 @@ def run() -> NoReturn:
 
     reuse_large_buffers()  # a process of its own: per-chunk buffers are reused (see gamut.io.heap)
     code = flush_streams(main())
+    mark("command ends", status=code)
     finish = getattr(atexit, "_run_exitfuncs", None)
     if finish is None or sys.getprofile() is not None or sys.gettrace() is not None:
         sys.exit(code)

@@ -340,8 +340,11 @@ def run_pinned(
 
     try:
         with cluster_failures(label, current):
-            futures_shared = [client.scatter(obj, workers=[address], hash=False)
-                              for obj, address in zip(shared, workers)]
+            from gamut.timeline import span
+
+            with span("send stripes to the cluster"):
+                futures_shared = [client.scatter(obj, workers=[address], hash=False)
+                                  for obj, address in zip(shared, workers)]
             done = as_completed(loop=client.loop)
             refill()
         while True:

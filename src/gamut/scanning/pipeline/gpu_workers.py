@@ -28,6 +28,7 @@ from typing import Any
 
 from gamut.errors import GamutError, UsageError
 from gamut.scanning.pipeline.handoff import send_fds, share, unshare
+from gamut.timeline import span
 
 #: Tasks in flight per process (this one and each worker), plus results held out of order.
 WINDOW_PER_WORKER = 2
@@ -59,16 +60,22 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
     process. Results of ``share_from`` bytes or more come back in shared memory."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle (it stops us)
+    from gamut.timeline import mark
+
+    mark("worker starts", gpu=gpu)
     from gamut.cuda.device import prewarm
 
     prewarm(0)
     import gamut.scanning.pipeline.partitions  # noqa: F401  (NumPy, Numba and the scan's code)
 
+    mark("worker ready", gpu=gpu)
     conn.send(("ready", None))
     shared = None
     while True:
         try:
-            message = conn.recv()
+            conn.poll(None)  # (idle until the next request; its transfer and unpickling timed below)
+            with span("worker receives"):
+                message = conn.recv()
         except (EOFError, OSError):  # this process's parent is gone
             return
         if message is None:
@@ -398,7 +405,8 @@ def run_pinned(
                 if state["stop"]:
                     return
                 engaged.append(worker)
-            worker.request(("shared", shared[k], None))
+            with span("send stripe", worker=k):
+                worker.request(("shared", shared[k], None))
             worker.serving = True
             worker.send(("stream", stream))
             ended = False

@@ -22,6 +22,7 @@ from gamut.io.threads import parse_threads
 from gamut.numerals import number
 from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
+from gamut.timeline import span
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.sinks import FORMAT_RULES, FORMATS, OUTPUT_FORMATS, sink_class
 from gamut.scanning.sinks.spec import Output, OutputSpec
@@ -121,8 +122,9 @@ class ScanJob:
             from gamut.cluster import require_dask
 
             require_dask()
-        return dataclasses.replace(job, queries=read_miranda_fasta(query_path),
-                                   references=read_miranda_fasta(reference_path))
+        with span("read inputs"):
+            return dataclasses.replace(job, queries=read_miranda_fasta(query_path),
+                                       references=read_miranda_fasta(reference_path))
 
     def _check_ids(self) -> None:
         """Ids of records whose bytes are not UTF-8 are an :class:`InputError` (naming the file and

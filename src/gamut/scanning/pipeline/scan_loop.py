@@ -25,6 +25,7 @@ from gamut.scanning.alignments import AlignmentEngine
 from gamut.scanning.hits import NOENERGY_VALUE, HitTable, chunk_hits
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
+from gamut.timeline import span
 from gamut.scanning.results import ChunkResult
 
 if TYPE_CHECKING:
@@ -117,7 +118,8 @@ def scan_chunks(
         if chunk is None:
             return None
         chunk, restart = chunk if isinstance(chunk, tuple) else (chunk, None)
-        return chunk, engine.align(queries, references, chunk, params), restart
+        with span("align", chunk=k):
+            return chunk, engine.align(queries, references, chunk, params), restart
 
     def post_process(aligned) -> tuple[ChunkResult, int] | None:
         """A chunk's result and its cells (for progress), once it is aligned; None after the last one."""

@@ -27,6 +27,7 @@ from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitions import abandon_on_failure
 from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, stripe_tasks
 from gamut.scanning.sinks.base import Sink
+from gamut.timeline import span
 
 
 def single_process_chunk_stops(job: ScanJob, chunk_cells: int, chunk_pairs: int) -> np.ndarray:
@@ -47,7 +48,8 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=None, progress=False)
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
-    tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS)
+    with span("plan stripes"):
+        tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS)
     if any(sink.regroups for sink in sinks):
         from gamut.scanning.engines.gpu_plan import CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
 
@@ -113,7 +115,8 @@ class GroupWriter:
         self.progress(int(self.query_lengths[q0:q1].sum()) * self.letters[stripe])
         while len(self.pending.get(self.next_group, ())) == self.stripes:
             tiles = self.pending.pop(self.next_group)
-            self.write([tiles[k] for k in range(self.stripes)], self.groups[self.next_group][1] * self.n_refs)
+            with span("write group", group=self.next_group):
+                self.write([tiles[k] for k in range(self.stripes)], self.groups[self.next_group][1] * self.n_refs)
             for k in range(self.stripes):
                 self.held_by[k] -= 1
             self.next_group += 1

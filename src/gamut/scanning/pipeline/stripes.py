@@ -28,6 +28,7 @@ from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sinks
 from gamut.scanning.pipeline.scan_loop import scan_chunks
+from gamut.timeline import mark, span
 from gamut.scanning.results import RectLayout
 
 #: Cells of one tile (a group's queries against one stripe): the unit a worker renders and hands
@@ -121,7 +122,9 @@ def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterato
     ``taken`` is read when the pipeline needs the next tile; its ``close()``, if any, is called at the end."""
     job, stripe = task.job, task.stripe
     si: ScanInput = job.scan_input
-    engine = task_engine(task)
+    with span("engine and stripe ready", stripe=stripe.index):
+        engine = task_engine(task)
+        si.reference_set  # noqa: B018  (encoded here, not on the pipeline's first chunk)
     begun: deque = deque()  # (key, rectangles) of each tile whose rectangles entered the pipeline
 
     def rectangles() -> Iterator[np.ndarray]:
@@ -146,6 +149,7 @@ def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterato
             data = render_all(sinks, laid_out(itertools.chain([first], rest)), -1, job.threads, tile=True)
             for _ in rest:  # a sink that stopped early: the tile's rectangles end here all the same
                 pass
+            mark("tile rendered", stripe=stripe.index, key=str(key))
             yield key, (data[0] if len(data) == 1 else data)
     finally:
         close = getattr(taken, "close", None)
