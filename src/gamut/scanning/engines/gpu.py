@@ -22,6 +22,7 @@ when a :class:`GpuEngine` is created.
 from __future__ import annotations
 
 import functools
+import os
 import queue
 import threading
 import time
@@ -76,8 +77,10 @@ class GpuEngine:
         self.backends = list(backends)
         self.gpu_ids = [b.device_id for b in self.backends]
         self.cpu = SimdEngine(threads)
-        #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks).
-        self.preferred_chunk_cells = CHUNK_CELLS_PER_DEVICE * len(self.backends)
+        #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks;
+        #: ``GAMUT_GPU_CHUNK_CELLS`` sets another size per device, for measurements).
+        chunk_cells = int(float(os.environ.get("GAMUT_GPU_CHUNK_CELLS") or CHUNK_CELLS_PER_DEVICE))
+        self.preferred_chunk_cells = chunk_cells * len(self.backends)
         #: ... and this many pairs (Python work per call is small next to the GPU's).
         self.preferred_chunk_pairs = CHUNK_PAIRS_PER_DEVICE * len(self.backends)
         self.stats: dict[str, float] = {}
