@@ -167,6 +167,7 @@ def main() -> int:
     ap.add_argument("--small-copies", type=int, default=1, help="the small set timed on one GPU for linearity (0: none)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--golden", type=Path, default=None, help="tests/data/miranda: golden cases on every GPU set")
+    ap.add_argument("--golden-sets", nargs="*", default=None, help="the GPU sets of the golden cases (default: all)")
     ap.add_argument("--kind", default=platform.node())
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--tmp", type=Path, default=None, help="folder for inputs and outputs (default: a temporary one)")
@@ -247,7 +248,8 @@ def main() -> int:
                                        "ratio_to_linear": big["after_startup_s"] / (after * args.copies / args.small_copies)}
                 print(json.dumps(report["linearity"]), flush=True)
             if args.golden is not None:
-                report["golden"] = golden_checks(args.golden, sets, cluster.address if cluster else None, tmp, env)
+                golden_sets = [g for g in (args.golden_sets or sets) if g in sets]
+                report["golden"] = golden_checks(args.golden, golden_sets, cluster.address if cluster else None, tmp, env)
         finally:
             if cluster is not None:
                 cluster.stop()
