@@ -50,12 +50,26 @@ def test_groups_cover_the_queries_in_order(lengths, letters, tile_cells):
 
 
 def test_a_rectangle_knows_its_place_in_the_output_order():
-    pairs = np.array([(3, 0), (3, 1), (4, 0), (4, 1)], np.int64)  # references 5..6 of 9
+    from gamut.scanning.pair_run import PairRun
+
+    pairs = PairRun.of_rect(3, 5, 0, 2)  # queries 3..4 x the stripe's references 0..1 (5..6 of 9)
+    assert pairs.tolist() == [[3, 0], [3, 1], [4, 0], [4, 1]]
     layout = rect_layout(pairs, 5, 9)
-    assert layout.ordinals.tolist() == [32, 33, 41, 42]
-    assert layout.row_starts.tolist() == [0, 2] and not layout.query_starts.any()
-    first = rect_layout(pairs, 0, 9)
-    assert first.query_starts.tolist() == [True, False, True, False]
+    assert layout.ordinals(np.arange(4)).tolist() == [32, 33, 41, 42]
+    assert layout.row_starts.tolist() == [0, 2] and layout.query_starts().size == 0
+    assert rect_layout(pairs, 0, 9).query_starts().tolist() == [0, 2]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 50), st.integers(1, 6), st.integers(0, 30), st.integers(1, 12), st.integers(0, 30))
+def test_rectangle_ordinals_are_the_output_order(q0, rows, r0, width, extra):
+    from gamut.scanning.pair_run import PairRun
+
+    n_refs = r0 + width + extra
+    pairs = PairRun.of_rect(q0, q0 + rows, 0, width)
+    layout = rect_layout(pairs, r0, n_refs)
+    want = [q * n_refs + r0 + r for q, r in np.asarray(pairs).tolist()]
+    assert layout.ordinals(np.arange(len(pairs))).tolist() == want
 
 
 def _job(case: str, outputs, params: ScanParams | None = None, **extra) -> ScanJob:

@@ -22,14 +22,32 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RectLayout:
-    """A rectangle's pairs (queries, each against a stripe's references) in the scan's output
-    order: each pair's number there (``ordinals``), whether it is the first pair of its query
-    (``query_starts``: miRanda's text prints the query's header there), and the chunk's pair
-    where each query's row begins (``row_starts``: where the writer interleaves the stripes)."""
+    """A rectangle's pairs (queries ``q0..q0+rows-1``, each against ``width`` references of a
+    stripe beginning at reference ``r0`` of ``n_refs``, query after query) in the scan's output
+    order, in O(1) memory: each pair's number there (:meth:`ordinals`), the pairs that begin their
+    query there (:meth:`query_starts`: miRanda's text prints the query's header there) and the
+    chunk's pair where each query's row begins (:attr:`row_starts`: where the writer interleaves
+    the stripes)."""
 
-    ordinals: np.ndarray
-    query_starts: np.ndarray
-    row_starts: np.ndarray
+    q0: int
+    rows: int
+    r0: int
+    width: int
+    n_refs: int
+
+    def ordinals(self, pairs: np.ndarray) -> np.ndarray:
+        """The output-order numbers of the chunk's pairs ``pairs`` (indices into the chunk)."""
+        pairs = np.asarray(pairs, np.int64)
+        row, column = np.divmod(pairs, max(self.width, 1))
+        return (self.q0 + row) * self.n_refs + self.r0 + column
+
+    def query_starts(self) -> np.ndarray:
+        """The chunk's pairs that are the first of their query in the output order."""
+        return self.row_starts if self.r0 == 0 else np.zeros(0, np.int64)
+
+    @property
+    def row_starts(self) -> np.ndarray:
+        return np.arange(self.rows, dtype=np.int64) * self.width
 
 
 @dataclass
@@ -78,4 +96,4 @@ class ChunkResult:
 
     def ordinal(self, pairs: np.ndarray) -> np.ndarray:
         """The output-order numbers of the chunk's pairs ``pairs`` (indices into the chunk)."""
-        return self.counter0 + pairs if self.layout is None else self.layout.ordinals[pairs]
+        return self.counter0 + pairs if self.layout is None else self.layout.ordinals(pairs)

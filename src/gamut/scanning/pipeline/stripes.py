@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pair_run import rect_of
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sinks
 from gamut.scanning.pipeline.scan_loop import scan_chunks
@@ -106,12 +107,11 @@ def stripe_tasks(job: ScanJob, sinks: tuple[type, ...], make_engine: Callable[..
 
 
 def rect_layout(pairs: np.ndarray, r0: int, n_refs: int) -> RectLayout:
-    """Where a rectangle of a stripe starting at reference ``r0`` (``pairs``: local reference
-    indices, query after query) sits in the output order of a scan of ``n_refs`` references."""
-    q, r = pairs[:, 0], pairs[:, 1]
-    ordinals = q * n_refs + (r0 + r)
-    row_starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if q.size else np.zeros(0, np.int64)
-    return RectLayout(ordinals, (r + r0) == 0, row_starts)
+    """Where a rectangle of a stripe starting at reference ``r0`` (``pairs``: a
+    :meth:`~gamut.scanning.pair_run.PairRun.of_rect` of local reference indices) sits in the output
+    order of a scan of ``n_refs`` references."""
+    q0, q1, a, b = rect_of(pairs)
+    return RectLayout(q0, q1 - q0, r0 + a, b - a, n_refs)
 
 
 def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterator[tuple[Any, Any]]:

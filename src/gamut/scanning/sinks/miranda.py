@@ -89,7 +89,7 @@ class MirandaSink(TextSink):
         q, r = pairs[:, 0], pairs[:, 1]
         if not self.quiet and n:
             if result.layout is not None:
-                new = np.flatnonzero(result.layout.query_starts)
+                new = result.layout.query_starts()
             else:
                 new = np.flatnonzero(q != np.r_[self.last_query, q[:-1]])
             b.records(new, 0, 0, [pick(b, cols.get("qread"), q[new])])
