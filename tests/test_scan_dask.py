@@ -279,7 +279,7 @@ def test_without_dask_cluster_is_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(CASES / case)
     assert main(["miranda", *_args(case), "-out", str(tmp_path / "x.txt"), "--cluster", "local:2"]) == 1
     err = capsys.readouterr().err
-    assert "pip install 'gamut[dask]'" in err and err.count("\n") == 1
+    assert "pip install 'gamut-rna[dask]'" in err and err.count("\n") == 1
     # --run-dir alone needs no Dask.
     got = _miranda(case, tmp_path / "y.txt", "--run-dir", str(tmp_path / "run"), monkeypatch=monkeypatch)
     assert got == single(case, tmp_path, monkeypatch)

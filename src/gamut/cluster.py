@@ -2,7 +2,7 @@
 and run tasks with a bounded window of work in flight, delivering results in order.
 
 Dask is optional: nothing here imports it at module level, and asking for a cluster without it
-installed is a one-line :class:`~gamut.errors.UsageError` naming ``pip install 'gamut[dask]'``.
+installed is a one-line :class:`~gamut.errors.UsageError` naming ``pip install 'gamut-rna[dask]'``.
 """
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from gamut._version import install_hint
 from gamut.errors import GamutError, UsageError
 
-DASK_HINT = "pip install 'gamut[dask]'"
+DASK_HINT = install_hint("dask")
 #: Seconds to wait for the first worker of a cluster given by address.
 WORKER_WAIT_S = 300
 

@@ -130,7 +130,7 @@ def resolve_device(device: str = "auto", analysis: str | None = None) -> str:
     if device == "cuda":
         raise DeviceError(
             "--device cuda requested but no CUDA GPU is usable "
-            "(install CuPy, e.g. pip install 'gamut[cuda12]', and check the driver)"
+            "(install CuPy, e.g. pip install 'gamut-rna[cuda12]', and check the driver)"
         )
     return "cpu"
 

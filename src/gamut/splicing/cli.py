@@ -58,7 +58,7 @@ def register(subparsers) -> None:
                         help="CPU threads, at least 1 (default: all cores): the alignments of batch mode and of reads "
                         "mode on the CPU, and minimap2's placement of reads without --alignments")
     parser.add_argument("--cluster", metavar="ADDR",
-                        help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut[dask]')")
+                        help="run the cases on Dask: local:N worker processes or tcp://HOST:PORT (pip install 'gamut-rna[dask]')")
     parser.add_argument("-o", "--output", default="-",
                         help="text report (default: standard output); written atomically, never onto an input; "
                         "every output is compressed when its name ends in .gz, .zst, .bz2 or .xz (.bgz: BGZF, "

@@ -8,6 +8,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from gamut._version import install_hint
 from gamut.errors import UsageError
 from gamut.io.textcols import gather
 from gamut.io.threads import Parallel
@@ -34,7 +35,7 @@ def _pyarrow():
         import pyarrow as pa
         import pyarrow.parquet
     except ImportError:
-        raise UsageError("--format parquet needs pyarrow (pip install 'gamut[parquet]')") from None
+        raise UsageError(f"--format parquet needs pyarrow ({install_hint('parquet')})") from None
     return pa
 
 
