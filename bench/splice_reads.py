@@ -127,6 +127,11 @@ def run_rows(folder: Path, data: dict, args: argparse.Namespace) -> list[dict]:
 
     rows = []
     for device in args.devices.split(","):
+        # An untimed run first, as any run after the first finds them: Numba's and the kernels' caches filled.
+        subprocess.run([sys.executable, "-m", "gamut", "splice", "--genome", str(folder / "genome.fa"), "--annotation",
+                        str(folder / "genes.gtf"), "--reads", str(folder / "reads.fa"), "--device", device,
+                        "--alignments", str(folder / "reads.paf"), "-o", str(folder / "warm.tsv")],
+                       check=True, capture_output=True)
         for placement in args.placements.split(","):
             out = folder / f"chains_{device}_{placement}.tsv"
             cmd = [sys.executable, "-m", "gamut", "splice", "--genome", str(folder / "genome.fa"), "--annotation",
