@@ -29,7 +29,7 @@ def _bed(path: Path) -> pd.DataFrame:
 def runs(tmp_path_factory) -> dict[str, Path]:
     """The same scan as BED6 (by suffix and by --format), as TSV and partitioned as BED6; and as BED12."""
     d = tmp_path_factory.mktemp("bed")
-    outs = {"bed": d / "hits.bed6", "format": d / "hits.txt", "tsv": d / "hits.tsv", "parts": d / "parts.bed6",
+    outs = {"bed": d / "hits.bed6", "format": d / "hits_by_format", "tsv": d / "hits.tsv", "parts": d / "parts.bed6",
             "bed12": d / "hits.bed", "bed12_parts": d / "parts.bed"}
     assert main(["scan", QUERY, REFERENCE, "-o", str(outs["bed"]), *OPTIONS]) == 0
     assert main(["scan", QUERY, REFERENCE, "--format", "bed6", "-o", str(outs["format"]), *OPTIONS]) == 0

@@ -149,10 +149,12 @@ def test_planted_sites_are_found_with_their_type_and_position(data):
     frame = scan_frame(queries, references, noenergy=True)
     check_against_classifier(frame, queries, references)
     rows = frame[(frame["ref_start"] <= t1 - 7) & (frame["ref_end"] >= t1 - 1)]
-    assert len(rows) == 1, (mirna, reference, kind, frame)
-    row = rows.iloc[0]
-    seen_t1 = classify(mirna, reference, row.ref_start, row.ref_end, row.aln_mirna, row.aln_map, row.aln_utr)["t1"]
-    assert (row.site_type, seen_t1) == (kind, t1), (mirna, reference, row.aln_mirna, row.aln_utr)
+    # The planted site is among the hits over the seed's letters (another alignment of the random
+    # flanks may overlap it too: miRanda reports both when their diagonals differ, e.g. miRNA
+    # GGCUUGGCCGCUUAAUUGGU), with its type and position.
+    found = [(row.site_type, classify(mirna, reference, row.ref_start, row.ref_end, row.aln_mirna, row.aln_map,
+                                      row.aln_utr)["t1"]) for row in rows.itertuples()]
+    assert (kind, t1) in found, (mirna, reference, kind, frame)
 
 
 def test_site_at_the_reference_end_faces_positions_past_it():
