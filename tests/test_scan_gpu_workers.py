@@ -140,7 +140,6 @@ def test_cli_two_workers_sharing_a_gpu_match_one_gpu(tmp_path):
 def _task_here_or_there(shared, value: int):
     """A task: (pid of the process that ran it, value * 2). In a worker, ``shared`` is a file it
     creates; here it is (that file, timeout): the first task here waits until a worker ran one."""
-    import os
     import time
 
     if isinstance(shared, tuple):
@@ -161,28 +160,71 @@ def _fail(shared, value: int):
     raise ValueError(f"task {value} failed")
 
 
-def test_this_process_and_a_worker_share_the_tasks_in_order(tmp_path):
-    """run_in_order with ``local``: this process takes the first task at once, the worker takes
-    tasks once started, and every result comes back once, whoever ran it (here the caller holds
-    every result: tasks still go out one at a time)."""
-    import os
-
+def test_two_workers_share_the_tasks_and_each_result_comes_back_once(tmp_path):
+    """run_in_order: whoever is free takes the next task, every result comes back once, whoever ran
+    it (here the caller holds every result: tasks still go out a window at a time)."""
     from gamut.scanning.pipeline.gpu_workers import GpuWorkers, OneAtATime, run_in_order
 
     flag = str(tmp_path / "worker-ran")
-    pool = GpuWorkers([0])
+    pool = GpuWorkers([0, 0])
     got: dict = {}
     try:
         for key, value in run_in_order(pool, OneAtATime(_task_here_or_there), flag, ((k, (k,)) for k in range(12)),
-                                       local=(flag, 120.0), warm=_warm, held=lambda: len(got)):
+                                       warm=_warm, held=lambda: len(got)):
             got[key] = value
             assert len(got) <= 12
     finally:
         pool.close()
     assert sorted(got) == list(range(12))
     assert all(v[1] == 2 * k for k, v in got.items())
-    pids = {v[0] for v in got.values()}
-    assert got[0][0] == os.getpid() and len(pids) == 2
+    assert not pool.workers
+
+
+def _pinned_stream(obj, taken):
+    """A stream of a worker of its own: (pid, its shared object, value * 2) for each task; fails at
+    task ``("fail", k)`` when its shared object says so."""
+
+    for key, value in taken:
+        if obj == f"fail-{key}":
+            raise ValueError(f"worker {obj} failed at task {key}")
+        yield key, (os.getpid(), obj, value * 2)
+
+
+def test_pinned_workers_run_their_own_tasks_in_order_within_their_window():
+    """run_pinned (the striped runner's): worker k gets shared[k] and only tasks[k], its results in
+    its order; a worker far ahead of what the caller has used waits (its window)."""
+    from gamut.scanning.pipeline.gpu_pinned import run_pinned
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+
+    pool = GpuWorkers([0, 0])
+    held = [0, 0]
+    most = [0, 0]
+    order: dict = {0: [], 1: []}
+    try:
+        streams = [[((0, k), k) for k in range(10)], [((1, k), k) for k in range(6)]]
+        for (lane, k), (pid, obj, value) in run_pinned(pool, _pinned_stream, ["a", "b"], streams,
+                                                       held=lambda lane: held[lane], window=2):
+            assert obj == "ab"[lane] and value == 2 * k
+            order[lane].append((k, pid))
+            held[lane] += 1
+            most[lane] = max(most[lane], held[lane])
+            if held[lane] == 2:  # the caller uses its results two at a time
+                held[lane] = 0
+    finally:
+        pool.close()
+    assert [k for k, _ in order[0]] == list(range(10)) and [k for k, _ in order[1]] == list(range(6))
+    assert len({pid for _, pid in order[0]}) == 1 and {pid for _, pid in order[0]} != {pid for _, pid in order[1]}
+    assert max(most) <= 2
+
+
+def test_a_pinned_worker_that_fails_is_raised_here_and_the_workers_stop():
+    from gamut.scanning.pipeline.gpu_pinned import run_pinned
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+
+    pool = GpuWorkers([0, 0])
+    with pytest.raises(ValueError, match="worker fail-2 failed at task 2"):
+        for _ in run_pinned(pool, _pinned_stream, ["ok", "fail-2"], [[(k, k) for k in range(4)]] * 2):
+            pass
     assert not pool.workers
 
 
@@ -193,7 +235,6 @@ def _big_result(shared, size: int):
 
 
 def _open_fds() -> int:
-    import os
 
     return len(os.listdir("/proc/self/fd"))
 
@@ -223,7 +264,6 @@ def test_large_worker_results_come_back_in_shared_memory_without_leaking_descrip
 
 def _doubling_stream(obj, taken):
     """A stream: (pid, value * 2) for each task; fails at task ``obj`` in a worker."""
-    import os
 
     for key, (value,) in taken:
         if isinstance(obj, int) and key == obj:
@@ -231,17 +271,14 @@ def _doubling_stream(obj, taken):
         yield key, (os.getpid(), value * 2)
 
 
-def test_streamed_tasks_come_back_once_each_from_this_process_and_a_worker():
-    import os
-
+def test_streamed_tasks_come_back_once_each_from_two_workers():
     from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
 
-    pool = GpuWorkers([0])
+    pool = GpuWorkers([0, 0])
     try:
         for _ in range(2):  # the same workers serve a second run
-            got = dict(run_in_order(pool, _doubling_stream, None, ((k, (k,)) for k in range(40)), local="here"))
+            got = dict(run_in_order(pool, _doubling_stream, None, ((k, (k,)) for k in range(40))))
             assert sorted(got) == list(range(40)) and all(v[1] == 2 * k for k, v in got.items())
-            assert os.getpid() in {v[0] for v in got.values()}
     finally:
         pool.close()
 
@@ -252,39 +289,6 @@ def test_a_streamed_task_that_fails_in_a_worker_is_raised_here():
     pool = GpuWorkers([0])
     with pytest.raises(ValueError, match="stream failed at task 2"):
         for _ in run_in_order(pool, _doubling_stream, 2, ((k, (k,)) for k in range(6))):
-            pass
-    assert not pool.workers
-
-
-def _failing_here_stream(obj, taken):
-    """A stream that, in this process (``obj == "here"``), fails while a thread of its own waits for
-    the next task (as the scan's pipeline does), closing ``taken`` first; elsewhere, echoes."""
-    import threading
-
-    if obj != "here":
-        for key, args in taken:
-            yield key, args
-        return
-    first = next(taken)
-    reader = threading.Thread(target=lambda: next(taken, None), daemon=True)
-    reader.start()
-    try:
-        reader.join(0.3)
-        raise ValueError(f"failed after task {first[0]}")
-    finally:
-        taken.close()
-        reader.join(30)
-        assert not reader.is_alive(), "a closed stream's wait for a task did not end"
-    yield  # a generator
-
-
-def test_a_stream_here_that_fails_while_waiting_for_a_task_ends_the_wait():
-    from gamut.scanning.pipeline.gpu_workers import GpuWorkers, run_in_order
-
-    pool = GpuWorkers([0])
-    with pytest.raises(ValueError, match="failed after task"):  # the window stays full: held() is large
-        for _ in run_in_order(pool, _failing_here_stream, None, ((k, (k,)) for k in range(6)), local="here",
-                              held=lambda: 100):
             pass
     assert not pool.workers
 
@@ -358,16 +362,16 @@ def test_kept_workers_outlive_a_command_and_serve_the_next(tmp_path):
 
 
 def test_a_run_that_ends_before_its_kept_worker_is_ready_leaves_it_starting(tmp_path):
-    """gamut serve: a short command done here before the worker started keeps the worker (it is
-    not killed mid start-up), and the next command on those GPUs uses it."""
+    """gamut serve: a command that ends before the worker started (it had nothing to scan) keeps the
+    worker (it is not killed mid start-up), and the next command on those GPUs uses it."""
     from gamut.scanning.pipeline.gpu_workers import OneAtATime, kept_workers, prestarted, run_in_order
 
     flag = str(tmp_path / "worker-ran")
     with kept_workers():
         with prestarted([0]) as pool:
             pid = pool.workers[0].process.pid
-            got = dict(run_in_order(pool, OneAtATime(_task_here_or_there), flag, [(0, (1,))], local=(flag, 0.0), warm=_warm))
-            assert got == {0: (os.getpid(), 2)} and not pool.workers[0].ready
+            got = dict(run_in_order(pool, OneAtATime(_task_here_or_there), flag, [], warm=_warm))
+            assert got == {} and not pool.workers[0].ready
         assert pool.alive()
         with prestarted([0]) as again:
             assert again is pool and pool.workers[0].process.pid == pid

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
+import itertools
 import os
 import pickle
 import queue
@@ -341,135 +342,7 @@ class OneAtATime:
             yield key, self.fn(obj, *args)
 
 
-class _Taken:
-    """The tasks this process's own stream takes (``take(True)``, until None); :meth:`close`
-    ends a wait for one."""
-
-    def __init__(self, take: Callable[[bool, Any], Any], wake: Callable[[], None]) -> None:
-        self.take, self.wake, self.closed = take, wake, False
-
-    def __iter__(self) -> _Taken:
-        return self
-
-    def __next__(self) -> tuple[Any, tuple]:
-        item = None if self.closed else self.take(True, self)
-        if item is None:
-            raise StopIteration
-        return item
-
-    def close(self) -> None:
-        self.closed = True
-        self.wake()
-
-
 _BUSY = object()
-
-
-def run_pinned(
-    pool: GpuWorkers,
-    stream: Callable[[Any, Iterable[tuple[Any, Any]]], Iterator[tuple[Any, Any]]],
-    shared: Sequence[Any],
-    tasks: Sequence[Iterable[tuple[Any, Any]]],
-    *,
-    held: Callable[[int], int] = lambda worker: 0,
-    window: int = WINDOW_PER_WORKER,
-    label: str = "task",
-) -> Iterator[tuple[Any, Any]]:
-    """Run ``stream(shared[k], taken)`` on worker k over its own tasks ``tasks[k]`` (``(key, args)``
-    items; a worker without tasks only starts), and yield ``(key, result)`` as they finish, in
-    each worker's order. Worker k keeps at most ``window`` of its tasks in flight or held by the
-    caller (``held(k)``: its results not yet used), so a worker far ahead of the others waits.
-    A task's error is raised here (every worker is stopped); a worker that dies is a one-line
-    :class:`WorkerError`. A worker still starting when the run ends is left to start."""
-    if len(shared) != len(tasks) or len(tasks) > len(pool.gpus):
-        raise ValueError(f"{len(tasks)} task streams for {len(pool.gpus)} workers")
-    pool.start()
-    workers = pool.workers[:len(tasks)]
-    for worker in workers:
-        worker.serving = False
-    results: queue.Queue = queue.Queue()
-    gate = threading.Condition()
-    state = {"stop": False, "running": len(workers)}
-    engaged: list[_Worker] = []
-
-    def serve(k: int, worker: _Worker) -> None:
-        sent: collections.deque = collections.deque()
-        todo = iter(tasks[k])
-        try:
-            while not worker.ready:
-                if state["stop"]:
-                    return
-                if worker.conn.poll(READY_POLL_S):
-                    worker.wait_ready()
-            with gate:
-                if state["stop"]:
-                    return
-                engaged.append(worker)
-            with span("send stripe", worker=k):
-                worker.request(("shared", shared[k], None))
-            worker.serving = True
-            worker.send(("stream", stream))
-            ended = False
-            while True:
-                while not ended and len(sent) < AHEAD:
-                    with gate:  # room for the next task: with nothing in flight, wait for the caller
-                        while not sent and held(k) >= window and not state["stop"]:
-                            gate.wait(0.05)
-                    if state["stop"]:
-                        return
-                    if len(sent) + held(k) >= window:  # collect a result first
-                        break
-                    item = next(todo, None)
-                    if item is None:
-                        worker.send(("end",))
-                        ended = True
-                    else:
-                        worker.send(("task", *item))
-                        sent.append(item[0])
-                kind, key, value = worker.result()
-                if kind == "done":
-                    break
-                if key != sent[0]:
-                    raise GamutError(f"a GPU worker returned {label} {key} for {label} {sent[0]}")
-                results.put(("ok", sent.popleft(), value))
-        except _Died:
-            what = f"{label} {sent[0]}" if sent else "its start-up"
-            results.put(("error", None, WorkerError(f"a GPU worker process died while running {what} on GPU "
-                                                    f"{worker.gpu} (out of memory, a driver error or a crash)")))
-        except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
-            results.put(("error", None, exc))
-        finally:
-            results.put(("ended", None, None))
-
-    threads = [threading.Thread(target=serve, args=(k, w), name=f"gamut-gpu{w.gpu}-feed", daemon=True)
-               for k, w in enumerate(workers)]
-    for thread in threads:
-        thread.start()
-    finished = False
-    try:
-        while state["running"]:
-            kind, key, value = results.get()
-            if kind == "error":
-                raise value
-            if kind == "ended":
-                state["running"] -= 1
-                continue
-            yield key, value
-            with gate:
-                gate.notify_all()
-        finished = True
-    finally:
-        with gate:
-            state["stop"] = True
-            gate.notify_all()
-            stopped = list(pool.workers) if not finished else [w for w in engaged if not w.serving]
-        for worker in stopped:
-            worker.process.kill()
-        for thread in threads:
-            thread.join()
-        if stopped:
-            pool.close()
-
 
 
 def run_in_order(
@@ -478,15 +351,13 @@ def run_in_order(
     shared: Any,
     tasks: Iterable[tuple[int, tuple]],
     *,
-    local: Any = None,
     warm: Callable | None = None,
     held: Callable[[], int] = lambda: 0,
     label: str = "task",
 ) -> Iterator[tuple[int, Any]]:
     """Run the ``(key, args)`` of ``tasks`` through ``stream`` on the workers (each first gets
-    ``shared`` and runs ``warm(shared)``, if given, then runs ``stream(shared, taken)``) and, with
-    ``local``, as ``stream(local, taken)`` on a thread of this process from the first task on;
-    yield ``(key, result)`` as tasks finish (in any order). ``stream(obj, taken)`` yields ``(key,
+    ``shared`` and runs ``warm(shared)``, if given, then runs ``stream(shared, taken)``); yield
+    ``(key, result)`` as tasks finish (in any order). ``stream(obj, taken)`` yields ``(key,
     result)`` for each ``(key, args)`` of ``taken``, in order, reading the next task only when it
     is ready for it (so that it may begin it before the last one's result is out): a worker gets
     its next task before it finishes one (:class:`OneAtATime` makes a stream of a task function).
@@ -498,18 +369,22 @@ def run_in_order(
     pool.start()
     for worker in pool.workers:  # kept workers (gamut serve) served an earlier run
         worker.serving = False
-    limit = max(1, WINDOW_PER_WORKER * (pool.n_workers + (local is not None)))
+    todo = iter(tasks)
+    first = next(todo, None)
+    if first is None:  # nothing to run: no waiting for the workers (those still starting go on)
+        return
+    todo = itertools.chain([first], todo)
+    limit = max(1, WINDOW_PER_WORKER * pool.n_workers)
     results: queue.Queue = queue.Queue()
     gate = threading.Condition()
     state = {"inflight": 0, "exhausted": False, "stop": False}
     engaged: list[_Worker] = []  # workers past their start-up in this run
-    todo = iter(tasks)
 
-    def take(wait: bool, taker: _Taken | None = None) -> Any:
-        """The next task; None when there are no more (or the run stops, or ``taker`` is closed);
-        when the window is full, ``_BUSY`` (unless ``wait``: then wait for room)."""
+    def take(wait: bool) -> Any:
+        """The next task; None when there are no more (or the run stops); when the window is full,
+        ``_BUSY`` (unless ``wait``: then wait for room)."""
         with gate:
-            while not state["stop"] and not (taker is not None and taker.closed):
+            while not state["stop"]:
                 if state["inflight"] + held() < limit or state["inflight"] == 0:
                     item = next(todo, None)
                     if item is None:
@@ -522,10 +397,6 @@ def run_in_order(
                     return _BUSY
                 gate.wait()
             return None
-
-    def wake() -> None:
-        with gate:
-            gate.notify_all()
 
     def serve_worker(worker: _Worker) -> None:
         sent: collections.deque = collections.deque()
@@ -568,17 +439,8 @@ def run_in_order(
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
             results.put(("error", None, exc))
 
-    def serve_here() -> None:
-        try:
-            for key, value in stream(local, _Taken(take, wake)):
-                results.put(("ok", key, value))
-        except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
-            results.put(("error", None, exc))
-
     threads = [threading.Thread(target=serve_worker, args=(w,), name=f"gamut-gpu{w.gpu}-feed", daemon=True)
                for w in pool.workers]
-    if local is not None:
-        threads.append(threading.Thread(target=serve_here, name="gamut-gpu-here", daemon=True))
     for thread in threads:
         thread.start()
     finished = False

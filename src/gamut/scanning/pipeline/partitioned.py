@@ -71,7 +71,7 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         run_dir = RunDir(job.run_dir, inputs, options, asked, default)
         sizes = run_dir.partitioning
     parts = plan_partitions(job.scan_input, sizes["cells"], sizes["pairs"])
-    conn, threads, gpus, local, owned = None, job.threads, job.gpus, None, True
+    conn, threads, gpus, owned = None, job.threads, job.gpus, True
     if job.cluster is not None:
         from gamut.cluster import connect, default_threads
 
@@ -101,15 +101,14 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         formats = job.formats
         classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
         task = PartitionTask(worker_job, classes, make_engine)
-        here = None if local is None else PartitionTask(worker_job.where(gpus=local), classes, make_engine)
         if any(sink.regroups for sink in sinks):
-            stops = _chunk_stops(here or task, None if here else conn)
+            stops = _chunk_stops(task, conn)
             for sink in sinks:
                 if sink.regroups:
                     sink.chunk_stops = stops
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
-        label = f"scan [{_description(conn, local)}]"
+        label = f"scan [{conn.description if conn else 'partitions'}]"
         bar = stack.enter_context(progress_bar(label, job.scan_input.total_cells(), job.show_progress(), unit="cells"))
         for sink, out in zip(sinks, outs):
             sink.start(out)
@@ -121,7 +120,7 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
                 sink.write_part(part, datas[k])
 
         execute(task, parts, write, conn=conn, run_dir=run_dir, retries=job.retries, progress=bar,
-                formats=len(formats), local=here)
+                formats=len(formats))
         for sink in sinks:
             sink.close()
 
@@ -136,12 +135,10 @@ def execute(
     retries: int = 2,
     progress: Callable[[int], None] = lambda n: None,
     formats: int = 1,
-    local: PartitionTask | None = None,
 ) -> None:
     """Compute every partition not already in ``run_dir`` (on ``conn``'s cluster, else here, in
     order) and call ``write(partition, data)`` for all of them in partition order. A partition's
-    data is a tuple of ``formats`` items when there are several (one part in ``run_dir``). With GPU
-    workers, ``local`` is the task this process computes partitions with, beside them."""
+    data is a tuple of ``formats`` items when there are several (one part in ``run_dir``)."""
     finished = run_dir.finished(len(parts), _say) if run_dir is not None else set()
     held: dict[int, Any] = {}
     state = {"next": 0}
@@ -166,15 +163,15 @@ def execute(
     todo = [p for p in parts if p.index not in finished]
     if not todo:  # every partition read back from the run directory
         pass
-    elif conn is None or (local is not None and len(todo) <= 1):  # one partition: no worker to start
+    elif conn is None:
         for p in todo:
-            deliver(p.index, compute_partition(local or task, p.index, p.start, p.stop, p.prev_query))
+            deliver(p.index, compute_partition(task, p.index, p.start, p.stop, p.prev_query))
     elif _is_gpu_workers(conn):
         from gamut.scanning.pipeline.gpu_workers import WorkerError, run_in_order
 
         tasks = ((p.index, (p.index, p.start, p.stop, p.prev_query)) for p in todo)
         try:
-            for index, data in run_in_order(conn, compute_partitions, task, tasks, local=local, warm=engine_chunking,
+            for index, data in run_in_order(conn, compute_partitions, task, tasks, warm=engine_chunking,
                                             held=lambda: len(held), label="partition"):
                 deliver(index, data)
         except WorkerError as exc:
@@ -231,12 +228,6 @@ def _load(run_dir: RunDir, index: int, formats: int) -> Any:
                          "run the same command again to recompute it") from None
 
 
-def _description(conn, local: list[int] | None) -> str:
-    if local is not None:
-        return f"GPU {local[0]} here + {conn.description}"
-    return conn.description if conn else "partitions"
-
-
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -256,9 +247,14 @@ def _resume_advice(run_dir: RunDir | None, finished: int, total: int) -> str:
 
 
 def _chunk_stops(task: PartitionTask, conn) -> np.ndarray:
-    """Pair numbers ending each chunk of a single-process run with this task's engine."""
+    """Pair numbers ending each chunk of a single-process run with this task's engine (GPU workers:
+    one GPU's chunks, without making an engine here)."""
     if conn is None:
         cells, pairs = engine_chunking(task)
+    elif _is_gpu_workers(conn):
+        from gamut.scanning.engines.gpu_plan import CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
+
+        cells, pairs = CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
     else:
         from gamut.cluster import run_one
 

@@ -22,7 +22,8 @@ import numpy as np
 from gamut.cluster import worker_addresses
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
-from gamut.scanning.pipeline.gpu_workers import WorkerError, run_pinned, workers_for
+from gamut.scanning.pipeline.gpu_pinned import run_pinned
+from gamut.scanning.pipeline.gpu_workers import WorkerError, workers_for
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitions import abandon_on_failure
 from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, stripe_tasks
