@@ -1,6 +1,6 @@
 """From a reference file's bytes to the :class:`SequenceSet` a scan aligns (issue #45, "big scans
 start faster"): a transcriptome-sized synthetic FASTA file (61,500 records, lognormal lengths of
-median 1,384 nt, 60-letter lines: about 124 MB) read as ``gamut scan`` reads it, in stages.
+median 1,384 nt, 60-letter lines: 127 MB, 123 Mb) read as ``gamut scan`` reads it, in stages.
 
     python bench/fasta_read.py [--records 61500] [--repeat 3] [--file /tmp/ref.fa]
 

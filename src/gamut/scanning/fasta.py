@@ -6,11 +6,12 @@ a '>' anywhere in a sequence starts a new record, letters are checked against mi
 and case is kept. Compressed files (gzip, bzip2, xz, zstd) are read transparently, and so are
 standard input (``-``) and pipes (:func:`gamut.io.inputs.open_input`).
 
-The parser is one compiled pass over the file's bytes (a transcriptome of 124 MB takes a fraction
-of a second): it finds the records, copies their letters end to end into one buffer, with their
-class codes beside them (:class:`Letters`), and checks the alphabet on the way. A record's
-``sequence`` is made from that buffer when first asked for, and :func:`sequence_set_of` hands the
-buffer to the alignment engines as it is, so the letters are neither joined nor encoded again.
+The parser is one compiled pass over the file's bytes, in the array they were read into (a
+transcriptome of 124 MB in about 0.1 s): it finds the records, moves their letters end to end to
+the front of that array, writes their class codes beside them (:class:`Letters`) and checks the
+alphabet on the way. A record's ``sequence`` bytes are made from there when first asked for, and
+:func:`sequence_set_of` hands the letters and codes to the alignment engines as they are: nothing
+is joined or encoded again.
 
 Ids and descriptions are kept as the bytes of the file: they are decoded as UTF-8 with
 ``surrogateescape`` (:func:`gamut.io.textout.header_text`), so that a byte that is not UTF-8 (0xE9
