@@ -127,9 +127,9 @@ def test_bucket_for_picks_smallest_fitting_bucket():
 def test_same_length_tables_equal_query_tables(seqs, scale):
     """The GPU engine's tables of all the queries of one length, built at once, equal query_tables'."""
     from gamut.scanning.params import query_tables, same_length_tables
-    from gamut.scanning.pipeline.pairs import sequence_set
+    from gamut.scanning.fasta import SeqRecord, sequence_set_of
 
-    qs = sequence_set([f"q{k}" for k in range(len(seqs))], [s.encode() for s in seqs])
+    qs = sequence_set_of([SeqRecord(f"q{k}", "", s.encode()) for k, s in enumerate(seqs)])
     params = ScanParams(scale=scale)
     lengths = qs.lengths()
     for length in np.unique(lengths).tolist():

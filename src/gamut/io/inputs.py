@@ -14,11 +14,14 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from xopen import xopen
 
 from gamut.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: The input name of standard input.
 STDIN = "-"
@@ -229,5 +232,29 @@ def read_input_bytes(path: str | os.PathLike) -> bytes:
     with open_input(path) as handle:
         try:
             return handle.read()
+        except READ_ERRORS as exc:
+            raise InputError(f"{os.fspath(path)}: cannot read ({reason(exc)})") from None
+
+
+def read_input_array(path: str | os.PathLike) -> np.ndarray:
+    """All bytes of input ``path``, decompressed (see :func:`open_input`), as a writable uint8 array
+    (for a parser that works in place). A regular uncompressed file is read straight into it: no
+    bytes object between, and NumPy's large arrays take huge pages, which are faster to fill."""
+    import numpy as np  # here: the command line starts without NumPy
+
+    with open_input(path) as handle:
+        try:
+            raw = getattr(handle, "raw", None)
+            if not isinstance(raw, io.FileIO):  # compressed, or a stream
+                return np.frombuffer(handle.read(), np.uint8).copy()
+            size = os.fstat(raw.fileno()).st_size
+            array = np.empty(size + 1, np.uint8)  # a byte more: the end is the read that returns none
+            view = memoryview(array)
+            filled = 0
+            while filled < array.shape[0] and (got := handle.readinto(view[filled:])):
+                filled += got
+            if filled == array.shape[0]:  # the file grew while it was read
+                return np.concatenate([array, np.frombuffer(handle.read(), np.uint8)])
+            return array[:filled]
         except READ_ERRORS as exc:
             raise InputError(f"{os.fspath(path)}: cannot read ({reason(exc)})") from None

@@ -13,13 +13,14 @@ N_CLASSES = 5
 #: Letters miRanda accepts in sequence files (either case).
 ALLOWED_LETTERS = frozenset("ACGUTNRYKMSWBDHVX")
 
-_CLASS_OF = np.full(256, -1, dtype=np.int8)
+#: Class code of every byte: 0..4 for miRanda's letters (:data:`ALLOWED_LETTERS`, either case), -1 otherwise.
+CLASS_OF = np.full(256, -1, dtype=np.int8)
 for _letter, _cls in {"A": A, "C": C, "G": G, "U": U, "T": U}.items():
-    _CLASS_OF[ord(_letter)] = _cls
-    _CLASS_OF[ord(_letter.lower())] = _cls
+    CLASS_OF[ord(_letter)] = _cls
+    CLASS_OF[ord(_letter.lower())] = _cls
 for _letter in "NRYKMSWBDHVX":
-    _CLASS_OF[ord(_letter)] = MASKED
-    _CLASS_OF[ord(_letter.lower())] = MASKED
+    CLASS_OF[ord(_letter)] = MASKED
+    CLASS_OF[ord(_letter.lower())] = MASKED
 
 
 def _base_scores() -> np.ndarray:
@@ -42,9 +43,9 @@ MAP_CHARS[BASE_SCORES == 5] = ord("|")
 MAP_CHARS[BASE_SCORES == 1] = ord(":")
 
 
-#: ``bytes.translate`` table of :data:`_CLASS_OF` (a byte per letter, -1 as 0xFF): one pass at C speed
+#: ``bytes.translate`` table of :data:`CLASS_OF` (a byte per letter, -1 as 0xFF): one pass at C speed
 #: with no temporaries (NumPy's fancy indexing widens every letter to an 8-byte index first).
-_CLASS_TABLE = _CLASS_OF.view(np.uint8).tobytes()
+_CLASS_TABLE = CLASS_OF.view(np.uint8).tobytes()
 
 
 def encode(sequence: bytes | str) -> np.ndarray:

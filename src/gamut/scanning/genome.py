@@ -151,7 +151,7 @@ def genome_map(annotation_path: str, scan_input) -> GenomeMap:
     from gamut.io.annotation import read_annotation
 
     refs = scan_input.references
-    lengths = np.fromiter((len(r.sequence) for r in refs), np.int64, len(refs))
+    lengths = np.fromiter(map(len, refs), np.int64, len(refs))
     return GenomeMap(read_annotation(annotation_path), [r.id for r in refs], lengths)
 
 

@@ -11,16 +11,10 @@ from functools import cached_property
 
 import numpy as np
 
-from gamut.scanning.alphabet import encode
-from gamut.scanning.fasta import SeqRecord
+from gamut.scanning.fasta import SeqRecord, sequence_set_of
 from gamut.scanning.hits import SequenceSet
 from gamut.scanning.pair_run import PairRun, rect_of, run_of
 from gamut.scanning.params import ScanParams
-
-
-def sequence_set(ids: list[str], sequences: list[bytes]) -> SequenceSet:
-    """Sequences concatenated once, with their class codes computed in one pass."""
-    return SequenceSet.build(ids, sequences, encode=encode)
 
 
 @dataclass
@@ -33,14 +27,12 @@ class ScanInput:
 
     @cached_property
     def query_set(self) -> SequenceSet:
-        return sequence_set([q.id for q in self.queries], [q.sequence for q in self.queries])
+        return sequence_set_of(self.queries)
 
     @cached_property
     def reference_set(self) -> SequenceSet:
         """The references as miRanda sees them (after -trim)."""
-        trim = self.params.trim
-        return sequence_set([r.id for r in self.references],
-                             [r.sequence[:trim] if trim > 0 else r.sequence for r in self.references])
+        return sequence_set_of(self.references, self.params.trim)
 
     def with_params(self, params: ScanParams) -> ScanInput:
         """The same scan under other ``params`` of the same ``trim`` and ``restrict`` (e.g. without
@@ -80,11 +72,11 @@ class ScanInput:
 
     @cached_property
     def _query_lengths(self) -> np.ndarray:
-        return np.fromiter((len(q.sequence) for q in self.queries), np.int64, len(self.queries))
+        return np.fromiter(map(len, self.queries), np.int64, len(self.queries))
 
     @cached_property
     def _reference_lengths(self) -> np.ndarray:
-        lengths = np.fromiter((len(r.sequence) for r in self.references), np.int64, len(self.references))
+        lengths = np.fromiter(map(len, self.references), np.int64, len(self.references))
         return np.minimum(lengths, self.params.trim) if self.params.trim > 0 else lengths
 
     @property
