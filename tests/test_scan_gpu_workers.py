@@ -3,6 +3,7 @@ scanning with the host build of the CUDA kernels, give byte for byte the output 
 and a worker that dies is a one-line error that leaves the old output alone."""
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -256,6 +257,7 @@ def test_large_worker_results_come_back_in_shared_memory_without_leaking_descrip
                 assert bytes(data) == expected and short == b"short" and bytes(backwards) == expected[::-1]
                 assert isinstance(data, memoryview) == (n >= SHARED_MIN_BYTES)
             del got, data, backwards
+            gc.collect()  # objects of earlier tests, collected at any moment, hold descriptors of their own
             counts.append(_open_fds())
     finally:
         pool.close()

@@ -5,21 +5,11 @@ deals one stream of tasks to whichever worker is free."""
 from __future__ import annotations
 
 import collections
-import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from gamut.errors import GamutError
-from gamut.scanning.pipeline.gpu_workers import (
-    AHEAD,
-    READY_POLL_S,
-    WINDOW_PER_WORKER,
-    GpuWorkers,
-    WorkerError,
-    _Died,
-    _Worker,
-)
+from gamut.scanning.pipeline.gpu_workers import AHEAD, WINDOW_PER_WORKER, GpuWorkers, _Run, _Worker
 from gamut.timeline import span
 
 
@@ -45,35 +35,23 @@ def run_pinned(
     workers = pool.workers[:len(tasks)]
     for worker in workers:
         worker.serving = False
-    results: queue.Queue = queue.Queue()
-    gate = threading.Condition()
-    state = {"stop": False, "running": len(workers)}
-    engaged: list[_Worker] = []
+    run = _Run(label)
+    running = [len(workers)]
 
     def serve(k: int, worker: _Worker) -> None:
         sent: collections.deque = collections.deque()
         todo = iter(tasks[k])
         try:
-            while not worker.ready:
-                if state["stop"]:
-                    return
-                if worker.conn.poll(READY_POLL_S):
-                    worker.wait_ready()
-            with gate:
-                if state["stop"]:
-                    return
-                engaged.append(worker)
             with span("send stripe", worker=k):
-                worker.request(("shared", shared[k], None))
-            worker.serving = True
-            worker.send(("stream", stream))
+                if not run.engage(worker, shared[k], None, stream):
+                    return
             ended = False
             while True:
                 while not ended and len(sent) < AHEAD:
-                    with gate:  # room for the next task: with nothing in flight, wait for the caller
-                        while not sent and held(k) >= window and not state["stop"]:
-                            gate.wait(0.05)
-                    if state["stop"]:
+                    with run.gate:  # room for the next task: with nothing in flight, wait for the caller
+                        while not sent and held(k) >= window and not run.stop:
+                            run.gate.wait(0.05)
+                    if run.stop:
                         return
                     if len(sent) + held(k) >= window:  # collect a result first
                         break
@@ -84,20 +62,12 @@ def run_pinned(
                     else:
                         worker.send(("task", *item))
                         sent.append(item[0])
-                kind, key, value = worker.result()
-                if kind == "done":
+                if not run.collect(worker, sent):
                     break
-                if key != sent[0]:
-                    raise GamutError(f"a GPU worker returned {label} {key} for {label} {sent[0]}")
-                results.put(("ok", sent.popleft(), value))
-        except _Died:
-            what = f"{label} {sent[0]}" if sent else "its start-up"
-            results.put(("error", None, WorkerError(f"a GPU worker process died while running {what} on GPU "
-                                                    f"{worker.gpu} (out of memory, a driver error or a crash)")))
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
-            results.put(("error", None, exc))
+            run.failed(worker, sent, exc)
         finally:
-            results.put(("ended", None, None))
+            run.results.put(("ended", None, None))
 
     threads = [threading.Thread(target=serve, args=(k, w), name=f"gamut-gpu{w.gpu}-feed", daemon=True)
                for k, w in enumerate(workers)]
@@ -105,25 +75,16 @@ def run_pinned(
         thread.start()
     finished = False
     try:
-        while state["running"]:
-            kind, key, value = results.get()
+        while running[0]:
+            kind, key, value = run.results.get()
             if kind == "error":
                 raise value
             if kind == "ended":
-                state["running"] -= 1
+                running[0] -= 1
                 continue
             yield key, value
-            with gate:
-                gate.notify_all()
+            with run.gate:
+                run.gate.notify_all()
         finished = True
     finally:
-        with gate:
-            state["stop"] = True
-            gate.notify_all()
-            stopped = list(pool.workers) if not finished else [w for w in engaged if not w.serving]
-        for worker in stopped:
-            worker.process.kill()
-        for thread in threads:
-            thread.join()
-        if stopped:
-            pool.close()
+        run.end(pool, threads, finished)

@@ -345,6 +345,68 @@ class OneAtATime:
 _BUSY = object()
 
 
+class _Run:
+    """What a run's feeder threads (one per worker) and its caller share: the results queue, the
+    gate and stop flag, and the workers engaged. :meth:`engage` takes a worker past its start-up and
+    gives it its shared object and stream function; :meth:`collect` takes one of its results;
+    :meth:`failed` reports a feeder's error; :meth:`end` stops what must stop when the run ends."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.results: queue.Queue = queue.Queue()
+        self.gate = threading.Condition()
+        self.stop = False
+        self.engaged: list[_Worker] = []
+
+    def engage(self, worker: _Worker, shared: Any, warm: Callable | None, stream: Callable) -> bool:
+        """Wait for ``worker``'s start-up (a run that ends first leaves it starting: a kept one serves
+        the next), give it ``shared`` (running ``warm``) and the stream; False if the run stopped."""
+        while not worker.ready:
+            if self.stop:
+                return False
+            if worker.conn.poll(READY_POLL_S):
+                worker.wait_ready()
+        with self.gate:
+            if self.stop:
+                return False
+            self.engaged.append(worker)
+        worker.request(("shared", shared, warm))
+        worker.serving = True
+        worker.send(("stream", stream))
+        return True
+
+    def collect(self, worker: _Worker, sent: collections.deque) -> bool:
+        """The worker's next result, for the first of ``sent`` (queued); False once its stream is done."""
+        kind, key, value = worker.result()
+        if kind == "done":
+            return False
+        if key != sent[0]:
+            raise GamutError(f"a GPU worker returned {self.label} {key} for {self.label} {sent[0]}")
+        self.results.put(("ok", sent.popleft(), value))
+        return True
+
+    def failed(self, worker: _Worker, sent: collections.deque, exc: BaseException) -> None:
+        if isinstance(exc, _Died):
+            what = f"{self.label} {sent[0]}" if sent else "its start-up"
+            exc = WorkerError(f"a GPU worker process died while running {what} on GPU {worker.gpu} "
+                              "(out of memory, a driver error or a crash)")
+        self.results.put(("error", None, exc))
+
+    def end(self, pool: GpuWorkers, threads: list[threading.Thread], finished: bool) -> None:
+        """After a failure every worker stops; after a success, those still busy with their shared
+        object (not awaited). A worker still starting is left to start (a kept one serves the next run)."""
+        with self.gate:
+            self.stop = True
+            self.gate.notify_all()
+            stopped = list(pool.workers) if not finished else [w for w in self.engaged if not w.serving]
+        for worker in stopped:
+            worker.process.kill()
+        for thread in threads:
+            thread.join()
+        if stopped:
+            pool.close()
+
+
 def run_in_order(
     pool: GpuWorkers,
     stream: Callable[[Any, Iterable[tuple[Any, tuple]]], Iterator[tuple[Any, Any]]],
@@ -375,44 +437,32 @@ def run_in_order(
         return
     todo = itertools.chain([first], todo)
     limit = max(1, WINDOW_PER_WORKER * pool.n_workers)
-    results: queue.Queue = queue.Queue()
-    gate = threading.Condition()
-    state = {"inflight": 0, "exhausted": False, "stop": False}
-    engaged: list[_Worker] = []  # workers past their start-up in this run
+    run = _Run(label)
+    state = {"inflight": 0, "exhausted": False}
 
     def take(wait: bool) -> Any:
         """The next task; None when there are no more (or the run stops); when the window is full,
         ``_BUSY`` (unless ``wait``: then wait for room)."""
-        with gate:
-            while not state["stop"]:
+        with run.gate:
+            while not run.stop:
                 if state["inflight"] + held() < limit or state["inflight"] == 0:
                     item = next(todo, None)
                     if item is None:
                         state["exhausted"] = True
-                        results.put(("wake", None, None))
+                        run.results.put(("wake", None, None))
                         return None
                     state["inflight"] += 1
                     return item
                 if not wait:
                     return _BUSY
-                gate.wait()
+                run.gate.wait()
             return None
 
     def serve_worker(worker: _Worker) -> None:
         sent: collections.deque = collections.deque()
         try:
-            while not worker.ready:  # a run that ends first leaves it starting (a kept one serves the next)
-                if state["stop"]:
-                    return
-                if worker.conn.poll(READY_POLL_S):
-                    worker.wait_ready()
-            with gate:
-                if state["stop"]:
-                    return
-                engaged.append(worker)
-            worker.request(("shared", shared, warm))
-            worker.serving = True
-            worker.send(("stream", stream))
+            if not run.engage(worker, shared, warm, stream):
+                return
             ended = False
             while True:
                 while not ended and len(sent) < AHEAD:
@@ -426,18 +476,10 @@ def run_in_order(
                     else:
                         worker.send(("task", *item))
                         sent.append(item[0])
-                kind, key, value = worker.result()
-                if kind == "done":
+                if not run.collect(worker, sent):
                     break
-                if key != sent[0]:
-                    raise GamutError(f"a GPU worker returned {label} {key} for {label} {sent[0]}")
-                results.put(("ok", sent.popleft(), value))
-        except _Died:
-            what = f"{label} {sent[0]}" if sent else "its start-up"
-            results.put(("error", None, WorkerError(f"a GPU worker process died while running {what} on GPU "
-                                                    f"{worker.gpu} (out of memory, a driver error or a crash)")))
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)
-            results.put(("error", None, exc))
+            run.failed(worker, sent, exc)
 
     threads = [threading.Thread(target=serve_worker, args=(w,), name=f"gamut-gpu{w.gpu}-feed", daemon=True)
                for w in pool.workers]
@@ -446,25 +488,14 @@ def run_in_order(
     finished = False
     try:
         while not (state["exhausted"] and state["inflight"] == 0):
-            kind, key, value = results.get()
+            kind, key, value = run.results.get()
             if kind == "error":
                 raise value
             if kind == "ok":
                 yield key, value
-                with gate:
+                with run.gate:
                     state["inflight"] -= 1
-                    gate.notify_all()
+                    run.gate.notify_all()
         finished = True
     finally:
-        with gate:
-            state["stop"] = True
-            gate.notify_all()
-            # After a failure all workers stop; after a success, those still busy with their shared
-            # object (not awaited). A worker still starting is left to start (a kept one serves the next run).
-            stopped = list(pool.workers) if not finished else [w for w in engaged if not w.serving]
-        for worker in stopped:
-            worker.process.kill()
-        for thread in threads:
-            thread.join()
-        if stopped:
-            pool.close()
+        run.end(pool, threads, finished)
