@@ -272,25 +272,41 @@ def run_in_order(
             # futures' states then bind to the wrong loop: 'bound to a different event loop').
             done = as_completed(loop=client.loop)
             refill()
-        while True:
-            with cluster_failures(label, current):
-                future = next(done, None)
-                if future is None:
-                    return
-                key, _ = inflight.pop(future.key)
-                current[0] = key
-                result = future.result()
-                current[0] = None
-                future.release()
+        for (key, _), result in _finished(done, inflight, refill, label, current):
             yield key, result
-            with cluster_failures(label, current):
-                refill()
     finally:
-        with contextlib.suppress(Exception):  # the cluster may be gone already
-            for _, future in inflight.values():
-                future.cancel()
-            if shared_future is not None:
-                shared_future.release()
+        _let_go([future for _, future in inflight.values()], [shared_future])
+
+
+def _finished(done, inflight: dict, refill: Callable[[], None], label: str,
+              current: list[Any]) -> Iterator[tuple[tuple, Any]]:
+    """``(entry, result)`` for each future of ``done`` as it finishes (``entry``: its value in
+    ``inflight``, taken out; its first item the task's key), released once its result is taken;
+    ``refill()`` after each. Dask's errors become :class:`ClusterError` s naming the task."""
+    while True:
+        with cluster_failures(label, current):
+            future = next(done, None)
+            if future is None:
+                return
+            entry = inflight.pop(future.key)
+            current[0] = entry[0]
+            result = future.result()
+            current[0] = None
+            future.release()
+        yield entry, result
+        with cluster_failures(label, current):
+            refill()
+
+
+def _let_go(unfinished: list[Any], shared: list[Any]) -> None:
+    """Cancel the futures of a run that ends early and release its shared data (the cluster may be
+    gone already: nothing more to do then)."""
+    with contextlib.suppress(Exception):
+        for future in unfinished:
+            future.cancel()
+        for future in shared:
+            if future is not None:
+                future.release()
 
 
 def worker_addresses(conn: Connection) -> list[str]:
@@ -320,7 +336,7 @@ def run_pinned(
 
     client = conn.client
     todo = [iter(t) for t in tasks]
-    inflight: dict[str, tuple[int, Any, Any]] = {}
+    inflight: dict[str, tuple[Any, Any, int]] = {}
     lanes_inflight = [0] * len(tasks)
     futures_shared: list[Any] = []
     current: list[Any] = [None]
@@ -335,7 +351,7 @@ def run_pinned(
                 key, args = item
                 future = client.submit(fn, futures_shared[k], *args, key=f"{key_prefix}-{key}", retries=retries,
                                        pure=False, workers=[workers[k]], allow_other_workers=False)
-                inflight[future.key] = (k, key, future)
+                inflight[future.key] = (key, future, k)
                 lanes_inflight[k] += 1
                 done.add(future)
 
@@ -348,26 +364,11 @@ def run_pinned(
                                   for obj, address in zip(shared, workers)]
             done = as_completed(loop=client.loop)
             refill()
-        while True:
-            with cluster_failures(label, current):
-                future = next(done, None)
-                if future is None:
-                    return
-                k, key, _ = inflight.pop(future.key)
-                lanes_inflight[k] -= 1
-                current[0] = key
-                result = future.result()
-                current[0] = None
-                future.release()
+        for (key, _, k), result in _finished(done, inflight, refill, label, current):
+            lanes_inflight[k] -= 1
             yield key, result
-            with cluster_failures(label, current):
-                refill()
     finally:
-        with contextlib.suppress(Exception):
-            for _, _, future in inflight.values():
-                future.cancel()
-            for future in futures_shared:
-                future.release()
+        _let_go([future for _, future, _ in inflight.values()], futures_shared)
 
 
 def run_one(conn: Connection, fn: Callable, *args: Any, label: str = "a task") -> Any:

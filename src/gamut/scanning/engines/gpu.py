@@ -22,7 +22,6 @@ when a :class:`GpuEngine` is created.
 from __future__ import annotations
 
 import functools
-import os
 import queue
 import threading
 import time
@@ -37,12 +36,11 @@ from gamut.scanning.engines.common import QueryCache
 from gamut.scanning.engines.gpu_device import Collector, CupyBackend, DeviceRun, bucket_profiles, upload_references
 from gamut.scanning.engines.gpu_grid import DeviceRefs, GridChunk, GridRun, RectChunk, grid_chunk
 from gamut.scanning.engines.gpu_plan import (
-    CHUNK_CELLS_PER_DEVICE,
-    CHUNK_PAIRS_PER_DEVICE,
     MAX_GPU_REFERENCE,
     ROW_BUCKETS,
     GpuTuning,
     bucket_for,
+    chunk_sizes,
     check_int32_scores,
     small_unique,
     split_over_devices,
@@ -77,12 +75,9 @@ class GpuEngine:
         self.backends = list(backends)
         self.gpu_ids = [b.device_id for b in self.backends]
         self.cpu = SimdEngine(threads)
-        #: The runner may hand this many cells per ``align`` call (GPU launches want big chunks;
-        #: ``GAMUT_GPU_CHUNK_CELLS`` sets another size per device, for measurements).
-        chunk_cells = int(float(os.environ.get("GAMUT_GPU_CHUNK_CELLS") or CHUNK_CELLS_PER_DEVICE))
-        self.preferred_chunk_cells = chunk_cells * len(self.backends)
-        #: ... and this many pairs (Python work per call is small next to the GPU's).
-        self.preferred_chunk_pairs = CHUNK_PAIRS_PER_DEVICE * len(self.backends)
+        #: The runner may hand this many cells and pairs per ``align`` call (GPU launches want big
+        #: chunks; Python work per call is small next to the GPU's): :func:`~.gpu_plan.chunk_sizes`.
+        self.preferred_chunk_cells, self.preferred_chunk_pairs = chunk_sizes(len(self.backends))
         self.stats: dict[str, float] = {}
         self._stats_lock = threading.Lock()
         #: Per query set and parameters: query tables by query and row schemes by length.

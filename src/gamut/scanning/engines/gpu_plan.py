@@ -3,6 +3,7 @@ row buckets, limits, tuning knobs, the split over devices, query and reference s
 tables of a batch (pair, reference segment)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,14 @@ MAX_GPU_REFERENCE = 2**31 - 2**24
 #: Cells and pairs per ``align`` call the engine asks the runner for, per device.
 CHUNK_CELLS_PER_DEVICE = 16_000_000_000
 CHUNK_PAIRS_PER_DEVICE = 1_000_000
+
+
+def chunk_sizes(devices: int = 1) -> tuple[int, int]:
+    """Cells and pairs per ``align`` call of an engine on ``devices`` GPUs (``GAMUT_GPU_CHUNK_CELLS``
+    sets another size per device, for measurements): what the engine asks for, and what a
+    process that plans a GPU run's chunks without an engine (Parquet's row groups) must use too."""
+    cells = int(float(os.environ.get("GAMUT_GPU_CHUNK_CELLS") or CHUNK_CELLS_PER_DEVICE))
+    return cells * devices, CHUNK_PAIRS_PER_DEVICE * devices
 
 
 @dataclass(frozen=True)

@@ -55,13 +55,7 @@ def run_pinned(
                         return
                     if len(sent) + held(k) >= window:  # collect a result first
                         break
-                    item = next(todo, None)
-                    if item is None:
-                        worker.send(("end",))
-                        ended = True
-                    else:
-                        worker.send(("task", *item))
-                        sent.append(item[0])
+                    ended = run.hand(worker, next(todo, None), sent)
                 if not run.collect(worker, sent):
                     break
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)

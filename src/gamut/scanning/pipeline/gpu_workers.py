@@ -375,6 +375,17 @@ class _Run:
         worker.send(("stream", stream))
         return True
 
+    @staticmethod
+    def hand(worker: _Worker, item: tuple | None, sent: collections.deque) -> bool:
+        """Send the worker its next task ``(key, args)`` (noted in ``sent``), or the end of its
+        stream when ``item`` is None; True once the end is sent."""
+        if item is None:
+            worker.send(("end",))
+            return True
+        worker.send(("task", *item))
+        sent.append(item[0])
+        return False
+
     def collect(self, worker: _Worker, sent: collections.deque) -> bool:
         """The worker's next result, for the first of ``sent`` (queued); False once its stream is done."""
         kind, key, value = worker.result()
@@ -470,12 +481,7 @@ def run_in_order(
                     item = take(not sent)
                     if item is _BUSY:
                         break
-                    if item is None:
-                        worker.send(("end",))
-                        ended = True
-                    else:
-                        worker.send(("task", *item))
-                        sent.append(item[0])
+                    ended = run.hand(worker, item, sent)
                 if not run.collect(worker, sent):
                     break
         except BaseException as exc:  # noqa: BLE001 (raised by the caller's thread)

@@ -105,15 +105,9 @@ class ScanInput:
     def rect_chunks(self, q0: int, q1: int, r0: int, r1: int, chunk_cells: int) -> Iterator[np.ndarray]:
         """Queries ``q0..q1-1`` against references ``r0..r1-1`` as rectangles of whole rows (a
         query against all those references) of about ``chunk_cells`` cells each (at least a row)."""
-        ql = self.query_lengths()
         width = int(self._reference_cumsum[r1] - self._reference_cumsum[r0])
-        cum = np.cumsum(ql[q0:q1]) * max(width, 1)
-        start = 0
-        while start < q1 - q0:
-            base = cum[start - 1] if start else 0
-            stop = max(int(np.searchsorted(cum, base + chunk_cells, side="right")), start + 1)
-            yield PairRun.of_rect(q0 + start, q0 + stop, r0, r1)
-            start = stop
+        for a, b in row_runs(self.query_lengths()[q0:q1], width, chunk_cells):
+            yield PairRun.of_rect(q0 + a, q0 + b, r0, r1)
 
     def chunk_cells(self, chunk: np.ndarray) -> int:
         """Cells of a chunk of pairs: O(queries) for a :class:`PairRun` of this scan (a run or a
@@ -216,6 +210,19 @@ class Partition:
     stop: int
     cells: int
     prev_query: int
+
+
+def row_runs(query_lengths: np.ndarray, letters: int, cells: int) -> list[tuple[int, int]]:
+    """Consecutive query ranges ``(a, b)`` whose rows against ``letters`` reference letters hold at
+    most ``cells`` cells (a range of one query when its row alone holds more)."""
+    cum = np.cumsum(np.asarray(query_lengths, np.int64)) * max(int(letters), 1)
+    runs, start = [], 0
+    while start < cum.shape[0]:
+        base = int(cum[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(cum, base + cells, side="right")), start + 1)
+        runs.append((start, stop))
+        start = stop
+    return runs
 
 
 def _cut_spans(cells: np.ndarray, chunk_cells: int, chunk_pairs: int) -> Iterator[tuple[int, int]]:

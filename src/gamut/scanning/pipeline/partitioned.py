@@ -28,6 +28,7 @@ from gamut.scanning.pipeline.partitions import (
     PARTITION_PAIRS,
     PartitionTask,
     abandon_on_failure,
+    chunk_stops,
     compute_partition,
     compute_partitions,
     device_kind,
@@ -161,9 +162,9 @@ def execute(
 
     flush()
     todo = [p for p in parts if p.index not in finished]
-    if not todo:  # every partition read back from the run directory
-        pass
-    elif conn is None:
+    if not todo:  # every partition read back from the run directory: no worker to start
+        conn = None
+    if conn is None:
         for p in todo:
             deliver(p.index, compute_partition(task, p.index, p.start, p.stop, p.prev_query))
     elif _is_gpu_workers(conn):
@@ -252,12 +253,11 @@ def _chunk_stops(task: PartitionTask, conn) -> np.ndarray:
     if conn is None:
         cells, pairs = engine_chunking(task)
     elif _is_gpu_workers(conn):
-        from gamut.scanning.engines.gpu_plan import CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
+        from gamut.scanning.engines.gpu_plan import chunk_sizes
 
-        cells, pairs = CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
+        cells, pairs = chunk_sizes()
     else:
         from gamut.cluster import run_one
 
         cells, pairs = run_one(conn, engine_chunking, task, label="the chunk-size task")
-    lengths = [b - a for a, b in task.job.scan_input.spans(cells, pairs)]
-    return np.cumsum(np.asarray(lengths, np.int64))
+    return chunk_stops(task.job.scan_input, cells, pairs)

@@ -106,6 +106,13 @@ def task_sinks(task: PartitionTask) -> list:
     return sinks
 
 
+def chunk_stops(scan_input: ScanInput, cells: int, pairs: int) -> np.ndarray:
+    """Pair numbers ending each chunk of a single-process run in chunks of ``cells`` cells and at
+    most ``pairs`` pairs (where Parquet's row groups end: :attr:`Sink.regroups`)."""
+    lengths = [b - a for a, b in scan_input.spans(cells, pairs)]
+    return np.cumsum(np.asarray(lengths, np.int64))
+
+
 def engine_chunking(task: PartitionTask) -> tuple[int, int]:
     """The chunk sizes (cells, pairs) a single process with this task's engine uses."""
     engine = task_engine(task)

@@ -25,16 +25,10 @@ from gamut.progress import progress_bar
 from gamut.scanning.pipeline.gpu_pinned import run_pinned
 from gamut.scanning.pipeline.gpu_workers import WorkerError, workers_for
 from gamut.scanning.pipeline.job import ScanJob
-from gamut.scanning.pipeline.partitions import abandon_on_failure
+from gamut.scanning.pipeline.partitions import abandon_on_failure, chunk_stops
 from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, stripe_tasks
 from gamut.scanning.sinks.base import Sink
 from gamut.timeline import span
-
-
-def single_process_chunk_stops(job: ScanJob, chunk_cells: int, chunk_pairs: int) -> np.ndarray:
-    """Pair numbers ending each chunk of a single-process run of ``job`` (Parquet's row groups)."""
-    lengths = [b - a for a, b in job.scan_input.spans(chunk_cells, chunk_pairs)]
-    return np.cumsum(np.asarray(lengths, np.int64))
 
 
 def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., Any], gpus: Sequence[int] = (),
@@ -52,9 +46,9 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     with span("plan stripes"):
         tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS)
     if any(sink.regroups for sink in sinks):
-        from gamut.scanning.engines.gpu_plan import CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE
+        from gamut.scanning.engines.gpu_plan import chunk_sizes
 
-        stops = single_process_chunk_stops(job, CHUNK_CELLS_PER_DEVICE, CHUNK_PAIRS_PER_DEVICE)
+        stops = chunk_stops(job.scan_input, *chunk_sizes())
         for sink in sinks:
             if sink.regroups:
                 sink.chunk_stops = stops

@@ -26,7 +26,7 @@ import numpy as np
 
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pair_run import rect_of
-from gamut.scanning.pipeline.pairs import ScanInput
+from gamut.scanning.pipeline.pairs import ScanInput, row_runs
 from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sinks
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.timeline import mark, span
@@ -66,15 +66,7 @@ def plan_stripes(lengths: np.ndarray, count: int) -> list[Stripe]:
 def plan_groups(query_lengths: np.ndarray, stripe_letters: int, tile_cells: int = TILE_CELLS) -> list[tuple[int, int]]:
     """Consecutive query ranges ``(q0, q1)`` of about ``tile_cells`` cells against a stripe of
     ``stripe_letters`` letters (at least one query each)."""
-    ql = np.asarray(query_lengths, np.int64)
-    cum = np.cumsum(ql) * max(int(stripe_letters), 1)
-    groups, start = [], 0
-    while start < ql.shape[0]:
-        base = int(cum[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(cum, base + tile_cells, side="right")), start + 1)
-        groups.append((start, stop))
-        start = stop
-    return groups
+    return row_runs(query_lengths, stripe_letters, tile_cells)
 
 
 @dataclass(frozen=True)
