@@ -110,29 +110,9 @@ def micro() -> dict:
     return res
 
 
-#: Runs argv[1:]; prints its wall seconds, peak RSS (KiB), page faults (minor, major), CPU seconds
-#: (user, system) and context switches (voluntary, involuntary) as one JSON line.
-LAUNCHER = """import json, os, subprocess, sys, time
-start = time.perf_counter()
-proc = subprocess.Popen(sys.argv[1:])
-_, status, u = os.wait4(proc.pid, 0)
-print(json.dumps([time.perf_counter() - start, u.ru_maxrss, u.ru_minflt, u.ru_majflt, u.ru_utime, u.ru_stime,
-                  u.ru_nvcsw, u.ru_nivcsw]))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-USAGE = ("wall_s", "peak_rss", "minor_faults", "major_faults", "user_s", "system_s", "voluntary_switches",
-         "involuntary_switches")
-
-
 def whole(cmd: list[str], env: dict | None = None) -> dict:
-    """Wall seconds, peak RSS (bytes) and the other resource counts of one process."""
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True,
-                          env=env or dict(os.environ, GAMUT_SERVER="off"))
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed with status {done.returncode}")
-    got = dict(zip(USAGE, json.loads(done.stdout.strip().splitlines()[-1])))
-    got["peak_rss"] *= 1024
-    return got
+    """Wall seconds, peak RSS (bytes), page faults and CPU seconds of one process."""
+    return scan_e2e.measure(cmd, env)
 
 
 DEVICE = ["cuda"]

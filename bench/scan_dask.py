@@ -60,10 +60,14 @@ def run(cmd: list[str], env: dict | None = None) -> float:
 
 
 class TcpCluster:
-    """A scheduler and ``workers`` worker processes on 127.0.0.1 (each its own process group)."""
+    """A scheduler and ``workers`` worker processes on 127.0.0.1 (each its own process group); with
+    ``gpus``, one worker per GPU seeing it alone (``CUDA_VISIBLE_DEVICES``, named ``gpuN``), as
+    docs/cluster.md tells users to start a cluster of GPUs. ``env``: the processes' environment."""
 
-    def __init__(self, workers: int, threads: int, folder: Path) -> None:
+    def __init__(self, workers: int, threads: int, folder: Path, gpus: list[int] | None = None,
+                 env: dict | None = None) -> None:
         self.procs: list[subprocess.Popen] = []
+        self.env = dict(os.environ if env is None else env)
         sched_file = folder / "scheduler.json"
         self._start("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                     "--scheduler-file", str(sched_file))
@@ -73,19 +77,21 @@ class TcpCluster:
                 raise SystemExit("the scheduler did not start")
             time.sleep(0.2)
         time.sleep(0.2)
-        for _ in range(workers):
+        for k in range(len(gpus) if gpus else workers):
+            pinned = ({"CUDA_VISIBLE_DEVICES": str(gpus[k])}, "--name", f"gpu{gpus[k]}") if gpus else ({},)
             self._start("distributed.cli.dask_worker", "--scheduler-file", str(sched_file), "--nworkers", "1",
-                        "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1")
+                        "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", *pinned[1:], extra=pinned[0])
         self.address = json.loads(sched_file.read_text())["address"]
         from distributed import Client
 
         with Client(self.address, timeout=60) as client:
-            client.wait_for_workers(workers, timeout=120)
+            client.wait_for_workers(len(gpus) if gpus else workers, timeout=180)
             client.run(lambda: __import__("gamut.scanning.pipeline.partitioned"))  # imports, as a warm pool would have
 
-    def _start(self, *args: str) -> None:
+    def _start(self, *args: str, extra: dict | None = None) -> None:
         self.procs.append(subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL, start_new_session=True))
+                                           stderr=subprocess.DEVNULL, start_new_session=True,
+                                           env={**self.env, **(extra or {})}))
 
     def close(self) -> None:
         for proc in reversed(self.procs):

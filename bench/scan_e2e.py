@@ -181,25 +181,51 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path,
     if args.cluster and not cpu_compare:
         cmd += ["--cluster", args.cluster]
     out_file.unlink(missing_ok=True)  # a first write (renaming over an old file makes ext4 flush it)
-    # Through a small launcher process: a child's ru_maxrss counts the memory of the process it
-    # was forked from (Linux keeps the high-water mark across exec), and this one holds every
-    # workload; the launcher's is a few MB, so the figure is the gamut process' own.
     env = dict(os.environ, GAMUT_SERVER=str(served) if served else "off")
-    launched = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True, env=env)
-    if launched.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed with status {launched.returncode}")
-    wall, rss = launched.stdout.strip().splitlines()[-1].split()
-    return float(wall), int(rss) * 1024
+    got = measure(cmd, env)
+    return got["wall_s"], got["peak_rss"]
 
 
-#: Runs argv[1:], prints its wall seconds and peak RSS (KiB); exits with its status.
-LAUNCHER = """import os, subprocess, sys, time
+#: Runs argv[1:] and prints, as one JSON line: its wall seconds, its own peak RSS (VmHWM, sampled
+#: while it runs: its worker processes not counted), the peak RSS of the process tree (ru_maxrss:
+#: the largest of it and its waited-for children), page faults (minor, major), CPU seconds (user,
+#: system); exits with its status. A launcher process, because a child's ru_maxrss counts the
+#: memory of the process it was forked from (Linux keeps the high-water mark across exec), and
+#: the benchmark holds every workload; the launcher's is a few MB.
+LAUNCHER = """import json, os, subprocess, sys, threading, time
 start = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(proc.pid, 0)
-print(time.perf_counter() - start, usage.ru_maxrss)
+own = [0]
+def sample():
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        own[0] = max(own[0], int(line.split()[1]))
+        except OSError:
+            return
+        time.sleep(0.02)
+threading.Thread(target=sample, daemon=True).start()
+_, status, u = os.wait4(proc.pid, 0)
+print(json.dumps([time.perf_counter() - start, own[0], u.ru_maxrss, u.ru_minflt, u.ru_majflt, u.ru_utime,
+                  u.ru_stime]))
 sys.exit(os.waitstatus_to_exitcode(status))
 """
+MEASURES = ("wall_s", "main_peak_rss", "peak_rss", "minor_faults", "major_faults", "user_s", "system_s")
+
+
+def measure(cmd: list[str], env: dict | None = None) -> dict:
+    """One process of ``cmd`` through :data:`LAUNCHER`: :data:`MEASURES` (RSS in bytes; ``peak_rss``
+    the tree's). A failing process ends the benchmark."""
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True,
+                          env=env if env is not None else dict(os.environ, GAMUT_SERVER="off"))
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with status {done.returncode}")
+    got = dict(zip(MEASURES, json.loads(done.stdout.strip().splitlines()[-1])))
+    got["main_peak_rss"] *= 1024
+    got["peak_rss"] *= 1024
+    return got
 
 
 def timed(runs: list[tuple[float, int]]) -> tuple[float, list[float], int]:

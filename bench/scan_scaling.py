@@ -27,42 +27,18 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import scan_e2e  # noqa: E402
+from scan_dask import TcpCluster  # noqa: E402
 
 MODES = {"fast": ["--noenergy", "--score-threshold", "160"], "default": []}
-
-#: Runs argv[1:], samples its own peak RSS (VmHWM) while it runs; prints wall seconds, that peak
-#: (KiB) and the peak of the whole tree (ru_maxrss: the largest of it and its waited-for children).
-LAUNCHER = """import json, os, subprocess, sys, threading, time
-start = time.perf_counter()
-proc = subprocess.Popen(sys.argv[1:])
-own = [0]
-def sample():
-    while proc.poll() is None:
-        try:
-            with open(f"/proc/{proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        own[0] = max(own[0], int(line.split()[1]))
-        except OSError:
-            return
-        time.sleep(0.02)
-threading.Thread(target=sample, daemon=True).start()
-_, status, usage = os.wait4(proc.pid, 0)
-print(json.dumps([time.perf_counter() - start, own[0], usage.ru_maxrss]))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
 
 def digest(path: Path) -> str:
     try:
@@ -80,11 +56,8 @@ def digest(path: Path) -> str:
 
 
 def whole(cmd: list[str], env: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, *cmd], stdout=subprocess.PIPE, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed with status {done.returncode}")
-    wall, own, tree = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"wall_s": wall, "main_peak_rss": own * 1024, "tree_peak_rss": tree * 1024}
+    got = scan_e2e.measure(cmd, env)
+    return {"wall_s": got["wall_s"], "main_peak_rss": got["main_peak_rss"], "tree_peak_rss": got["peak_rss"]}
 
 
 DEVICE = ["cuda"]
@@ -100,52 +73,6 @@ def gamut(*args: str) -> list[str]:
                 del args[k:k + 2]
         args += ["--device", DEVICE[0]]
     return [sys.executable, "-m", "gamut", *args]
-
-
-class DaskCluster:
-    """``dask scheduler`` and one ``dask worker`` per GPU (``CUDA_VISIBLE_DEVICES``), as
-    docs/cluster.md tells users to start them, on 127.0.0.1."""
-
-    def __init__(self, gpus: list[int], folder: Path, env: dict) -> None:
-        self.procs: list[subprocess.Popen] = []
-        self.timeline = folder / "dask_timeline.jsonl"  # where the workers' spans go (bench's --timeline)
-        env = {**env, "GAMUT_TIMELINE": str(self.timeline)}
-        scheduler = folder / "scheduler.json"
-        self._start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(scheduler)], env, folder)
-        deadline = time.monotonic() + 60
-        while not scheduler.exists():
-            if time.monotonic() > deadline:
-                raise SystemExit("the Dask scheduler did not start")
-            time.sleep(0.2)
-        time.sleep(0.3)
-        for g in gpus:
-            self._start(["distributed.cli.dask_worker", "--scheduler-file", str(scheduler), "--nworkers", "1",
-                         "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", "--name", f"gpu{g}"],
-                        {**env, "CUDA_VISIBLE_DEVICES": str(g)}, folder)
-        self.address = json.loads(scheduler.read_text())["address"]
-        from distributed import Client
-
-        with Client(self.address, timeout=60) as client:
-            client.wait_for_workers(len(gpus), timeout=180)
-
-    def _start(self, args: list[str], env: dict, folder: Path) -> None:
-        log = open(folder / f"dask{len(self.procs)}.log", "wb")
-        self.procs.append(subprocess.Popen([sys.executable, "-m", *args], env=env, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True))
-        log.close()
-
-    def stop(self) -> None:
-        import signal
-
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def gpu_count() -> int:
@@ -207,7 +134,9 @@ def main() -> int:
         try:
             if args.dask and sets:
                 largest = max(sets, key=lambda s: len(s.split(",")))
-                cluster = DaskCluster([int(g) for g in largest.split(",")], tmp, env)
+                dask_timeline = tmp / "dask_timeline.jsonl"  # where the workers' spans go (--timeline)
+                cluster = TcpCluster(0, 1, tmp, gpus=[int(g) for g in largest.split(",")],
+                                     env={**env, "GAMUT_TIMELINE": str(dask_timeline)})
                 report["dask"] = {"gpus": largest, "address": cluster.address}
             runs = [(mode, gpus, None) for mode in modes for gpus in sets]
             if cluster is not None:
@@ -231,7 +160,7 @@ def main() -> int:
                     base[mode] = row
                 if args.timeline:
                     row["timeline"] = timeline(cmd, env, args, f"{mode}_{'dask' if address else 'gpus'}{gpus.replace(',', '-')}",
-                                               cluster.timeline if address else None)
+                                               dask_timeline if address else None)
                 ref = base.get(mode)
                 row["speedup"] = ref["after_startup_s"] / row["after_startup_s"] if ref else None
                 row["same_output"] = ref is not None and row["checksum"] == ref["checksum"]
@@ -252,7 +181,7 @@ def main() -> int:
                 report["golden"] = golden_checks(args.golden, golden_sets, cluster.address if cluster else None, tmp, env)
         finally:
             if cluster is not None:
-                cluster.stop()
+                cluster.close()
     write(report, args)
     return 0
 
