@@ -49,10 +49,18 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
     runs in stripes of the references instead (:func:`~gamut.scanning.pipeline.striped.run_striped`)."""
     if gpu_workers is None:
         gpu_workers = job.gpu_workers
-    if gpu_workers and job.run_dir is None and job.params.restrict is None:
+    striped = job.run_dir is None and job.params.restrict is None
+    if striped and (gpu_workers or (job.cluster is not None and device_kind(job.device) == "cuda")):
         from gamut.scanning.pipeline.striped import run_striped
 
-        run_striped(job, sinks, make_engine, gpu_workers)
+        if gpu_workers:
+            run_striped(job, sinks, make_engine, gpu_workers)
+            return
+        conn, threads, gpus = _connect(job)
+        try:  # a GPU cluster: a stripe of the references per worker, as on several GPUs here
+            run_striped(job.where(threads=threads, gpus=gpus), sinks, make_engine, conn=conn)
+        finally:
+            conn.close()
         return
     if gpu_workers:
         default = gpu_partitioning(job.scan_input, len(gpu_workers))
@@ -74,20 +82,7 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
     parts = plan_partitions(job.scan_input, sizes["cells"], sizes["pairs"])
     conn, threads, gpus, owned = None, job.threads, job.gpus, True
     if job.cluster is not None:
-        from gamut.cluster import connect, default_threads
-
-        conn = connect(job.cluster, device=job.device, gpus=gpus, analysis="scan")
-        threads = default_threads(conn, job.cluster, threads)
-        if isinstance(job.cluster, str) and job.cluster.startswith("local") and device_kind(job.device) == "cuda":
-            gpus = None  # each local worker sees its one GPU as device 0
-        if device_kind(job.device) == "cuda" and run_dir is None and job.params.restrict is None:
-            from gamut.scanning.pipeline.striped import run_striped
-
-            try:  # a GPU cluster: a stripe of the references per worker, as on several GPUs here
-                run_striped(job.where(threads=threads, gpus=gpus), sinks, make_engine, conn=conn)
-            finally:
-                conn.close()
-            return
+        conn, threads, gpus = _connect(job)
     elif gpu_workers:
         from gamut.scanning.pipeline.gpu_workers import workers_for
 
@@ -124,6 +119,18 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
                 formats=len(formats))
         for sink in sinks:
             sink.close()
+
+
+def _connect(job: ScanJob) -> tuple[Any, int | None, Any]:
+    """The job's cluster, the engine threads of its workers and the GPUs they name (none: a local
+    GPU worker sees its one GPU as device 0)."""
+    from gamut.cluster import connect, default_threads
+
+    conn = connect(job.cluster, device=job.device, gpus=job.gpus, analysis="scan")
+    gpus = job.gpus
+    if isinstance(job.cluster, str) and job.cluster.startswith("local") and device_kind(job.device) == "cuda":
+        gpus = None
+    return conn, default_threads(conn, job.cluster, job.threads), gpus
 
 
 def execute(
