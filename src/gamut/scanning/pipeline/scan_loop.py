@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = ["ScanInput", "hit_energies", "run_scan", "scan_chunks"]
 
+#: Chunks a GPU engine may run ahead of the caller, per chunk it aligns at once. The host work
+#: that follows a chunk (hits, and a stripe worker's rendering and hand-over of a tile) comes in
+#: bursts; with only one chunk ahead per lane the GPU waits through each burst. Measured on the
+#: transcriptome scan's stripe workers (2x H200, bench/results/scan_engine_probe_*-28g.json):
+#: 1 ahead per lane 3.74 s, 3: 3.44 s, 6: 3.24 s, 12: 3.14-3.25 s. A CPU engine keeps one per
+#: lane, so that post-processing gets every core whenever no alignment runs.
+GPU_AHEAD_PER_LANE = 6
+
 
 def hit_energies(hits: HitTable, params: ScanParams, threads: int | None, device: str = "cpu") -> np.ndarray:
     """Energies (float32 kcal/mol) of every hit (miranda-model §9), or the -noenergy value; ``device``
@@ -151,12 +159,13 @@ def scan_chunks(
         return result, cells
 
     processing: deque = deque()  # futures of (ChunkResult, cells), in order
+    ahead = 1 + lanes if engine.occupies_cores else 1 + GPU_AHEAD_PER_LANE * lanes
     submitted = 0
     with ThreadPoolExecutor(lanes, thread_name_prefix="gamut-align") as aligner, \
             ThreadPoolExecutor(1, thread_name_prefix="gamut-hits") as hitter, numba_threads(threads):
         try:
             while True:
-                while len(aligning) < 1 + lanes:  # keep the engine up to 1 + lanes chunks ahead
+                while len(aligning) < ahead:  # keep the engine up to `ahead` chunks ahead
                     aligning.append(aligner.submit(align_next, submitted))
                     submitted += 1
                     processing.append(hitter.submit(post_process, aligning[-1]))
