@@ -101,19 +101,21 @@ def encode_all(sequences: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return codes, starts[:-1], lengths.astype(np.int32)
 
 
-def plan(sequences: list[str], options: TurnerOptions) -> FoldJob:
-    """The job of folding ``sequences``: their codes, the model arrays and the launches."""
+def plan(sequences: list[str], options: TurnerOptions, long_from: int = LONG_FROM) -> FoldJob:
+    """The job of folding ``sequences``: their codes, the model arrays and the launches (sequences of
+    at least ``long_from`` letters by diagonals)."""
     codes, starts, lengths = encode_all(sequences)
     tables = turner_tables(options)
     longest = int(lengths.max(initial=0))
     job = FoldJob(options, tables.values, hairpin_sizes(tables, longest), codes, starts, lengths)
     low = 1
     for high, threads in CLASSES:
+        high = min(high, long_from - 1)
         ids = np.flatnonzero((lengths >= low) & (lengths <= high)).astype(np.int64)
         if ids.size:
             job.launches.append(BatchLaunch(ids, int(lengths[ids].max()), threads))
         low = high + 1
-    job.launches += [LongLaunch(int(x)) for x in np.flatnonzero(lengths >= LONG_FROM)]
+    job.launches += [LongLaunch(int(x)) for x in np.flatnonzero(lengths >= long_from)]
     return job
 
 
@@ -153,15 +155,16 @@ def finish(sequences: list[str], job: FoldJob, energy: np.ndarray, err: np.ndarr
 
 
 def mfe_batch(sequences: list[str], options: TurnerOptions, *, runner: Runner | None = None,
-              device_id: int = 0) -> tuple[np.ndarray, list[str]]:
+              device_id: int = 0, long_from: int = LONG_FROM) -> tuple[np.ndarray, list[str]]:
     """MFE of every sequence (int32, dcal/mol, ViennaRNA's integers) and one optimal dot-bracket
     structure each, folded on the GPU (``runner``: :class:`CupyRunner` on ``device_id`` unless given).
 
     Letters: A, C, G, U and T (read as U) in either case, and N (pairs with nothing); any other
     raises :class:`InputError` naming the sequence's index; a sequence whose folding does not fit
-    the GPU's free memory raises :class:`SequenceMemoryError`."""
+    the GPU's free memory raises :class:`SequenceMemoryError`. Sequences of at least ``long_from``
+    letters fold one at a time by diagonals, shorter ones in batches."""
     sequences = list(sequences)
-    job = plan(sequences, options)
+    job = plan(sequences, options, long_from)
     if not job.launches:
         return np.zeros(len(sequences), np.int32), ["" for _ in sequences]
     if runner is None:
