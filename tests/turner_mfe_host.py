@@ -10,7 +10,7 @@ import numpy as np
 from host_build import build_host_library
 
 from gamut.folding.turner.energy_tables import turner_tables
-from gamut.folding.turner.gpu_mfe import BatchLaunch, FoldJob, work_ints
+from gamut.folding.turner.gpu_mfe import BatchLaunch, FoldJob, long_parts, work_ints
 from gamut.folding.turner.options import TurnerOptions
 
 HARNESS = "turner_mfe_host"
@@ -26,14 +26,17 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 
 class HostRunner:
-    """Runner on the CPU (one thread); ``sms`` multiprocessors of one block each, so that a batch of
-    more sequences than blocks has its blocks loop over sequences and reuse their work areas."""
+    """Runner on the CPU (one thread); ``sms`` multiprocessors (of BLOCKS_PER_SM blocks each: a batch of
+    more sequences than blocks has its blocks loop over sequences and reuse their work areas)."""
 
-    def __init__(self, library_path: str, free_bytes: int = 1 << 32, sms: int = 1) -> None:
+    def __init__(self, library_path: str, free_bytes: int = 1 << 32, sms: int = 1,
+                 resident_threads: int = 4096) -> None:
         self.lib = ctypes.CDLL(library_path)
         self.lib.host_tmfe_work_ints.restype = ctypes.c_longlong
         self._free = free_bytes
         self._sms = sms
+        #: Threads the long path fills per diagonal (a device's resident threads; long_parts).
+        self.resident_threads = resident_threads
         #: The launches carried out: ("batch", count, nmax, blocks) or ("long", n).
         self.launches: list[tuple] = []
 
@@ -65,7 +68,7 @@ class HostRunner:
                 f = np.zeros(launch.ids.size, np.int32)
                 self.lib.host_tmfe_batch(*model, _ptr(S), _ptr(starts), _ptr(lengths), ctypes.c_int(launch.ids.size),
                                          ctypes.c_int(launch.nmax), _ptr(work), ctypes.c_longlong(size), _ptr(out),
-                                         _ptr(e), _ptr(f), ctypes.c_int(grid))
+                                         _ptr(e), _ptr(f), ctypes.c_int(grid), ctypes.c_int(launch.threads))
                 energy[launch.ids] = e
                 err[launch.ids] = f
                 self.launches.append(("batch", int(launch.ids.size), launch.nmax, grid))
@@ -78,7 +81,13 @@ class HostRunner:
                 struct = np.zeros(n, np.uint8)
                 e = np.zeros(1, np.int32)
                 f = np.zeros(1, np.int32)
-                self.lib.host_tmfe_long(*model, _ptr(seq), ctypes.c_int(n), _ptr(work), _ptr(struct), _ptr(e), _ptr(f))
+                for d in range(n):  # CupyRunner._long's launches
+                    parts = long_parts(n - d, self.resident_threads)
+                    if self.lib.host_tmfe_diagonal_parts(n - d, self.resident_threads) != parts:
+                        raise AssertionError("gpu_mfe.long_parts differs from diagonal_parts")
+                    self.lib.host_tmfe_diagonal(*model, _ptr(seq), ctypes.c_int(n), _ptr(work), ctypes.c_int(d),
+                                                ctypes.c_int(parts))
+                self.lib.host_tmfe_finish(*model, _ptr(seq), ctypes.c_int(n), _ptr(work), _ptr(struct), _ptr(e), _ptr(f))
                 out[a:a + n] = struct
                 energy[x], err[x] = e[0], f[0]
                 self.launches.append(("long", n))

@@ -218,15 +218,15 @@ DEV void gaps_of(int x, int* u1, int* u2) {
 #define TMFE_GAP_PAIRS 496  // (u1, u2) with u1 + u2 <= 30
 
 // Best interior loop (stack and bulges included, but not the stack with noLP: the caller adds it)
-// closed by (i, j) of type t, with the inner pair's energy.
-DEV int interior_min(const Model& m, const Seq& s, int i, int j, int t) {
+// closed by (i, j) of type t, with the inner pair's energy, over the loops whose 5' gap u1 is
+// part, part + parts, ... (a cell's loops shared by parts threads).
+DEV int interior_min(const Model& m, const Seq& s, int i, int j, int t, int part, int parts) {
     const int* E = m.E;
     const int d = j - i;
     const int most = min2(TMFE_MAXLOOP, d - 2 - TMFE_TURN - 1);  // u1 + u2: the inner pair spans >= 4
     int best = TMFE_INF;
-    if (most < 0) return best;
     // Stacks, bulges, 1xn, 2x2, 2x3 and 3x2 loops: the full energy.
-    for (int u1 = 0; u1 <= most; ++u1) {
+    for (int u1 = part; u1 <= most; u1 += parts) {
         const int p = i + 1 + u1;
         for (int u2 = 0; u2 <= most - u1; ++u2) {
             if (generic_gaps(u1, u2)) break;  // and every later u2: the generic ones follow
@@ -243,7 +243,9 @@ DEV int interior_min(const Model& m, const Seq& s, int i, int j, int t) {
     int gen = TMFE_INF;
     const int* GEN = E + E_GEN;
     const long long n = s.n;
-    for (int u1 = 2; u1 <= most - 2; ++u1) {
+    int u1 = part;
+    while (u1 < 2) u1 += parts;
+    for (; u1 <= most - 2; u1 += parts) {
         const int p = i + 1 + u1;
         int u2 = u1 <= 3 ? 6 - u1 : 2;
         long long e = d - 2 - u1 - u2;  // the inner pair's diagonal
@@ -259,8 +261,33 @@ DEV int interior_min(const Model& m, const Seq& s, int i, int j, int t) {
 }
 
 // ---- the fill ------------------------------------------------------------------------------------
-// Every array's cell (i, j); the diagonals before it must be done.
-DEV void fill_cell(const Model& m, const Seq& s, int i, int j) {
+// A cell's two long minimisations, shared by parts threads (thread part takes every parts-th term):
+// DML's splits and the interior loops of the pair.
+struct Partial {
+    int dml, inner;
+};
+
+DEV Partial cell_partial(const Model& m, const Seq& s, int i, int j, int part, int parts) {
+    Partial r{TMFE_INF, TMFE_INF};
+    const int d = j - i;
+    if (d <= TMFE_TURN) return r;
+    // Split after k = i + a: FML[i][k] on diagonal a at i, FML[k + 1][j] on diagonal d - a - 1 at k + 1.
+    const long long n = s.n;
+    int dml = TMFE_INF;
+    for (int a = TMFE_TURN + 1 + part; a <= d - TMFE_TURN - 2; a += parts) {
+        const long long b = d - a - 1;
+        const int v = s.FML[(long long)a * n - (long long)a * (a - 1) / 2 + i] +
+                      s.FML[b * n - b * (b - 1) / 2 + i + a + 1];
+        dml = min2(dml, v);
+    }
+    r.dml = dml;
+    const int t = type_of(m, s, i, j);
+    if (t) r.inner = interior_min(m, s, i, j, t, part, parts);
+    return r;
+}
+
+// Every array's cell (i, j) from the minima of its partials (the diagonals before it are done).
+DEV void cell_finish(const Model& m, const Seq& s, int i, int j, Partial r) {
     const long long at = cell(s, i, j);
     const int d = j - i;
     if (d <= TMFE_TURN) {
@@ -268,21 +295,11 @@ DEV void fill_cell(const Model& m, const Seq& s, int i, int j) {
         if (m.nolp) s.CX[at] = TMFE_INF;
         return;
     }
-    const long long n = s.n;
-    // DML: two stems or more, split after k (FML[i][k] on diagonal k - i at i; FML[k + 1][j] at k + 1).
-    int dml = TMFE_INF;
-    for (int a = TMFE_TURN + 1; a <= d - TMFE_TURN - 2; ++a) {
-        const long long b = d - a - 1;
-        const int v = s.FML[(long long)a * n - (long long)a * (a - 1) / 2 + i] +
-                      s.FML[b * n - b * (b - 1) / 2 + i + a + 1];
-        dml = min2(dml, v);
-    }
-    dml = fin(dml);
+    const int dml = fin(r.dml);
     const int t = type_of(m, s, i, j);
     int cx = TMFE_INF, c = TMFE_INF;
     if (t) {
-        cx = hairpin_energy(m, s, i, j, t);
-        cx = min2(cx, interior_min(m, s, i, j, t));
+        cx = min2(hairpin_energy(m, s, i, j, t), r.inner);
         const int inner = s.DML[cell(s, i + 1, j - 1)];
         if (inner < TMFE_HALF_INF) cx = min2(cx, inner + multi_closing(m, s, i, j, t));
         if (m.nolp) {
@@ -314,6 +331,43 @@ DEV void fill_cell(const Model& m, const Seq& s, int i, int j) {
     s.FML[at] = fin(fml);
     s.DML[at] = dml;
 }
+
+// Threads per cell of a diagonal of `cells` cells filled by `threads` threads: a power of two up
+// to a warp, as many as leave no thread idle (the last diagonals have few cells and the most work).
+DEV int diagonal_parts(int cells, int threads) {
+    int parts = 1;
+    while (parts < 32 && 2 * parts * cells <= threads) parts *= 2;
+    return parts;
+}
+
+// Share x of diagonal d: part x % parts of cell x / parts. Every thread of a warp calls it (with
+// x beyond the diagonal's cells too): the parts of a cell, adjacent lanes, meet by shuffles.
+#ifdef TMFE_HOST
+DEV void fill_share(const Model& m, const Seq& s, int d, long long x, int parts) {
+    // The host runs share x for x % parts == 0 only, doing every part of the cell in turn.
+    const int i = (int)(x / parts);
+    if (x % parts || i >= s.n - d) return;
+    Partial r{TMFE_INF, TMFE_INF};
+    for (int part = 0; part < parts; ++part) {
+        const Partial q = cell_partial(m, s, i, i + d, part, parts);
+        r.dml = min2(r.dml, q.dml);
+        r.inner = min2(r.inner, q.inner);
+    }
+    cell_finish(m, s, i, i + d, r);
+}
+#else
+__device__ void fill_share(const Model& m, const Seq& s, int d, long long x, int parts) {
+    const int i = (int)(x / parts), part = (int)(x % parts);
+    const bool valid = i < s.n - d;
+    Partial r{TMFE_INF, TMFE_INF};
+    if (valid) r = cell_partial(m, s, i, i + d, part, parts);
+    for (int o = parts / 2; o > 0; o /= 2) {
+        r.dml = min2(r.dml, __shfl_xor_sync(0xffffffffu, r.dml, o, parts));
+        r.inner = min2(r.inner, __shfl_xor_sync(0xffffffffu, r.inner, o, parts));
+    }
+    if (valid && part == 0) cell_finish(m, s, i, i + d, r);
+}
+#endif
 
 // ---- groups of threads (a block; one thread on the host) -----------------------------------------
 struct Group {
@@ -532,15 +586,19 @@ DEV void finish_sequence(const Model& m, const Seq& s, const Group& g, char* out
 
 // A block's share of a batch: sequences block, block + blocks, ... (sequence x: lengths[x] <= nmax
 // letters at S + starts[x], its structure to out + starts[x]) each filled by diagonals, then
-// finished; work: this block's area (tmfe_work_ints(nmax, nolp) ints).
+// finished; work: this block's area (tmfe_work_ints(nmax, nolp) ints); threads: the block's
+// (diagonal_parts; g.size but on the host, whose groups have one thread).
 DEV void batch_block(const Model& m, const unsigned char* S, const long long* starts, const int* lengths, int count,
-                     int nmax, int* work, char* out, int* energy, int* err, int block, int blocks, const Group& g) {
+                     int nmax, int* work, char* out, int* energy, int* err, int block, int blocks, const Group& g,
+                     int threads) {
     for (int x = block; x < count; x += blocks) {
         const long long from = starts[x];
         const int n = lengths[x];
         const Seq s = make_seq(S + from, n, work, nmax, m.nolp);
         for (int d = 0; d < n; ++d) {
-            for (int i = g.tid; i < n - d; i += g.size) fill_cell(m, s, i, i + d);
+            const int parts = diagonal_parts(n - d, threads);
+            const long long shares = (long long)(n - d) * parts;
+            for (long long base = 0; base < shares; base += g.size) fill_share(m, s, d, base + g.tid, parts);
             group_sync(g);
         }
         finish_sequence(m, s, g, out + from, energy + x, err + x);
@@ -561,16 +619,17 @@ extern "C" __global__ void tmfe_batch(TMFE_MODEL_ARGS, const unsigned char* S, c
     __shared__ int slot;
     const Group g{(int)threadIdx.x, (int)blockDim.x, &slot};
     batch_block(m, S, starts, lengths, count, nmax, work + (long long)blockIdx.x * work_ints, out, energy, err,
-                (int)blockIdx.x, (int)gridDim.x, g);
+                (int)blockIdx.x, (int)gridDim.x, g, (int)blockDim.x);
 }
 
-// Long: diagonal d of one sequence of n letters (work: tmfe_work_ints(n, nolp) ints).
-extern "C" __global__ void tmfe_diagonal(TMFE_MODEL_ARGS, const unsigned char* S, int n, int* work, int d) {
+// Long: diagonal d of one sequence of n letters, parts threads a cell (a power of two up to 32,
+// dividing the block; work: tmfe_work_ints(n, nolp) ints).
+extern "C" __global__ void tmfe_diagonal(TMFE_MODEL_ARGS, const unsigned char* S, int n, int* work, int d,
+                                         int parts) {
     TMFE_MODEL;
-    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (i >= n - d) return;
+    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const Seq s = make_seq(S, n, work, n, nolp);
-    fill_cell(m, s, i, i + d);
+    fill_share(m, s, d, x, parts);
 }
 
 // Long: F5 and the traceback (one block).

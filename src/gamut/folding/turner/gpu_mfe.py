@@ -26,6 +26,8 @@ LONG_FROM = 1024
 CLASSES = ((64, 32), (128, 64), (256, 128), (LONG_FROM - 1, 256))
 #: Threads per block of the long path's kernels.
 LONG_THREADS = 256
+#: Threads a multiprocessor holds at once (Hopper: 2048), for the long path's threads per cell.
+RESIDENT_THREADS = 2048
 #: Resident blocks per multiprocessor the batch asks for (32 x 32 threads fill a Hopper SM's 2048 slots half).
 BLOCKS_PER_SM = 32
 #: Share of the free device memory a call's work areas may take.
@@ -34,6 +36,16 @@ MEMORY_SHARE = 0.8
 
 class SequenceMemoryError(InputError):
     """A sequence too long for the GPU memory at hand."""
+
+
+def long_parts(cells: int, threads: int) -> int:
+    """Threads per cell of a long sequence's diagonal of ``cells`` cells on a device that holds
+    ``threads`` threads at once: a power of two up to 32 (the kernels' ``diagonal_parts``), so that
+    the last diagonals, few cells with the most work each, still fill the device."""
+    parts = 1
+    while parts < 32 and 2 * parts * cells <= threads:
+        parts *= 2
+    return parts
 
 
 def work_ints(nmax: int, no_lp: bool) -> int:
@@ -247,10 +259,12 @@ class CupyRunner:
         work = cp.empty(work_ints(n, job.options.no_lp), cp.int32)
         seq, struct = S[a:a + n], out[a:a + n]
         threads = LONG_THREADS
+        resident = self._sms * RESIDENT_THREADS
         for d in range(n):
-            cells = n - d
-            self.kernels["tmfe_diagonal"](((cells + threads - 1) // threads,), (threads,),
-                                          (*model, seq, np.int32(n), work, np.int32(d)))
+            parts = long_parts(n - d, resident)
+            shares = (n - d) * parts
+            self.kernels["tmfe_diagonal"](((shares + threads - 1) // threads,), (threads,),
+                                          (*model, seq, np.int32(n), work, np.int32(d), np.int32(parts)))
         self.kernels["tmfe_finish"]((1,), (1024,), (*model, seq, np.int32(n), work, struct, energy[x:x + 1],
                                                     err[x:x + 1]))
         del work
