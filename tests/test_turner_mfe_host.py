@@ -145,3 +145,10 @@ def test_work_area_matches_the_kernel(library):
     for n in (1, 5, 50, 1000):
         for no_lp in (False, True):
             assert runner.lib.host_tmfe_work_ints(n, int(no_lp)) == gpu_mfe.work_ints(n, no_lp)
+
+
+def test_interior_candidates_are_every_gap_pair_once(library):
+    """The traceback's candidate x of a pair's interior loops: every (u1, u2) with u1 + u2 <= 30 once."""
+    runner = HostRunner(library)
+    got = [divmod(runner.lib.host_tmfe_gaps(x), 100) for x in range(496)]
+    assert sorted(got) == sorted((u1, u2) for u1 in range(31) for u2 in range(31 - u1))

@@ -26,8 +26,8 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 
 
 class HostRunner:
-    """Runner on the CPU (one thread); ``sms`` multiprocessors (of BLOCKS_PER_SM blocks each: a batch of
-    more sequences than blocks has its blocks loop over sequences and reuse their work areas)."""
+    """Runner on the CPU (one thread); ``sms`` multiprocessors (a batch of more sequences than their
+    blocks has its blocks loop over sequences and reuse their work areas)."""
 
     def __init__(self, library_path: str, free_bytes: int = 1 << 32, sms: int = 1,
                  resident_threads: int = 4096) -> None:
@@ -87,7 +87,8 @@ class HostRunner:
                         raise AssertionError("gpu_mfe.long_parts differs from diagonal_parts")
                     self.lib.host_tmfe_diagonal(*model, _ptr(seq), ctypes.c_int(n), _ptr(work), ctypes.c_int(d),
                                                 ctypes.c_int(parts))
-                self.lib.host_tmfe_finish(*model, _ptr(seq), ctypes.c_int(n), _ptr(work), _ptr(struct), _ptr(e), _ptr(f))
+                self.lib.host_tmfe_finish(*model, _ptr(seq), ctypes.c_int(n), _ptr(work), _ptr(struct), _ptr(e),
+                                          _ptr(f))
                 out[a:a + n] = struct
                 energy[x], err[x] = e[0], f[0]
                 self.launches.append(("long", n))

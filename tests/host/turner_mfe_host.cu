@@ -9,6 +9,12 @@
 
 extern "C" long long host_tmfe_work_ints(long long nmax, int nolp) { return tmfe_work_ints(nmax, nolp); }
 
+extern "C" int host_tmfe_gaps(int x) {
+    int u1, u2;
+    gaps_of(x, &u1, &u2);
+    return 100 * u1 + u2;
+}
+
 extern "C" int host_tmfe_diagonal_parts(int cells, int threads) { return diagonal_parts(cells, threads); }
 
 // tmfe_batch on `blocks` blocks of `threads` threads, their work areas of work_ints ints one after

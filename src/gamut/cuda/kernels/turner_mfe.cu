@@ -207,11 +207,11 @@ DEV bool generic_gaps(int u1, int u2) {
 
 // Candidate x (0 .. 495) of the interior loops of a pair: its gaps (u1, u2) with u1 + u2 <= 30.
 DEV void gaps_of(int x, int* u1, int* u2) {
-    int s = 0;
-    while (x > s) {
-        x -= s + 1;
-        ++s;
-    }
+    // s = u1 + u2: the largest with s (s + 1) / 2 <= x (a float root, then exact integer steps).
+    int s = (int)((sqrtf(8.0f * (float)x + 1.0f) - 1.0f) * 0.5f);
+    while ((s + 1) * (s + 2) / 2 <= x) ++s;
+    while (s > 0 && s * (s + 1) / 2 > x) --s;
+    x -= s * (s + 1) / 2;
     *u1 = x;
     *u2 = s - x;
 }

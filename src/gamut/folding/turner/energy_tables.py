@@ -145,7 +145,3 @@ def hairpin_sizes(tables: TurnerTables, longest: int) -> np.ndarray:
         out[size] = base + int(tables.lxc * math.log(size / 30.0))
     return out
 
-
-def encode(sequence: str) -> np.ndarray:
-    """uint8 letter codes (A C G U/T 1..4 in either case, N 0; 255 for any other letter)."""
-    return CODES[np.frombuffer(sequence.encode("latin-1", "replace"), np.uint8)]

@@ -28,8 +28,11 @@ CLASSES = ((64, 32), (128, 64), (256, 128), (LONG_FROM - 1, 256))
 LONG_THREADS = 256
 #: Threads a multiprocessor holds at once (Hopper: 2048), for the long path's threads per cell.
 RESIDENT_THREADS = 2048
-#: Resident blocks per multiprocessor the batch asks for (32 x 32 threads fill a Hopper SM's 2048 slots half).
-BLOCKS_PER_SM = 32
+#: Threads of batch blocks per multiprocessor (their registers, about 48 a thread, must fit its 64 K;
+#: a batch's blocks are all resident at once, each looping over its share of the sequences).
+BATCH_THREADS_PER_SM = 1024
+#: Most resident blocks of a multiprocessor (Hopper).
+MAX_BLOCKS_PER_SM = 32
 #: Share of the free device memory a call's work areas may take.
 MEMORY_SHARE = 0.8
 
@@ -144,7 +147,8 @@ def launch_blocks(job: FoldJob, runner: Runner) -> list[int]:
             if fit < 1:
                 raise SequenceMemoryError(f"sequences of {launch.nmax:,} letters need {area / 1e9:.2f} GB of GPU "
                                           f"memory each; {max(free, 0) / 1e9:.2f} GB is free")
-            blocks.append(int(min(launch.ids.size, runner.multiprocessors() * BLOCKS_PER_SM, fit)))
+            per_sm = min(MAX_BLOCKS_PER_SM, BATCH_THREADS_PER_SM // launch.threads)
+            blocks.append(int(min(launch.ids.size, runner.multiprocessors() * per_sm, fit)))
         else:
             n = int(job.lengths[launch.seq])
             need = 4 * work_ints(n, no_lp)
