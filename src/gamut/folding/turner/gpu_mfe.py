@@ -218,6 +218,15 @@ class CupyRunner:
         return self._sms
 
     def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        try:
+            return self._run(job, blocks)
+        except self.cp.cuda.memory.OutOfMemoryError as exc:
+            with self.cp.cuda.Device(self.device_id):
+                self.cp.get_default_memory_pool().free_all_blocks()
+            raise SequenceMemoryError(f"folding {job.lengths.size:,} sequences (the longest {int(job.lengths.max()):,} "
+                                      f"nt) did not fit the GPU's memory ({exc})") from None
+
+    def _run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cp = self.cp
         o = job.options
         with cp.cuda.Device(self.device_id):
