@@ -1,0 +1,283 @@
+"""The GPU engine of the Turner model's minimum free energy: our kernels (``cuda/kernels/turner_mfe.cu``,
+whose header gives the recurrences and the schedules), integer dcal/mol as ViennaRNA computes them,
+with one optimal structure traced back on the device.
+
+:func:`mfe_batch` plans a call (:class:`FoldJob`): sequences shorter than :data:`LONG_FROM` letters
+go in length classes, each one launch of ``tmfe_batch`` (a block per sequence, the blocks looping
+over the class's sequences with a work area each); longer ones one at a time by diagonals
+(``tmfe_diagonal`` per diagonal, then ``tmfe_finish``). A :class:`Runner` carries the job out:
+:class:`CupyRunner` on a GPU, a host build of the same kernels in the tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from gamut.errors import InputError
+from gamut.folding.turner.energy_tables import CODES, hairpin_sizes, turner_tables
+from gamut.folding.turner.options import TurnerOptions
+
+#: Sequences of at least this many letters fold alone, by diagonals (the batch kernel gives one
+#: block to a sequence).
+LONG_FROM = 1024
+#: Upper ends of the batch's length classes and the threads of a block for each.
+CLASSES = ((64, 32), (128, 64), (256, 128), (LONG_FROM - 1, 256))
+#: Threads per block of the long path's kernels.
+LONG_THREADS = 256
+#: Threads a multiprocessor holds at once (Hopper: 2048), for the long path's threads per cell.
+RESIDENT_THREADS = 2048
+#: Threads of batch blocks per multiprocessor (their registers, about 48 a thread, must fit its 64 K;
+#: a batch's blocks are all resident at once, each looping over its share of the sequences).
+BATCH_THREADS_PER_SM = 1024
+#: Most resident blocks of a multiprocessor (Hopper).
+MAX_BLOCKS_PER_SM = 32
+#: Share of the free device memory a call's work areas may take.
+MEMORY_SHARE = 0.8
+
+
+class SequenceMemoryError(InputError):
+    """A sequence too long for the GPU memory at hand."""
+
+
+def long_parts(cells: int, threads: int) -> int:
+    """Threads per cell of a long sequence's diagonal of ``cells`` cells on a device that holds
+    ``threads`` threads at once: a power of two up to 32 (the kernels' ``diagonal_parts``), so that
+    the last diagonals, few cells with the most work each, still fill the device."""
+    parts = 1
+    while parts < 32 and 2 * parts * cells <= threads:
+        parts *= 2
+    return parts
+
+
+def work_ints(nmax: int, no_lp: bool) -> int:
+    """Ints of one work area for sequences of at most ``nmax`` letters (``tmfe_work_ints``)."""
+    tri = nmax * (nmax + 1) // 2
+    return (5 if no_lp else 4) * tri + (nmax + 1) + 3 * (nmax + 2)
+
+
+@dataclass(frozen=True)
+class BatchLaunch:
+    """One ``tmfe_batch`` launch: the sequences ``ids`` (at most ``nmax`` letters each)."""
+
+    ids: np.ndarray
+    nmax: int
+    threads: int
+
+
+@dataclass(frozen=True)
+class LongLaunch:
+    """One sequence folded by diagonals."""
+
+    seq: int
+
+
+@dataclass
+class FoldJob:
+    """A call's letters (codes of every sequence end to end, ``starts``/``lengths`` by sequence), its
+    model arrays and its launches; the runner fills ``energy``, ``err`` and ``out`` (the
+    structures' bytes, at the letters' places)."""
+
+    options: TurnerOptions
+    E: np.ndarray
+    HPX: np.ndarray
+    S: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    launches: list = field(default_factory=list)
+
+
+class Runner(Protocol):
+    """Carries out a :class:`FoldJob`: returns (energy int32, err int32, out uint8)."""
+
+    def free_bytes(self) -> int: ...
+
+    def multiprocessors(self) -> int: ...
+
+    def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+def encode_all(sequences: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Letter codes of every sequence end to end, and each one's start and length; raises
+    :class:`InputError` naming the first sequence with a letter other than A C G U T N (any case)."""
+    lengths = np.fromiter(map(len, sequences), np.int64, len(sequences))
+    starts = np.zeros(len(sequences) + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    joined = "".join(sequences).encode("latin-1", "replace")  # one byte a letter: offsets stay
+    codes = CODES[np.frombuffer(joined, np.uint8)]
+    bad = np.flatnonzero(codes == 255)
+    if bad.size:
+        at = int(bad[0])
+        seq = int(np.searchsorted(starts, at, side="right") - 1)
+        letter = sequences[seq][at - int(starts[seq])]
+        raise InputError(f"sequence {seq}: letter {letter!r} at position {at - int(starts[seq]) + 1} is not "
+                         f"one of A, C, G, U, T, N")
+    return codes, starts[:-1], lengths.astype(np.int32)
+
+
+def plan(sequences: list[str], options: TurnerOptions, long_from: int = LONG_FROM) -> FoldJob:
+    """The job of folding ``sequences``: their codes, the model arrays and the launches (sequences of
+    at least ``long_from`` letters by diagonals)."""
+    codes, starts, lengths = encode_all(sequences)
+    tables = turner_tables(options)
+    longest = int(lengths.max(initial=0))
+    job = FoldJob(options, tables.values, hairpin_sizes(tables, longest), codes, starts, lengths)
+    low = 1
+    for high, threads in CLASSES:
+        high = min(high, long_from - 1)
+        ids = np.flatnonzero((lengths >= low) & (lengths <= high)).astype(np.int64)
+        if ids.size:
+            job.launches.append(BatchLaunch(ids, int(lengths[ids].max()), threads))
+        low = high + 1
+    job.launches += [LongLaunch(int(x)) for x in np.flatnonzero(lengths >= long_from)]
+    return job
+
+
+def launch_blocks(job: FoldJob, runner: Runner) -> list[int]:
+    """Blocks of every batch launch (0 for a long one): enough to fill the device, as many work
+    areas as its memory holds; raises :class:`SequenceMemoryError` naming a sequence that does not fit."""
+    free = int(runner.free_bytes() * MEMORY_SHARE) - 2 * int(job.S.nbytes) - 16 * int(job.lengths.size)
+    no_lp = job.options.no_lp
+    blocks = []
+    for launch in job.launches:
+        if isinstance(launch, BatchLaunch):
+            area = 4 * work_ints(launch.nmax, no_lp)
+            fit = free // area
+            if fit < 1:
+                raise SequenceMemoryError(f"sequences of {launch.nmax:,} letters need {area / 1e9:.2f} GB of GPU "
+                                          f"memory each; {max(free, 0) / 1e9:.2f} GB is free")
+            per_sm = min(MAX_BLOCKS_PER_SM, BATCH_THREADS_PER_SM // launch.threads)
+            blocks.append(int(min(launch.ids.size, runner.multiprocessors() * per_sm, fit)))
+        else:
+            n = int(job.lengths[launch.seq])
+            need = 4 * work_ints(n, no_lp)
+            if need > free:
+                raise SequenceMemoryError(f"sequence {launch.seq} ({n:,} nt) needs {need / 1e9:.2f} GB of GPU memory "
+                                          f"to fold; {max(free, 0) / 1e9:.2f} GB is free")
+            blocks.append(0)
+    return blocks
+
+
+def finish(sequences: list[str], job: FoldJob, energy: np.ndarray, err: np.ndarray,
+           out: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The energies and structures of a job the runner carried out (a failed traceback is an error)."""
+    if err.any():
+        seq = int(np.flatnonzero(err)[0])
+        raise RuntimeError(f"the GPU MFE traceback found no decomposition for sequence {seq} (a bug in gamut)")
+    text = out.tobytes().decode("ascii")
+    ends = (job.starts + job.lengths).tolist()
+    return energy.astype(np.int32), [text[a:b] for a, b in zip(job.starts.tolist(), ends)]
+
+
+def mfe_batch(sequences: list[str], options: TurnerOptions, *, runner: Runner | None = None,
+              device_id: int = 0, long_from: int = LONG_FROM) -> tuple[np.ndarray, list[str]]:
+    """MFE of every sequence (int32, dcal/mol, ViennaRNA's integers) and one optimal dot-bracket
+    structure each, folded on the GPU (``runner``: :class:`CupyRunner` on ``device_id`` unless given).
+
+    Letters: A, C, G, U and T (read as U) in either case, and N (pairs with nothing); any other
+    raises :class:`InputError` naming the sequence's index; a sequence whose folding does not fit
+    the GPU's free memory raises :class:`SequenceMemoryError`. Sequences of at least ``long_from``
+    letters fold one at a time by diagonals, shorter ones in batches."""
+    sequences = list(sequences)
+    job = plan(sequences, options, long_from)
+    if not job.launches:
+        return np.zeros(len(sequences), np.int32), ["" for _ in sequences]
+    if runner is None:
+        runner = CupyRunner(device_id)
+    blocks = launch_blocks(job, runner)
+    energy, err, out = runner.run(job, blocks)
+    return finish(sequences, job, energy, err, out)
+
+
+class CupyRunner:
+    """:class:`Runner` on CUDA device ``device_id`` (the kernels compiled once per process; the
+    model's arrays kept on the device per options)."""
+
+    def __init__(self, device_id: int = 0) -> None:
+        import cupy
+
+        from gamut.cuda.kernels import load_module
+
+        self.cp = cupy
+        self.device_id = int(device_id)
+        layout = turner_tables(TurnerOptions()).defines  # the same for every option
+        with cupy.cuda.Device(self.device_id):
+            module = load_module("turner_mfe.cu", options=layout, device_id=self.device_id)
+            self.kernels = {name: module.get_function(name) for name in ("tmfe_batch", "tmfe_diagonal", "tmfe_finish")}
+            self._sms = int(cupy.cuda.Device(self.device_id).attributes["MultiProcessorCount"])
+        #: Seconds in the kernels (device events), summed over calls.
+        self.kernel_s = 0.0
+
+    def free_bytes(self) -> int:
+        with self.cp.cuda.Device(self.device_id):
+            pool = self.cp.get_default_memory_pool()
+            return int(self.cp.cuda.runtime.memGetInfo()[0]) + int(pool.free_bytes())
+
+    def multiprocessors(self) -> int:
+        return self._sms
+
+    def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        try:
+            return self._run(job, blocks)
+        except self.cp.cuda.memory.OutOfMemoryError as exc:
+            with self.cp.cuda.Device(self.device_id):
+                self.cp.get_default_memory_pool().free_all_blocks()
+            raise SequenceMemoryError(f"folding {job.lengths.size:,} sequences (the longest {int(job.lengths.max()):,} "
+                                      f"nt) did not fit the GPU's memory ({exc})") from None
+
+    def _run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cp = self.cp
+        o = job.options
+        with cp.cuda.Device(self.device_id):
+            model = (cp.asarray(job.E, cp.int32), cp.asarray(job.HPX, cp.int32), np.int32(o.dangles),
+                     np.int32(int(o.no_lp)), np.int32(o.max_bp_span))
+            S = cp.asarray(job.S, cp.uint8)
+            count = int(job.lengths.size)
+            out = cp.full(max(1, int(job.S.size)), ord("."), cp.uint8)
+            energy = cp.zeros(max(1, count), cp.int32)
+            err = cp.zeros(max(1, count), cp.int32)
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            for launch, grid in zip(job.launches, blocks):
+                if isinstance(launch, BatchLaunch):
+                    self._batch(job, launch, grid, model, S, out, energy, err)
+                else:
+                    self._long(job, launch, model, S, out, energy, err)
+            stop.record()
+            stop.synchronize()
+            self.kernel_s += cp.cuda.get_elapsed_time(start, stop) / 1000.0
+            return cp.asnumpy(energy)[:count], cp.asnumpy(err)[:count], cp.asnumpy(out)[: job.S.size]
+
+    def _batch(self, job, launch: BatchLaunch, grid: int, model, S, out, energy, err) -> None:
+        cp = self.cp
+        ids = cp.asarray(launch.ids)
+        size = work_ints(launch.nmax, job.options.no_lp)
+        work = cp.empty(grid * size, cp.int32)
+        e = cp.zeros(launch.ids.size, cp.int32)
+        f = cp.zeros(launch.ids.size, cp.int32)
+        self.kernels["tmfe_batch"]((grid,), (launch.threads,),
+                                   (*model, S, cp.asarray(job.starts[launch.ids], cp.int64),
+                                    cp.asarray(job.lengths[launch.ids], cp.int32), np.int32(launch.ids.size),
+                                    np.int32(launch.nmax), work, np.int64(size), out, e, f))
+        energy[ids] = e
+        err[ids] = f
+        del work
+
+    def _long(self, job, launch: LongLaunch, model, S, out, energy, err) -> None:
+        cp = self.cp
+        x = launch.seq
+        n = int(job.lengths[x])
+        a = int(job.starts[x])
+        work = cp.empty(work_ints(n, job.options.no_lp), cp.int32)
+        seq, struct = S[a:a + n], out[a:a + n]
+        threads = LONG_THREADS
+        resident = self._sms * RESIDENT_THREADS
+        for d in range(n):
+            parts = long_parts(n - d, resident)
+            shares = (n - d) * parts
+            self.kernels["tmfe_diagonal"](((shares + threads - 1) // threads,), (threads,),
+                                          (*model, seq, np.int32(n), work, np.int32(d), np.int32(parts)))
+        self.kernels["tmfe_finish"]((1,), (1024,), (*model, seq, np.int32(n), work, struct, energy[x:x + 1],
+                                                    err[x:x + 1]))
+        del work
