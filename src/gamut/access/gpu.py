@@ -18,13 +18,14 @@ from typing import Protocol
 
 import numpy as np
 
-from gamut.access.boltzmann import MAXLOOP, encode, plfold_tables
+from gamut.access.boltzmann import MAXLOOP, PlfoldTables, encode, plfold_tables
 from gamut.access.model import AccessParams, energy_to_open
 from gamut.errors import DeviceError
 
-#: The kernels of plfold.cu, in launch order.
+#: The kernels of plfold.cu, in launch order (the last two: the global partition function's results,
+#: gamut.folding.turner.gpu_pf).
 KERNELS = ("plf_inside_list", "plf_inside_pairs", "plf_inside_rest", "plf_exterior", "plf_outside_list",
-           "plf_outside_pairs", "plf_suffix", "plf_unpaired", "plf_stretches")
+           "plf_outside_pairs", "plf_suffix", "plf_unpaired", "plf_stretches", "plf_partition", "plf_pair_probs")
 #: The phases of a batch, as :attr:`CupyRunner.phase_s` times them.
 PHASES = ("inside", "exterior", "outside", "unpaired")
 #: Shared-memory doubles per thread of ``plf_outside_pairs`` (its interior-loop sums by gap).
@@ -169,9 +170,12 @@ class BatchRunner(Protocol):
 
 
 class CupyRunner:
-    """:class:`BatchRunner` on CUDA device ``device_id`` (CuPy; the kernels compiled once per process)."""
+    """:class:`BatchRunner` on CUDA device ``device_id`` (CuPy; the kernels compiled once per process),
+    with the accessibility model's tables, or ``tables`` and the kernels compiled with ``defines``
+    (the global partition function's, :mod:`gamut.folding.turner.gpu_pf`)."""
 
-    def __init__(self, device_id: int = 0, block: int = BLOCK) -> None:
+    def __init__(self, device_id: int = 0, block: int = BLOCK, *, tables: PlfoldTables | None = None,
+                 defines: Sequence[str] | None = None) -> None:
         import cupy
 
         from gamut.cuda.kernels import load_module
@@ -182,9 +186,10 @@ class CupyRunner:
         self.cp = cupy
         self.device_id = int(device_id)
         self.block = int(block)
-        tables = plfold_tables()
+        tables = tables if tables is not None else plfold_tables()
+        defines = tuple(defines) if defines is not None else tables.defines
         with cupy.cuda.Device(self.device_id):
-            module = load_module("plfold.cu", options=tables.defines, device_id=self.device_id)
+            module = load_module("plfold.cu", options=defines, device_id=self.device_id)
             self.kernels = {name: module.get_function(name) for name in KERNELS}
             self.T = cupy.asarray(tables.doubles)
             self.I = cupy.asarray(tables.ints)
@@ -204,7 +209,9 @@ class CupyRunner:
         with self.cp.cuda.Device(self.device_id):
             self.cp.get_default_memory_pool().free_all_blocks()
 
-    def _fold(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
+    def fold_batch(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
+        """Fold ``batch`` (inside, exterior, outside, suffix sums), then ``finish(args)`` (the kernels'
+        arguments) launches what reads the results into a CuPy array, returned on the host."""
         try:
             return self._fold_on_device(batch, window, span, scale, finish)
         except self.cp.cuda.memory.OutOfMemoryError as exc:
@@ -262,7 +269,7 @@ class CupyRunner:
                                          (*args, np.int32(width), out))
             return out
 
-        return self._fold(batch, window, span, scale, finish).reshape(batch.positions, width)
+        return self.fold_batch(batch, window, span, scale, finish).reshape(batch.positions, width)
 
     def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray, lengths: np.ndarray,
                   scale: float = 1.0) -> np.ndarray:
@@ -277,7 +284,7 @@ class CupyRunner:
                                                np.int64(count), out))
             return out[:count]
 
-        return self._fold(batch, window, span, scale, finish)
+        return self.fold_batch(batch, window, span, scale, finish)
 
 
 class GpuFolder:

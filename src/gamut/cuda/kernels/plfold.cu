@@ -23,13 +23,31 @@
 // own positions), so the order of the list changes no value.
 //
 // Arrays over (span d, position i) are stored d-major: X[d * N + i] (adjacent threads, adjacent i).
-// The host test build (tests/host/plfold_host.cu) compiles this file with PLF_HOST: the kernels'
-// bodies as plain functions over all threads in turn.
+// The host test builds (tests/host/plfold_host.cu, turner_pf_host.cu) compile this file with
+// PLF_HOST: the kernels' bodies as plain functions over all threads in turn.
+//
+// The global partition function (gamut.folding.turner.gpu_pf, RNAfold -p) is the case of one window
+// per sequence (W at least the longest, L its maximum base-pair span), with the options of
+// gamut.folding.turner.options as compile-time switches: PLF_DANGLES (2: ViennaRNA's -d2, the
+// default; 0: no dangles or mismatches on exterior and multiloop stems) and PLF_NOLP (1: RNAfold's
+// --noLP partition function, whose pairs are those that could stack on a neighbouring pair, see
+// live_type). Its kernels plf_pair_probs and plf_partition give each sequence's pair probabilities
+// and partition function.
 
 #ifdef PLF_HOST
 #define DEV static inline
 #else
 #define DEV __device__ __forceinline__
+#endif
+
+#ifndef PLF_DANGLES
+#define PLF_DANGLES 2
+#endif
+#ifndef PLF_NOLP
+#define PLF_NOLP 0
+#endif
+#if PLF_DANGLES != 0 && PLF_DANGLES != 2
+#error "PLF_DANGLES must be 0 or 2"
 #endif
 
 #define PLF_MAXLOOP 30
@@ -91,9 +109,14 @@ DEV long long at(const Plf& p, int d, long long i) { return (long long)d * p.N +
 DEV int pair_type(const Plf& p, int a, int b) { return p.I[I_PAIR + 5 * a + b]; }
 DEV int rtype(const Plf& p, int t) { return p.I[I_RTYPE + t]; }
 
+// A stem (type `type`) in the exterior loop or (multi) a multiloop, with its 5' and 3' neighbours s5
+// and s3 (-1: none); with dangles=0 neighbours add nothing.
 DEV double stem_weight(const Plf& p, int type, int s5, int s3, bool multi) {
     const double* T = p.T;
     double q;
+#if PLF_DANGLES == 0
+    s5 = s3 = -1;
+#endif
     if (s5 >= 0 && s3 >= 0) q = T[(multi ? T_MMM : T_MMEXT) + 25 * type + 5 * s5 + s3];
     else if (s5 >= 0) q = T[T_D5 + 5 * type + s5];
     else if (s3 >= 0) q = T[T_D3 + 5 * type + s3];
@@ -227,13 +250,24 @@ DEV double inside_interior(const Plf& p, const Arrays& a, long long i, long long
 }
 
 // ---- inside: span d, position i ------------------------------------------------------------------
-// The pair (i, i + d) can close loops: past the hairpin minimum, within its sequence and its window's
-// span, of letters that pair. Its type, or 0. Only such pairs have interior-loop sums; on the GPU
-// they are listed first (append_live), so that a warp's threads all do that work.
-DEV int live_type(const Plf& p, int d, long long i) {
+// The letters i and i + d could pair: past the hairpin minimum, within their sequence and its
+// window's span, and of a pair type (returned; 0: not).
+DEV int can_pair(const Plf& p, int d, long long i) {
     const long long j = i + d;
     if (d <= PLF_TURN || j >= p.SE[i] || d >= eff_span(p, eff_window(p, i))) return 0;
     return pair_type(p, p.S[i], p.S[j]);
+}
+
+// The pair (i, i + d) can close loops: it can pair, and with PLF_NOLP, so can (i + 1, j - 1) or
+// (i - 1, j + 1) (ViennaRNA's noLP ensemble: pairs that could stack on a neighbour; a structure may
+// still hold such a pair alone). Its type, or 0. Only such pairs have interior-loop sums; on the
+// GPU they are listed first (append_live), so that a warp's threads all do that work.
+DEV int live_type(const Plf& p, int d, long long i) {
+    const int type = can_pair(p, d, i);
+#if PLF_NOLP
+    if (type && !can_pair(p, d - 2, i + 1) && !(i > p.SB[i] && can_pair(p, d + 2, i - 1))) return 0;
+#endif
+    return type;
 }
 
 // Qb of a pair (i, i + d) of type `type` = live_type(p, d, i) != 0 (the work area starts zeroed, so
@@ -507,6 +541,18 @@ DEV double checked(const Plf& p, double v) {
     return v;
 }
 
+// ---- the global partition function (one window per sequence) ----------------------------------
+// The probability of the pair (i, i + d), Pt * Qb (left 0 for a pair that closes no loop), into
+// out[RO[i] + d]: RO[i] is where (i, i) lies in its sequence's row-major (n x n) matrix.
+DEV void pair_probability(const Plf& p, const Arrays& a, int d, long long i, const long long* RO, double* out) {
+    if (outside_type(p, a, d, i)) out[RO[i] + d] = checked(p, a.Pt[at(p, d, i)] * a.Qb[at(p, d, i)]);
+}
+
+// The partition function of the window starting at s (scaled: see SC), after exterior_window.
+DEV double window_partition(const Plf& p, const Arrays& a, long long s) {
+    return a.F[(long long)eff_window(p, s) * p.N + s];
+}
+
 #ifndef PLF_HOST
 #define PLF_ARGS                                                                                    \
     const double *T, const int *I, const signed char *S, const int *SB, const int *SE, long long N, \
@@ -583,6 +629,22 @@ extern "C" __global__ void plf_unpaired(PLF_ARGS, int U, double* out) {
     const int u = (int)(t / N) + 1;
     const long long b = t - (long long)(u - 1) * N;
     if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(p, unpaired_stretch(p, a, b, u));
+}
+
+// Pair probabilities of spans d < L (one thread per cell, d-major; see pair_probability).
+extern "C" __global__ void plf_pair_probs(PLF_ARGS, const long long* RO, double* out) {
+    PLF_MAKE;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)L * N) return;
+    const int d = (int)(t / N);
+    pair_probability(p, a, d, t - (long long)d * N, RO, out);
+}
+
+// out[x]: the partition function of the window starting at starts[x], x < count.
+extern "C" __global__ void plf_partition(PLF_ARGS, const long long* starts, long long count, double* out) {
+    PLF_MAKE;
+    const long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x < count) out[x] = window_partition(p, a, starts[x]);
 }
 
 // out[t]: the stretch of len[t] letters ending at pos[t], for those that fit; others untouched.
