@@ -190,7 +190,7 @@ class FlakyRunner:
     def release(self) -> None:
         pass
 
-    def partition(self, batch, window, span, scale, rows):
+    def partition(self, batch, window, span, scale, rows, lanes):
         self.calls.append((len(batch.pieces), scale, rows is not None))
         if self.always or len(batch.pieces) > 1:
             raise self.error("out of range")
@@ -210,3 +210,43 @@ def test_a_batch_out_of_range_is_folded_in_halves_then_at_other_scales():
     assert len(alone) == len(gpu_pf.RETRY_GAINS) and len(set(alone)) == len(alone)
     with pytest.raises(InputError, match="sequence 1 .* it did not fit the GPU's memory"):
         pf_batch(["ACGUACGUAC", "GGGGAAACCCCAAA"], TurnerOptions(), runner=FlakyRunner(True, BatchMemoryError))
+
+
+def test_lanes_split_a_cells_sums_without_changing_them(libraries):
+    rng = random.Random(11)
+    sequences = [random_sequence(rng, 260), random_sequence(rng, 120, "ACGUN")]
+    options = TurnerOptions(no_lp=True)
+    results = {}
+    for lanes in (1, 2, 32):
+        runner = HostPfRunner(libraries(options), options)
+        results[lanes] = pf_batch(sequences, options, runner=runner, lanes=lanes)
+        assert runner.lanes[-1] == lanes
+    for lanes in (2, 32):
+        for one, split in zip(results[1], results[lanes]):
+            assert split.ensemble_energy == pytest.approx(one.ensemble_energy, rel=1e-13)
+            assert np.allclose(split.probabilities, one.probabilities, rtol=0, atol=1e-14)
+    assert_vienna(sequences, options, results[32])
+
+
+def test_lanes_go_to_long_spans_on_few_positions():
+    assert gpu_pf.lanes_for(3000, 3000) == 32
+    assert gpu_pf.lanes_for(3000, 60) == 4  # each lane keeps 8 terms or more
+    assert gpu_pf.lanes_for(8_000_000, 50) == 1 and gpu_pf.lanes_for(300_000, 3000) == 1
+    assert gpu_pf.lanes_for(20_000, 500) == 16
+
+
+@pytest.mark.parametrize("options", [TurnerOptions(), TurnerOptions(dangles=0, no_lp=True)], ids=str)
+def test_kernels_compile_for_hopper_without_spills(options):
+    """The CUDA build of the options' kernels (NVRTC alone, no GPU; skipped where NVRTC is absent)."""
+    import re
+
+    from test_fold_kernel_compile import nvrtc_compile
+
+    from gamut.access.gpu import KERNELS
+    from gamut.cuda.kernels import kernel_source
+
+    rc, text = nvrtc_compile(kernel_source("plfold.cu").encode(), "plfold.cu",
+                             ["--ptxas-options=-v", *gpu_pf.kernel_defines(options)])
+    assert rc == 0, text
+    assert all(f"'{name}'" in text for name in KERNELS)
+    assert re.findall(r"(\d+) bytes spill stores", text) == ["0"] * len(KERNELS), text

@@ -35,6 +35,8 @@ class HostPfRunner:
         self._free = free_bytes
         #: The batches folded, as (positions, window, span, scale, with probabilities).
         self.batches: list[tuple[int, int, int, float, bool]] = []
+        #: The lanes a cell of each batch.
+        self.lanes: list[int] = []
         self.released = False
 
     def free_bytes(self) -> int:
@@ -44,7 +46,7 @@ class HostPfRunner:
         self.released = True
 
     def partition(self, batch: PackedBatch, window: int, span: int, scale: float,
-                  rows: tuple[np.ndarray, int] | None) -> np.ndarray:
+                  rows: tuple[np.ndarray, int] | None, lanes: int) -> np.ndarray:
         n = batch.positions
         if self.lib.host_turner_pf_work_doubles(n, span, window) != work_doubles(n, window, span):
             raise AssertionError("gamut.access.gpu.work_doubles differs from plf_work_doubles")
@@ -58,8 +60,10 @@ class HostPfRunner:
         ptr = lambda a: ctypes.c_void_p(None if a is None else a.ctypes.data)  # noqa: E731
         self.lib.host_turner_pf(ptr(self.tables.doubles), ptr(self.tables.ints), ptr(batch.S), ptr(batch.SB),
                                 ptr(batch.SE), ctypes.c_longlong(n), ctypes.c_int(window), ctypes.c_int(span),
-                                ptr(work), ptr(bad), ptr(scales), ptr(starts), ctypes.c_longlong(count),
+                                ptr(work), ptr(bad), ptr(scales), ctypes.c_int(lanes), ptr(starts),
+                                ctypes.c_longlong(count),
                                 ptr(row_index), ptr(out))
         self.batches.append((n, window, span, scale, rows is not None))
+        self.lanes.append(lanes)
         check_batch(bool(bad[0]), window)
         return out

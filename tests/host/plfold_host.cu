@@ -15,7 +15,7 @@ extern "C" long long host_plfold_work_doubles(long long N, int L, int W) { retur
 // scaling (gamut.access.gpu.scale_table).
 extern "C" void host_plfold(const double* T, const int* I, const signed char* S, const int* SB, const int* SE,
                             long long N, int W, int L, int U, double* work, double* out, int* bad, const double* SC) {
-    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC};
+    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC, 1};
     const Arrays a = plf_arrays(p);
     host_fold_passes(p, a);
     for (long long b = 0; b < N; ++b)

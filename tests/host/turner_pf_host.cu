@@ -14,11 +14,12 @@ extern "C" long long host_turner_pf_work_doubles(long long N, int L, int W) { re
 // longest, L: the span): the partition function of the windows starting at starts[0..count) into
 // out[0..count), and, with RO (where (i, i) lies in out, per position; may be null), the pair
 // probabilities into out (zeroed); *bad set where a weight left the range of doubles or a
-// probability [0, 1]. work: zeroed, of host_turner_pf_work_doubles doubles; SC: the batch's scaling.
+// probability [0, 1]. work: zeroed, of host_turner_pf_work_doubles doubles; SC: the batch's scaling;
+// lanes: threads a cell on the GPU (their parts are added in turn here).
 extern "C" void host_turner_pf(const double* T, const int* I, const signed char* S, const int* SB, const int* SE,
-                               long long N, int W, int L, double* work, int* bad, const double* SC,
+                               long long N, int W, int L, double* work, int* bad, const double* SC, int lanes,
                                const long long* starts, long long count, const long long* RO, double* out) {
-    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC};
+    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC, lanes};
     const Arrays a = plf_arrays(p);
     host_fold_passes(p, a);
     for (long long x = 0; x < count; ++x) out[x] = window_partition(p, a, starts[x]);

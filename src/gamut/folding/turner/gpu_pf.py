@@ -36,6 +36,10 @@ _NOT_READ = re.compile(r"[^ACGUTNacgutn]")
 MAX_BATCH_POSITIONS = 8_000_000
 #: Share of the device's free memory a batch may take.
 MEMORY_SHARE = 0.85
+#: Threads that keep an H100/H200 busy (132 SMs x 2,048), and the fewest terms of a cell's longest
+#: sums worth a lane of their own.
+BUSY_THREADS = 132 * 2048
+TERMS_PER_LANE = 8
 #: Device bytes per position beside the doubles: letter, piece bounds, probability row, listed pair.
 POSITION_BYTES = 1 + 4 + 4 + 8 + 4
 #: Pieces the rough partition functions are folded in, and ln of their per-letter scale: the middle
@@ -51,8 +55,20 @@ RETRY_GAINS = (1.0, 1.0 / PILOT_GAIN, 1.12)
 
 
 def kernel_defines(options: TurnerOptions) -> tuple[str, ...]:
-    """Compile options of plfold.cu for ``options``: the tables' layout, dangles and noLP."""
-    return (*turner_tables(options).defines, f"-DPLF_DANGLES={options.dangles}", f"-DPLF_NOLP={int(options.no_lp)}")
+    """Compile options of plfold.cu for ``options``: the tables' layout, dangles and noLP, and no sums
+    for unpaired stretches (which lets a cell's sums be split among lanes)."""
+    return (*turner_tables(options).defines, f"-DPLF_DANGLES={options.dangles}", f"-DPLF_NOLP={int(options.no_lp)}",
+            "-DPLF_UNPAIRED=0")
+
+
+def lanes_for(positions: int, span: int) -> int:
+    """Threads a cell's sums are split among (plfold.cu's Lanes): enough cells a launch keep the GPU
+    busy alone (one lane) for short spans or many positions; else more lanes, up to a warp, while
+    each still gets :data:`TERMS_PER_LANE` terms of the longest sums."""
+    lanes = 1
+    while lanes < 32 and positions * lanes < BUSY_THREADS and span >= 2 * lanes * TERMS_PER_LANE:
+        lanes *= 2
+    return lanes
 
 
 def read_sequences(sequences: Sequence[str]) -> list[np.ndarray]:
@@ -95,7 +111,7 @@ def pair_rows(batch: PackedBatch) -> tuple[np.ndarray, int]:
 
 class PfRunner(Protocol):
     """Folds one packed batch, one window of ``window`` letters per piece, pairs spanning less than
-    ``span``, every letter weighed times ``scale``: returns the pieces' (scaled) partition functions,
+    ``span``, every letter weighed times ``scale``, ``lanes`` threads a cell (:func:`lanes_for`): returns the pieces' (scaled) partition functions,
     then, with ``rows`` (:func:`pair_rows`), their probability matrices. Raises
     :class:`WeightRangeError` where the weights left the range of doubles, :class:`BatchMemoryError`
     where the batch did not fit the device."""
@@ -105,7 +121,7 @@ class PfRunner(Protocol):
     def release(self) -> None: ...
 
     def partition(self, batch: PackedBatch, window: int, span: int, scale: float,
-                  rows: tuple[np.ndarray, int] | None) -> np.ndarray: ...
+                  rows: tuple[np.ndarray, int] | None, lanes: int) -> np.ndarray: ...
 
 
 class CupyPfRunner:
@@ -124,7 +140,7 @@ class CupyPfRunner:
         self.base.release()
 
     def partition(self, batch: PackedBatch, window: int, span: int, scale: float,
-                  rows: tuple[np.ndarray, int] | None) -> np.ndarray:
+                  rows: tuple[np.ndarray, int] | None, lanes: int) -> np.ndarray:
         cp, kernels, block = self.base.cp, self.base.kernels, self.base.block
         count = len(batch.pieces)
 
@@ -138,7 +154,7 @@ class CupyPfRunner:
                                           (*args, cp.asarray(rows[0], cp.int64), out))
             return out
 
-        return self.base.fold_batch(batch, window, span, scale, finish)
+        return self.base.fold_batch(batch, window, span, scale, finish, lanes)
 
 
 def _budget(runner: PfRunner) -> int:
@@ -162,7 +178,7 @@ def estimate_log_z(codes: list[np.ndarray], options: TurnerOptions, runner: PfRu
     for group in batches(plan, max(most, PILOT_LETTERS)):
         batch = PackedBatch.pack(group, codes)
         try:
-            z = runner.partition(batch, window, span, scale, None)
+            z = runner.partition(batch, window, span, scale, None, lanes_for(batch.positions, span))
         except (WeightRangeError, BatchMemoryError):
             raise InputError(f"the GPU partition function could not fold pieces of {PILOT_LETTERS} letters to choose "
                              "its scale; use --device cpu") from None
@@ -204,9 +220,10 @@ def plan_batches(lengths: Sequence[int], options: TurnerOptions, budget: int) ->
 
 
 def pf_batch(sequences: Sequence[str], options: TurnerOptions, *, runner: PfRunner | None = None,
-             device_id: int = 0) -> list[PartitionResult]:
+             device_id: int = 0, lanes: int | None = None) -> list[PartitionResult]:
     """The ensemble free energy (kcal/mol) and base-pair probabilities of every sequence, in order,
-    on CUDA device ``device_id`` (or any ``runner``); sequences of mixed lengths in one call.
+    on CUDA device ``device_id`` (or any ``runner``); sequences of mixed lengths in one call;
+    ``lanes``: threads a cell (None: :func:`lanes_for` each batch).
     :class:`InputError` for a letter the model does not read, a sequence too long for the device's
     memory, or one whose weights no scale keeps in the range of doubles."""
     codes = read_sequences(sequences)
@@ -228,8 +245,10 @@ def pf_batch(sequences: Sequence[str], options: TurnerOptions, *, runner: PfRunn
             window = max(lengths[k] for k in group)
             scale = math.exp(-RETRY_GAINS[attempt] * sum(estimate[k] for k in group) / batch.positions)
             rows = pair_rows(batch)
+            span = span_of(options, window)
             try:
-                out = runner.partition(batch, window, span_of(options, window), scale, rows)
+                out = runner.partition(batch, window, span, scale, rows,
+                                       lanes if lanes is not None else lanes_for(batch.positions, span))
             except (WeightRangeError, BatchMemoryError) as exc:
                 if len(group) > 1:
                     todo += [(group[len(group) // 2:], attempt), (group[:len(group) // 2], attempt)]
