@@ -20,7 +20,8 @@
 // pair, about a third of the cells; one thread per cell would leave two thirds of each warp idle
 // through them. So each span lists its pairs first (a warp's in lane order, warps in any order), and
 // one thread per listed pair sums its loops; each thread writes only its own cells (and IL/IR at its
-// own positions), so the order of the list changes no value.
+// own positions), so the order of the list changes no value. A cell (or listed pair, or window) may
+// have several threads, its lanes (see Lanes below), which split its long sums.
 //
 // Arrays over (span d, position i) are stored d-major: X[d * N + i] (adjacent threads, adjacent i).
 // The host test builds (tests/host/plfold_host.cu, turner_pf_host.cu) compile this file with
@@ -31,8 +32,8 @@
 // gamut.folding.turner.options as compile-time switches: PLF_DANGLES (2: ViennaRNA's -d2, the
 // default; 0: no dangles or mismatches on exterior and multiloop stems) and PLF_NOLP (1: RNAfold's
 // --noLP partition function, whose pairs are those that could stack on a neighbouring pair, see
-// live_type). Its kernels plf_pair_probs and plf_partition give each sequence's pair probabilities
-// and partition function.
+// live_type), and PLF_UNPAIRED=0 (no sums for unpaired stretches; lanes allowed). Its kernels
+// plf_pair_probs and plf_partition give each sequence's pair probabilities and partition function.
 
 #ifdef PLF_HOST
 #define DEV static inline
