@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from host_build import build_host_library
 
-from gamut.access.boltzmann import turner_tables
+from gamut.access.boltzmann import turner_boltzmann_tables
 from gamut.access.gpu import PackedBatch, check_batch, scale_table, work_doubles
 from gamut.folding.turner.gpu_pf import kernel_defines
 from gamut.folding.turner.options import TurnerOptions
@@ -31,7 +31,7 @@ class HostPfRunner:
     def __init__(self, library_path: str, options: TurnerOptions, free_bytes: int = 1 << 30) -> None:
         self.lib = ctypes.CDLL(library_path)
         self.lib.host_turner_pf_work_doubles.restype = ctypes.c_longlong
-        self.tables = turner_tables(options)
+        self.tables = turner_boltzmann_tables(options)
         self._free = free_bytes
         #: The batches folded, as (positions, window, span, scale, with probabilities).
         self.batches: list[tuple[int, int, int, float, bool]] = []

@@ -1,6 +1,6 @@
 """Boltzmann factors of the Turner 2004 model for the GPU kernels (``cuda/kernels/plfold.cu``): the
 accessibility model's (:func:`plfold_tables`) and the global partition function's for any
-:class:`~gamut.folding.turner.options.TurnerOptions` (:func:`turner_tables`).
+:class:`~gamut.folding.turner.options.TurnerOptions` (:func:`turner_boltzmann_tables`).
 
 The factors are ViennaRNA's own (``RNA.exp_param``: for accessibility Turner 2004 at 37 C, dangles=2,
 the model of the CPU engine), copied once into two flat buffers, doubles and ints, whose offsets
@@ -71,7 +71,7 @@ def plfold_tables() -> PlfoldTables:
 
 
 @functools.lru_cache(maxsize=8)
-def turner_tables(options: TurnerOptions) -> PlfoldTables:
+def turner_boltzmann_tables(options: TurnerOptions) -> PlfoldTables:
     """The Boltzmann factors of ViennaRNA's model for ``options`` (``RNA.exp_param`` of
     :meth:`~gamut.folding.turner.options.TurnerOptions.model_details`: the temperature's factors;
     dangles, noLP and the span are the kernels' business), once per process and options."""

@@ -24,7 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gamut.access.boltzmann import encode, turner_tables
+from gamut.access.boltzmann import encode, turner_boltzmann_tables
 from gamut.access.gpu import BatchMemoryError, PackedBatch, Piece, WeightRangeError, batches, work_doubles
 from gamut.errors import InputError
 from gamut.folding.turner.options import TurnerOptions
@@ -57,7 +57,7 @@ RETRY_GAINS = (1.0, 1.0 / PILOT_GAIN, 1.12)
 def kernel_defines(options: TurnerOptions) -> tuple[str, ...]:
     """Compile options of plfold.cu for ``options``: the tables' layout, dangles and noLP, and no sums
     for unpaired stretches (which lets a cell's sums be split among lanes)."""
-    return (*turner_tables(options).defines, f"-DPLF_DANGLES={options.dangles}", f"-DPLF_NOLP={int(options.no_lp)}",
+    return (*turner_boltzmann_tables(options).defines, f"-DPLF_DANGLES={options.dangles}", f"-DPLF_NOLP={int(options.no_lp)}",
             "-DPLF_UNPAIRED=0")
 
 
@@ -131,7 +131,7 @@ class CupyPfRunner:
     def __init__(self, options: TurnerOptions, device_id: int = 0) -> None:
         from gamut.access.gpu import CupyRunner
 
-        self.base = CupyRunner(device_id, tables=turner_tables(options), defines=kernel_defines(options))
+        self.base = CupyRunner(device_id, tables=turner_boltzmann_tables(options), defines=kernel_defines(options))
 
     def free_bytes(self) -> int:
         return self.base.free_bytes()
@@ -235,7 +235,7 @@ def pf_batch(sequences: Sequence[str], options: TurnerOptions, *, runner: PfRunn
         return results  # type: ignore[return-value]
     runner = runner if runner is not None else CupyPfRunner(options, device_id)
     try:
-        kt = turner_tables(options).kt
+        kt = turner_boltzmann_tables(options).kt
         lengths = [c.shape[0] for c in codes]
         estimate = estimate_log_z(codes, options, runner)
         todo = [(group, 0) for group in reversed(plan_batches(lengths, options, _budget(runner)))]
