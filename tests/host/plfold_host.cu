@@ -5,6 +5,7 @@
 
 #define PLF_HOST 1
 #include "plfold.cu"
+#include "plfold_passes.h"
 
 extern "C" long long host_plfold_work_doubles(long long N, int L, int W) { return plf_work_doubles(N, L, W); }
 
@@ -14,15 +15,9 @@ extern "C" long long host_plfold_work_doubles(long long N, int L, int W) { retur
 // scaling (gamut.access.gpu.scale_table).
 extern "C" void host_plfold(const double* T, const int* I, const signed char* S, const int* SB, const int* SE,
                             long long N, int W, int L, int U, double* work, double* out, int* bad, const double* SC) {
-    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC};
+    const Plf p{T, I, S, SB, SE, N, W, L, work, bad, SC, 1};
     const Arrays a = plf_arrays(p);
-    for (int d = 0; d < L; ++d)
-        for (long long i = 0; i < N; ++i) inside_cell(p, a, d, i);
-    for (long long s = 0; s < N; ++s) exterior_window(p, a, s);
-    double scratch[PLF_MAXLOOP + 1];
-    for (int d = L - 1; d >= 0; --d)
-        for (long long k = 0; k < N; ++k) outside_cell(p, a, d, k, Scratch{scratch, 1});
-    for (long long i = 0; i < N; ++i) suffix_position(p, a, i);
+    host_fold_passes(p, a);
     for (long long b = 0; b < N; ++b)
         for (int u = 1; u <= U; ++u)
             if (stretch_fits(p, b, u)) out[b * U + u - 1] = checked(p, unpaired_stretch(p, a, b, u));

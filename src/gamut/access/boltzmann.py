@@ -1,16 +1,22 @@
-"""Boltzmann factors of the accessibility model for the GPU kernels (``cuda/kernels/plfold.cu``).
+"""Boltzmann factors of the Turner 2004 model for the GPU kernels (``cuda/kernels/plfold.cu``): the
+accessibility model's (:func:`plfold_tables`) and the global partition function's for any
+:class:`~gamut.folding.turner.options.TurnerOptions` (:func:`turner_boltzmann_tables`).
 
-The factors are ViennaRNA's own (``RNA.exp_param`` for Turner 2004 at 37 C, dangles=2: the model of
-the CPU engine), copied once into two flat buffers, doubles and ints, whose offsets reach the kernels
-as ``-D`` options. Taking ViennaRNA's tables rather than exponentiating the energies ourselves keeps
-its rounding and its smoothing of dangle and mismatch terms, so both engines weigh every loop alike.
+The factors are ViennaRNA's own (``RNA.exp_param``: for accessibility Turner 2004 at 37 C, dangles=2,
+the model of the CPU engine), copied once into two flat buffers, doubles and ints, whose offsets
+reach the kernels as ``-D`` options. Taking ViennaRNA's tables rather than exponentiating the energies
+ourselves keeps its rounding and its smoothing of dangle and mismatch terms, so both engines weigh
+every loop alike.
 """
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from gamut.folding.turner.options import TurnerOptions
 
 #: Letter codes as ViennaRNA's of the model's letters (:func:`gamut.access.model.rna_letters`): A, C,
 #: G and U (or T) in either case are 1..4, anything else is 0 (N: pairs with nothing).
@@ -26,12 +32,14 @@ MAXLOOP = 30
 
 class PlfoldTables(NamedTuple):
     """Flat tables and their layout (``defines``: ``-DT_*``/``-DI_*`` offsets and counts); ``gen``:
-    the generic interior loops' size and asymmetry factors by gaps (31 x 31), which a batch scales."""
+    the generic interior loops' size and asymmetry factors by gaps (31 x 31), which a batch scales;
+    ``kt``: RT of the tables' temperature in kcal/mol."""
 
     doubles: np.ndarray
     ints: np.ndarray
     defines: tuple[str, ...]
     gen: np.ndarray
+    kt: float
 
 
 def _doubles(value, shape: tuple[int, ...]) -> np.ndarray:
@@ -56,10 +64,24 @@ def _loop_keys(loops: str, width: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def plfold_tables() -> PlfoldTables:
-    """The model's Boltzmann factors, read from ViennaRNA once per process."""
+    """The accessibility model's Boltzmann factors, read from ViennaRNA once per process."""
     from gamut.scanning.energy.tables import vienna_exp_parameters
 
-    E = vienna_exp_parameters("vienna2004")
+    return _tables(vienna_exp_parameters("vienna2004"))
+
+
+@functools.lru_cache(maxsize=8)
+def turner_boltzmann_tables(options: TurnerOptions) -> PlfoldTables:
+    """The Boltzmann factors of ViennaRNA's model for ``options`` (``RNA.exp_param`` of
+    :meth:`~gamut.folding.turner.options.TurnerOptions.model_details`: the temperature's factors;
+    dangles, noLP and the span are the kernels' business), once per process and options."""
+    import RNA
+
+    return _tables(RNA.exp_param(options.model_details()))
+
+
+def _tables(E) -> PlfoldTables:
+    """The flat tables of a ViennaRNA ``exp_param`` object ``E``."""
     pair = np.array(E.model_details.pair, np.int64)[:5, :5]
     tetra, tri, hexa = _loop_keys(E.Tetraloops, 6), _loop_keys(E.Triloops, 5), _loop_keys(E.Hexaloops, 8)
     doubles = [
@@ -106,7 +128,7 @@ def plfold_tables() -> PlfoldTables:
     ints_buf = buffers[1].astype(np.int32)
     for b in (doubles_buf, ints_buf, gen):
         b.setflags(write=False)
-    return PlfoldTables(doubles_buf, ints_buf, tuple(defines), gen)
+    return PlfoldTables(doubles_buf, ints_buf, tuple(defines), gen, float(E.kT) / 1000.0)
 
 
 def encode(sequence: str) -> np.ndarray:

@@ -18,13 +18,14 @@ from typing import Protocol
 
 import numpy as np
 
-from gamut.access.boltzmann import MAXLOOP, encode, plfold_tables
+from gamut.access.boltzmann import MAXLOOP, PlfoldTables, encode, plfold_tables
 from gamut.access.model import AccessParams, energy_to_open
 from gamut.errors import DeviceError
 
-#: The kernels of plfold.cu, in launch order.
+#: The kernels of plfold.cu, in launch order (the last two: the global partition function's results,
+#: gamut.folding.turner.gpu_pf).
 KERNELS = ("plf_inside_list", "plf_inside_pairs", "plf_inside_rest", "plf_exterior", "plf_outside_list",
-           "plf_outside_pairs", "plf_suffix", "plf_unpaired", "plf_stretches")
+           "plf_outside_pairs", "plf_suffix", "plf_unpaired", "plf_stretches", "plf_partition", "plf_pair_probs")
 #: The phases of a batch, as :attr:`CupyRunner.phase_s` times them.
 PHASES = ("inside", "exterior", "outside", "unpaired")
 #: Shared-memory doubles per thread of ``plf_outside_pairs`` (its interior-loop sums by gap).
@@ -169,9 +170,12 @@ class BatchRunner(Protocol):
 
 
 class CupyRunner:
-    """:class:`BatchRunner` on CUDA device ``device_id`` (CuPy; the kernels compiled once per process)."""
+    """:class:`BatchRunner` on CUDA device ``device_id`` (CuPy; the kernels compiled once per process),
+    with the accessibility model's tables, or ``tables`` and the kernels compiled with ``defines``
+    (the global partition function's, :mod:`gamut.folding.turner.gpu_pf`)."""
 
-    def __init__(self, device_id: int = 0, block: int = BLOCK) -> None:
+    def __init__(self, device_id: int = 0, block: int = BLOCK, *, tables: PlfoldTables | None = None,
+                 defines: Sequence[str] | None = None) -> None:
         import cupy
 
         from gamut.cuda.kernels import load_module
@@ -182,9 +186,12 @@ class CupyRunner:
         self.cp = cupy
         self.device_id = int(device_id)
         self.block = int(block)
-        tables = plfold_tables()
+        tables = tables if tables is not None else plfold_tables()
+        defines = tuple(defines) if defines is not None else tables.defines
+        #: The kernels keep the sums for unpaired stretches (plfold.cu's PLF_UNPAIRED; one lane a cell).
+        self.unpaired = "-DPLF_UNPAIRED=0" not in defines
         with cupy.cuda.Device(self.device_id):
-            module = load_module("plfold.cu", options=tables.defines, device_id=self.device_id)
+            module = load_module("plfold.cu", options=defines, device_id=self.device_id)
             self.kernels = {name: module.get_function(name) for name in KERNELS}
             self.T = cupy.asarray(tables.doubles)
             self.I = cupy.asarray(tables.ints)
@@ -204,24 +211,33 @@ class CupyRunner:
         with self.cp.cuda.Device(self.device_id):
             self.cp.get_default_memory_pool().free_all_blocks()
 
-    def _fold(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
+    def fold_batch(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable,
+                   lanes: int = 1) -> np.ndarray:
+        """Fold ``batch`` (inside, exterior, outside, suffix sums) with ``lanes`` threads a cell's
+        sums (plfold.cu's Lanes: 1, 2, 4, .. 32; 1 where the kernels keep the unpaired sums), then
+        ``finish(args)`` (the kernels' arguments) launches what reads the results into a CuPy
+        array, returned on the host."""
+        if lanes not in (1, 2, 4, 8, 16, 32) or (self.unpaired and lanes != 1):
+            raise ValueError(f"plfold kernels take 1, 2, 4, .. 32 lanes a cell (1 with PLF_UNPAIRED), not {lanes}")
         try:
-            return self._fold_on_device(batch, window, span, scale, finish)
+            return self._fold_on_device(batch, window, span, scale, finish, lanes)
         except self.cp.cuda.memory.OutOfMemoryError as exc:
             self.release()
             raise BatchMemoryError(f"a batch of {batch.positions:,} positions did not fit the GPU's memory "
                                    f"({exc})") from None
 
-    def _fold_on_device(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable) -> np.ndarray:
+    def _fold_on_device(self, batch: PackedBatch, window: int, span: int, scale: float, finish: Callable,
+                        lanes: int) -> np.ndarray:
         cp = self.cp
         n = batch.positions
         with cp.cuda.Device(self.device_id):
             bad = cp.zeros(1, cp.int32)
             args = [self.T, self.I, cp.asarray(batch.S), cp.asarray(batch.SB), cp.asarray(batch.SE), np.int64(n),
                     np.int32(window), np.int32(span), cp.zeros(work_doubles(n, window, span), cp.float64), bad,
-                    cp.asarray(scale_table(scale, window, self.gen))]
+                    cp.asarray(scale_table(scale, window, self.gen)), np.int32(lanes)]
             block = self.block
             grid = ((n + block - 1) // block,)
+            wide = ((n * lanes + block - 1) // block,)  # lanes a cell, a pair or a window
             # Per span: the positions of its pairs with loop sums (plfold.cu's append_live), and their count.
             pairs, counts = cp.empty(n, cp.int32), cp.zeros(2 * span, cp.int32)
             k = self.kernels
@@ -230,18 +246,19 @@ class CupyRunner:
             for d in range(span):
                 listed = (*args, np.int32(d), pairs, counts[d:d + 1])
                 k["plf_inside_list"](grid, (block,), listed)
-                k["plf_inside_pairs"](grid, (block,), listed)
-                k["plf_inside_rest"](grid, (block,), (*args, np.int32(d)))
+                k["plf_inside_pairs"](wide, (block,), listed)
+                k["plf_inside_rest"](wide, (block,), (*args, np.int32(d)))
             marks[1].record()
-            k["plf_exterior"](grid, (block,), tuple(args))
+            k["plf_exterior"](wide, (block,), tuple(args))
             marks[2].record()
-            scratch = OUTSIDE_SCRATCH_DOUBLES * block * 8
+            scratch = OUTSIDE_SCRATCH_DOUBLES * block * 8 if self.unpaired else 0
             for d in range(span - 1, -1, -1):
                 listed = (*args, np.int32(d), pairs, counts[span + d:span + d + 1])
-                k["plf_outside_list"](grid, (block,), listed)
-                k["plf_outside_pairs"](grid, (block,), listed, shared_mem=scratch)
+                k["plf_outside_list"](wide, (block,), listed)
+                k["plf_outside_pairs"](wide, (block,), listed, shared_mem=scratch)
             marks[3].record()
-            self.kernels["plf_suffix"](grid, (block,), tuple(args))
+            if self.unpaired:
+                self.kernels["plf_suffix"](grid, (block,), tuple(args))
             out = finish(args)
             marks[4].record()
             marks[4].synchronize()
@@ -262,7 +279,7 @@ class CupyRunner:
                                          (*args, np.int32(width), out))
             return out
 
-        return self._fold(batch, window, span, scale, finish).reshape(batch.positions, width)
+        return self.fold_batch(batch, window, span, scale, finish).reshape(batch.positions, width)
 
     def stretches(self, batch: PackedBatch, window: int, span: int, ends: np.ndarray, lengths: np.ndarray,
                   scale: float = 1.0) -> np.ndarray:
@@ -277,7 +294,7 @@ class CupyRunner:
                                                np.int64(count), out))
             return out[:count]
 
-        return self._fold(batch, window, span, scale, finish)
+        return self.fold_batch(batch, window, span, scale, finish)
 
 
 class GpuFolder:
