@@ -151,6 +151,30 @@ def first_inconsistent(buffer: np.ndarray, offsets: np.ndarray, energies: np.nda
     return int(where[0]) if where.size else None
 
 
+@dataclass(frozen=True)
+class EnsembleSummary:
+    """What RNAfold's ``-p`` lines show, for each record of a batch: the pf line, the centroid
+    structure, its free energy and distance, the MFE structure's frequency and the diversity."""
+
+    pf_structures: list[str]
+    centroids: list[str]
+    centroid_energies: np.ndarray
+    centroid_distances: np.ndarray
+    mfe_frequencies: np.ndarray
+    diversities: np.ndarray
+
+    @classmethod
+    def of(cls, batch: TurnerBatch) -> EnsembleSummary:
+        records = list(batch)
+        centroids = [r.centroid for r in records]
+        return cls(pf_structures=[r.pf_structure for r in records], centroids=[c for c, _ in centroids],
+                   centroid_energies=np.array([ensemble.structure_energy(r.sequence, c, r.options)
+                                               for r, (c, _) in zip(records, centroids)], np.float64),
+                   centroid_distances=np.array([d for _, d in centroids], np.float64),
+                   mfe_frequencies=np.array([r.mfe_frequency for r in records], np.float64),
+                   diversities=np.array([r.diversity for r in records], np.float64))
+
+
 class TurnerBatch(Sequence):
     """Many folded sequences as columns: ``energies_dcal`` (int32), ``energies`` (kcal/mol),
     the structures in ``structure_bytes`` (uint8) at ``offsets`` (int64, one more than records),
@@ -231,6 +255,12 @@ class TurnerBatch(Sequence):
         if self.partition is None:
             return None
         return np.fromiter((pf.ensemble_energy for pf in self.partition), np.float64, len(self))
+
+    def ensemble_summary(self) -> EnsembleSummary:
+        """RNAfold's ``-p`` numbers of every record (a :class:`UsageError` without the partition function)."""
+        if self.partition is None:
+            raise UsageError("this batch was folded without the partition function (partition=True)")
+        return EnsembleSummary.of(self)
 
     def to_arrow(self) -> pa.Table:
         """The columns ``name``, ``length``, ``structure``, ``energy`` (kcal/mol) and ``energy_dcal``
