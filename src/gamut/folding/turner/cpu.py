@@ -99,8 +99,9 @@ def chunk_bounds(lengths: np.ndarray, parts: int, partition: bool = False) -> li
     """``(start, stop)`` of consecutive runs of records of about equal folding work, at most ``parts``."""
     if not len(lengths):
         return []
-    work = np.cumsum(record_seconds(lengths, partition))
-    cuts = np.searchsorted(work, work[-1] * np.arange(1, parts) / parts, side="left") + 1
+    seconds = record_seconds(lengths, partition)
+    middle = np.cumsum(seconds) - seconds / 2  # a record goes to the part its middle falls in
+    cuts = np.searchsorted(middle, float(np.sum(seconds)) * np.arange(1, parts) / parts, side="left")
     edges = np.unique(np.concatenate([[0], np.minimum(cuts, len(lengths)), [len(lengths)]]))
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
 
