@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, overload
 
 import numpy as np
+from numba import njit, prange
 
 from gamut.errors import UsageError
 from gamut.folding.turner import ensemble
@@ -130,23 +131,32 @@ def structure_buffer(structures: Any, offsets: np.ndarray) -> np.ndarray:
     return buffer
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _inconsistent(buffer, offsets, energies, bad):
+    for r in prange(energies.shape[0]):
+        depth = 0
+        pairs = 0
+        wrong = energies[r] > 0
+        for x in range(offsets[r], offsets[r + 1]):
+            c = buffer[x]
+            if c == 40:  # (
+                depth += 1
+                pairs += 1
+            elif c == 41:  # )
+                depth -= 1
+                if depth < 0:
+                    wrong = True
+            elif c != 46:  # .
+                wrong = True
+        bad[r] = wrong or depth != 0 or (energies[r] < 0 and pairs == 0)
+
+
 def first_inconsistent(buffer: np.ndarray, offsets: np.ndarray, energies: np.ndarray) -> int | None:
     """The first record whose structure is no valid dot-bracket string (other characters, brackets
     that do not match inside it) or disagrees with its energy (an MFE is never positive, and a
-    negative one needs pairs); None when all are consistent."""
-    if not energies.shape[0]:
-        return None
-    step = np.zeros(256, np.int64)
-    step[ord("(")], step[ord(")")] = 1, -1
-    valid = np.zeros(256, bool)
-    valid[[ord("("), ord(")"), ord(".")]] = True
-    depth = np.concatenate([[0], np.cumsum(step[buffer])])
-    starts = offsets[:-1]
-    base, end = depth[starts], depth[offsets[1:]]
-    lowest = np.minimum.reduceat(depth[1:], starts) if buffer.shape[0] else base
-    letters_ok = np.logical_and.reduceat(valid[buffer], starts) if buffer.shape[0] else np.ones_like(base, bool)
-    opened = np.add.reduceat((buffer == ord("(")).astype(np.int64), starts) if buffer.shape[0] else base * 0
-    bad = ~letters_ok | (end != base) | (lowest < base) | (energies > 0) | ((energies < 0) & (opened == 0))
+    negative one needs pairs); None when all are consistent. One compiled pass over the letters."""
+    bad = np.zeros(energies.shape[0], np.bool_)
+    _inconsistent(buffer, np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(energies, np.int64), bad)
     where = np.flatnonzero(bad)
     return int(where[0]) if where.size else None
 
