@@ -43,7 +43,7 @@ def dot_plot(result: TurnerResult, path: str | os.PathLike, *, cutoff: float = D
         ax.set_yticks(ticks, list(letters), fontsize=max(3.0, min(8.0, 400 / n)))
     energy = f"{result.energy:.2f}"
     ensemble = f", ensemble {result.ensemble_energy:.2f}" if result.ensemble_energy is not None else ""
-    fig.text(0.5, 0.02, f"{result.name}: {n:,} nt, MFE {energy} kcal/mol{ensemble} (upper right: pair "
-             "probabilities, square area = p; lower left: MFE pairs)", ha="center", fontsize=8)
+    fig.text(0.5, 0.015, f"{result.name}: {n:,} nt, MFE {energy} kcal/mol{ensemble}\nupper right: pair "
+             "probabilities (square area = p); lower left: the MFE structure's pairs", ha="center", fontsize=8)
     with atomic_output(path, "wb") as handle:
         fig.savefig(handle, format=suffix[1:])
