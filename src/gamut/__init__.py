@@ -1,7 +1,8 @@
 """gamut: GPU-accelerated dynamic programming for RNA and DNA sequence analysis.
 
 - :func:`scan`: miRNA target scanning identical to miRanda 3.3a.
-- :func:`fold`: Nussinov maximum base pairing with traceback.
+- :func:`fold`: Nussinov maximum base pairing with traceback, or with ``model="turner"`` the
+  minimum free energy (and partition function) of ViennaRNA's RNAfold.
 - :func:`splice`: Gelfand's exact spliced alignment.
 - :func:`accessibility`: how open each stretch of an RNA is (RNAplfold's local partition function).
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from gamut.access.api import Accessibility
     from gamut.folding.api import FoldResult
+    from gamut.folding.turner.batch import TurnerBatch, TurnerResult
     from gamut.splicing.result import SpliceResult
 
 __all__ = ["GamutError", "InputError", "UsageError", "accessibility", "fold", "scan", "splice", "__version__"]
@@ -33,8 +35,9 @@ def scan(queries: Any, references: Any, *args: Any, **options: Any) -> pd.DataFr
     return run(queries, references, *args, **options)
 
 
-def fold(sequence: Any, *args: Any, **options: Any) -> FoldResult | list[FoldResult]:
-    """Fold one RNA by maximum base pairing; see :func:`gamut.folding.api.fold`."""
+def fold(sequence: Any, *args: Any, **options: Any) -> FoldResult | list[FoldResult] | TurnerResult | TurnerBatch:
+    """Fold one RNA or many: by maximum base pairing (Nussinov, the default) or with
+    ``model="turner"`` by minimum free energy as RNAfold; see :func:`gamut.folding.api.fold`."""
     from gamut.folding.api import fold as run
 
     return run(sequence, *args, **options)

@@ -5,7 +5,7 @@ import itertools
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Union
+from typing import TYPE_CHECKING, Iterable, Iterator, Union
 
 import numpy as np
 
@@ -22,6 +22,9 @@ BATCH_CHUNK = 4096  # sequences per batch in fold_many and the CLI
 PROGRESS_MIN_LENGTH = 8000
 
 Records = Iterable[Union[str, tuple[str, str]]]
+
+if TYPE_CHECKING:
+    from gamut.folding.turner.batch import TurnerBatch, TurnerResult
 
 
 @dataclass
@@ -65,18 +68,31 @@ def _check_min_loop(min_loop: int) -> int:
     return int(min_loop)
 
 
+#: The folding models: Nussinov's maximum base pairing (the papers' model, the default) and
+#: Zuker's minimum free energy with ViennaRNA's Turner 2004 parameters (RNAfold's model).
+MODELS = ("nussinov", "turner")
+#: Options of the Turner model and their defaults (RNAfold's): see :func:`gamut.folding.turner.api.fold_turner`.
+TURNER_DEFAULTS = {"partition": False, "temperature": 37.0, "dangles": 2, "no_lp": False, "max_bp_span": -1,
+                   "threads": None}
+
+
 def fold(
     sequence: str | Records,
     min_loop: int = DEFAULT_MIN_LOOP,
     device: str = "auto",
     *,
+    model: str = "nussinov",
     engine: str = "auto",
     traceback: bool = True,
     corner: int = 0,
     name: str = "sequence",
     progress: bool | None = None,
-) -> FoldResult | list[FoldResult]:
-    """Fold one RNA ``sequence`` by maximising base pairs (AU, GC, GU) with Nussinov's recurrence.
+    **turner,
+) -> FoldResult | list[FoldResult] | TurnerResult | TurnerBatch:
+    """Fold one RNA ``sequence`` by maximising base pairs (AU, GC, GU) with Nussinov's recurrence,
+    or with ``model="turner"`` by minimum free energy (:func:`gamut.folding.turner.api.fold_turner`:
+    RNAfold's model and options ``partition``, ``temperature``, ``dangles``, ``no_lp``,
+    ``max_bp_span``, ``threads``; a list gives a :class:`~gamut.folding.turner.batch.TurnerBatch`).
 
     ``min_loop`` is the least number of unpaired bases a pair encloses (the papers' variant is 1;
     3 is the usual biological hairpin minimum). ``device`` is ``auto|cpu|cuda`` (see
@@ -92,6 +108,22 @@ def fold(
     folded together by a batch engine (``gpu-batch``: one GPU block per sequence in one launch;
     ``cpu-batch``: one core per sequence), longer ones one by one.
     """
+    unknown = sorted(set(turner) - set(TURNER_DEFAULTS))
+    if unknown:
+        raise UsageError(f"fold() got unknown options: {', '.join(unknown)}")
+    if model == "turner":
+        nussinov = {"min_loop": min_loop != DEFAULT_MIN_LOOP, "engine": engine != "auto",
+                    "traceback": traceback is not True, "corner": corner != 0}
+        given = [option for option, changed in nussinov.items() if changed]
+        if given:
+            raise UsageError(f"{', '.join(given)}: options of the Nussinov model, not of model='turner'")
+        from gamut.folding.turner.api import fold_turner
+
+        return fold_turner(sequence, device=device, name=name, **turner)
+    if model != "nussinov":
+        raise UsageError(f"unknown model {model!r} (choose from {', '.join(MODELS)})")
+    if turner:
+        raise UsageError(f"{', '.join(sorted(turner))}: options of model='turner', not of the Nussinov model")
     min_loop = _check_min_loop(min_loop)
     if isinstance(corner, bool) or not isinstance(corner, (int, np.integer)) or corner < 0:
         raise UsageError(f"corner must be a non-negative integer, got {corner!r}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -18,6 +19,26 @@ def check_plot_path(path: str | os.PathLike) -> str:
     if suffix not in FORMATS:
         raise UsageError(f"plot file '{os.fspath(path)}' must end in {', '.join(FORMATS)}")
     return suffix
+
+
+def plot_paths(template: str, names: list[str]) -> list[str]:
+    """One plot file per record: ``template`` alone for one record, else the record name (made safe
+    for a file name) before the suffix. Names that become the same file name get ``_2``, ``_3``, ...
+    in input order, so that no plot overwrites another."""
+    if len(names) == 1:
+        return [template]
+    stem, suffix = os.path.splitext(template)
+    used: set[str] = set()
+    paths = []
+    for name in names:
+        safe = candidate = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+        number = 1
+        while candidate in used:
+            number += 1
+            candidate = f"{safe}_{number}"
+        used.add(candidate)
+        paths.append(f"{stem}.{candidate}{suffix}")
+    return paths
 
 
 def arc_diagram(result, path: str | os.PathLike, *, title: str | None = None, width: float = 12.0) -> None:

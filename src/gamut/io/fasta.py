@@ -16,7 +16,7 @@ from gamut.errors import InputError, UsageError
 from gamut.io.inputs import READ_ERRORS, STDIN, open_input, read_input_bytes, reason, text_lines
 from gamut.io.outputs import COMPRESSIONS
 
-__all__ = ["FastaRecord", "named_records", "open_input", "read_fasta", "read_input_bytes", "records_or_sequence",
+__all__ = ["FastaRecord", "is_inline_sequence", "named_records", "open_input", "read_fasta", "read_input_bytes", "records_or_sequence",
            "sequence_file_format", "text_lines", "uncompressed_name"]
 
 
@@ -110,9 +110,15 @@ def records_or_sequence(source: str) -> list[tuple[str, str]]:
     """``(name, sequence)`` of the FASTA input ``source`` (a file, ``-`` for standard input, or a
     pipe; names unique: outputs are known by them), or ``[("sequence", source)]`` when ``source`` is
     no file and looks like a sequence (no dot, no path separator)."""
-    if source == STDIN or os.path.exists(source) or "." in source or os.sep in source or not source:
+    if not is_inline_sequence(source):
         return [(rec.name, rec.sequence) for rec in read_fasta(source, unique=True)]
     return [("sequence", source)]
+
+
+def is_inline_sequence(source: str) -> bool:
+    """Whether an INPUT argument is a sequence typed on the command line rather than a file: no
+    file of that name, no dot, no path separator, not ``-``."""
+    return not (source == STDIN or os.path.exists(source) or "." in source or os.sep in source or not source)
 
 
 def named_records(items: Iterable[str | tuple[str, str]]) -> list[tuple[str, str]]:
