@@ -51,6 +51,9 @@ def vienna(sequence: str, options: TurnerOptions) -> tuple[float, np.ndarray]:
     if not sequence:
         return 0.0, np.zeros((0, 0))
     fc = RNA.fold_compound(sequence.upper().replace("T", "U"), options.model_details())
+    # As RNAfold -p: Boltzmann factors scaled around the MFE. Without it ViennaRNA's own partition
+    # function of a long sequence leaves the range of doubles (3,000 nt: it returned 100000.0).
+    fc.exp_params_rescale(fc.mfe()[1])
     energy = fc.pf()[1]
     return energy, np.triu(np.array(fc.bpp())[1:, 1:], 1)
 

@@ -17,11 +17,17 @@ def model(temperature=37.0, dangles=2, no_lp=False, max_bp_span=-1):
     return md
 
 
+def as_rnafold_reads(sequence: str) -> str:
+    """The sequence as RNAfold folds a record: upper case, T as U (RNA.fold_compound keeps a T,
+    which then misses the special hairpins' bonuses)."""
+    return sequence.upper().replace("T", "U")
+
+
 def reference_mfe(sequence: str, **options) -> tuple[str, int]:
     """RNA's MFE structure and energy (integer dcal/mol)."""
     import RNA
 
-    structure, energy = RNA.fold_compound(sequence, model(**options)).mfe()
+    structure, energy = RNA.fold_compound(as_rnafold_reads(sequence), model(**options)).mfe()
     return structure, int(round(energy * 100))
 
 
@@ -29,7 +35,7 @@ def reference_pf(sequence: str, **options) -> tuple[float, np.ndarray]:
     """RNA's ensemble energy and the (n, n) upper-triangle pair probabilities."""
     import RNA
 
-    fc = RNA.fold_compound(sequence, model(**options))
+    fc = RNA.fold_compound(as_rnafold_reads(sequence), model(**options))
     _, energy = fc.mfe()
     fc.exp_params_rescale(energy)
     _, ensemble = fc.pf()
@@ -41,7 +47,7 @@ def rnafold_text(sequence: str, header: str | None = None, partition: bool = Fal
     RNAfold's source: ``( %6.2f)``, `` [%6.2f]``, `` {%6.2f d=%.2f}``, the frequency line)."""
     import RNA
 
-    fc = RNA.fold_compound(sequence, model(**options))
+    fc = RNA.fold_compound(as_rnafold_reads(sequence), model(**options))
     structure, mfe = fc.mfe()
     lines = ([f">{header}"] if header is not None else []) + [sequence.replace("T", "U").replace("t", "u"),
                                                              f"{structure} ({mfe:6.2f})"]

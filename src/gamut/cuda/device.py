@@ -15,7 +15,7 @@ DEVICES = ("auto", "cpu", "cuda")
 #: real hardware: ``--device auto`` uses the GPU only for these, so that an engine not yet checked
 #: on a GPU is never picked unasked; ``--device cuda`` always can. ``energy`` is the duplex-energy
 #: engine (used by the scan when it runs on the GPU).
-VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy", "access"})
+VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "fold-turner", "splice", "energy", "access"})
 
 
 _discovery_lock = threading.Lock()

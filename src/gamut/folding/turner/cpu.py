@@ -79,7 +79,9 @@ def fold_chunk(sequences: Sequence[str], options: TurnerOptions, partition: bool
     ensemble = np.empty(len(sequences), np.float64) if partition else None
     probabilities: list[np.ndarray] | None = [] if partition else None
     for k, sequence in enumerate(sequences):
-        fc = RNA.fold_compound(sequence, md, flags)
+        # as RNAfold reads a record (and our kernels do): upper case, T as U. RNA.fold_compound
+        # itself keeps a T, which then misses the special hairpins' bonuses.
+        fc = RNA.fold_compound(sequence.upper().replace("T", "U"), md, flags)
         structure, energy = fc.mfe()
         energies[k] = round(energy * 100)
         structures.append(structure)
