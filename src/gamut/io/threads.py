@@ -1,6 +1,7 @@
 """How many threads a ``parallel=True`` kernel of the output path runs on."""
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Union
 
@@ -61,3 +62,11 @@ def parse_threads(value: str | int | None, option: str = "--threads") -> int | N
     from gamut.numerals import number
 
     return number(value, option, whole=True, at_least=1)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the CPU count where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -100,7 +100,8 @@ def chunk_bounds(lengths: np.ndarray, device: str, partition: bool, workers: int
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     """``gamut fold --model turner``: a bad option is reported through ``parser`` (exit status 2)."""
     from gamut.folding.turner.api import fold_with
-    from gamut.folding.turner.cpu import check_memory, usable_cores
+    from gamut.folding.turner.cpu import check_memory
+    from gamut.io.threads import usable_cores
     from gamut.folding.turner.engines import make_engine, pick_device
     from gamut.folding.turner.letters import check_letters
     from gamut.folding.turner.sinks import SINKS, PairsSink

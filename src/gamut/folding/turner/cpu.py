@@ -10,7 +10,6 @@ worker process costs more to start than it would save.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -21,6 +20,7 @@ from gamut.errors import GamutError, InputError
 from gamut.folding.turner.options import TurnerOptions
 from gamut.folding.turner.results import PartitionResult
 from gamut.io.memory import available_memory
+from gamut.io.threads import usable_cores
 
 #: Seconds of one core's folding below which a batch is folded in this process.
 POOL_MIN_SECONDS = 0.5
@@ -172,11 +172,3 @@ def _ordered(pool: ProcessPoolExecutor, jobs: list, at_once: int) -> list[Folded
             results.append(pending.pop(0).result())
     results += [future.result() for future in pending]
     return results
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1

@@ -73,7 +73,8 @@ def pick_device(device: str, lengths: np.ndarray, partition: bool = False, threa
     if device not in DEVICES:
         raise UsageError(f"unknown device '{device}' (choose from {', '.join(DEVICES)})")
     if device == "auto":
-        from gamut.folding.turner.cpu import seconds_estimate, usable_cores
+        from gamut.folding.turner.cpu import seconds_estimate
+        from gamut.io.threads import usable_cores
 
         cores = threads or usable_cores()
         if seconds_estimate(lengths, partition) / cores < AUTO_GPU_EXTRA_STARTUP_S:

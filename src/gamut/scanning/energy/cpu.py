@@ -18,7 +18,6 @@ letter mapping, the tetraloop table applied to the upper-cased sequence; it uses
 """
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import numpy as np
@@ -26,6 +25,7 @@ from numba import njit, prange
 
 from gamut.errors import InputError, UsageError
 from gamut.io.memory import available_memory
+from gamut.io.threads import usable_cores
 from gamut.io.textcols import distinct_strings, take_strings
 from gamut.scanning.energy.compiled_model import (
     ALIAS,
@@ -381,8 +381,7 @@ def _compiled_packed(raw: np.ndarray, offsets: np.ndarray, threads: int) -> np.n
 # ----------------------------------------------------------------------------------------------
 def _threads(threads: int | None) -> int:
     if threads is None:
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                   else (os.cpu_count() or 1))
+        return usable_cores()
     if threads < 1:
         raise UsageError(f"threads must be at least 1, got {threads}")
     return int(threads)

@@ -6,7 +6,6 @@ CPU never imports CuPy.
 """
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
@@ -48,18 +47,13 @@ def auto_gpu_min_cells(threads: int | None = None) -> float:
     ``threads`` CPU threads (default: every core this process may use): the break-even point
     ``cells / cpu_rate = AUTO_GPU_EXTRA_STARTUP_S + cells / gpu_rate``; infinite when the CPU
     engine is the faster one."""
-    cores = threads or _usable_cores()
+    from gamut.io.threads import usable_cores  # numba's import only where a count is needed
+
+    cores = threads or usable_cores()
     cpu_rate = AUTO_CPU_CELLS_PER_CORE_S * cores
     if cpu_rate >= AUTO_GPU_CELLS_S:
         return float("inf")
     return AUTO_GPU_EXTRA_STARTUP_S * cpu_rate / (1.0 - cpu_rate / AUTO_GPU_CELLS_S)
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def pick_device(device: str = "auto", threads: int | None = None, gpus: str | Sequence[int] | None = None,
