@@ -7,6 +7,8 @@ import pytest
 pytest.importorskip("RNA")
 
 import numpy as np  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from turner_mfe_reference import OPTION_SETS, check_folds, hsa_hairpins, random_rnas  # noqa: E402
 
 from gamut.folding.turner.gpu_mfe import CupyRunner, mfe_batch  # noqa: E402
@@ -65,3 +67,12 @@ def test_many_windows_in_one_launch(runner):
     energies, structures = mfe_batch(sequences, TurnerOptions(), runner=runner)
     picks = list(range(0, 20_000, 97))
     check_folds([sequences[x] for x in picks], TurnerOptions(), energies[picks], [structures[x] for x in picks])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text("ACGUNacgutT", min_size=1, max_size=600), min_size=1, max_size=6),
+       st.sampled_from(OPTION_SETS))
+def test_hypothesis_batches_up_to_600_nt(runner, sequences, options):
+    """The issue's hypothesis set: 1-600 nt, every letter the model reads, any option set."""
+    energies, structures = mfe_batch(sequences, options, runner=runner)
+    check_folds(sequences, options, energies, structures)

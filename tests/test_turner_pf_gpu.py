@@ -8,6 +8,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("RNA")
 
@@ -60,3 +62,12 @@ def test_the_gpu_gives_the_host_builds_numbers(tmp_path):
         for h, g in zip(host, gpu):
             assert g.ensemble_energy == pytest.approx(h.ensemble_energy, rel=1e-12, abs=1e-13)
             assert np.allclose(g.probabilities, h.probabilities, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text("ACGUNacgutT", min_size=1, max_size=600), min_size=1, max_size=4),
+       st.sampled_from([TurnerOptions(), TurnerOptions(dangles=0), TurnerOptions(no_lp=True),
+                        TurnerOptions(temperature=25.0), TurnerOptions(max_bp_span=40)]))
+def test_hypothesis_batches_up_to_600_nt(sequences, options):
+    """The issue's hypothesis set: 1-600 nt, every letter the model reads, the options."""
+    assert_vienna(sequences, options, pf_batch(sequences, options))
