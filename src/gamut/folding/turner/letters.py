@@ -7,7 +7,8 @@ not per record, so that a million short records cost milliseconds.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -17,6 +18,58 @@ from gamut.errors import InputError
 LETTERS = b"ACGUTNacgutn"
 #: T -> U in either case: the sequence as RNAfold prints it (case kept).
 TO_RNA = bytes.maketrans(b"Tt", b"Uu")
+
+
+class PackedSequences(Sequence):
+    """Sequences kept end to end: ``letters`` (ASCII bytes) and ``offsets`` (int64, one more than
+    sequences, from 0). A sequence of ``str`` all the same (each made when asked), so that a
+    million records read from a file or checked for the API travel between the reader, the letter
+    check, the engines and the writers as two buffers, not a million strings."""
+
+    def __init__(self, letters: bytes, offsets: np.ndarray) -> None:
+        self.letters = bytes(letters)
+        self.offsets = np.ascontiguousarray(offsets, np.int64)
+        if self.offsets.ndim != 1 or self.offsets.size < 1 or self.offsets[0] != 0 or \
+                self.offsets[-1] != len(self.letters) or np.any(np.diff(self.offsets) < 0):
+            raise ValueError("offsets must rise from 0 to the letters' length")
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> PackedSequences: ...
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return [self[k] for k in range(start, stop, step)]
+            stop = max(start, stop)
+            a, b = int(self.offsets[start]), int(self.offsets[stop])
+            return PackedSequences(self.letters[a:b], self.offsets[start:stop + 1] - a)
+        k = int(index)
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(f"sequence {index} of {len(self)}")
+        return self.letters[self.offsets[k]:self.offsets[k + 1]].decode("ascii")
+
+    def __iter__(self) -> Iterator[str]:
+        text = self.letters.decode("ascii")
+        bounds = self.offsets.tolist()
+        return (text[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedSequences):
+            return self.letters == other.letters and np.array_equal(self.offsets, other.offsets)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PackedSequences({len(self):,} sequences, {len(self.letters):,} letters)"
 
 
 def record_name(names: Sequence[str] | None, index: int) -> str:
@@ -29,21 +82,32 @@ def check_letters(sequences: Sequence[str], names: Sequence[str] | None = None) 
 
     Raises :class:`InputError` naming the first record that is empty or holds a letter other than
     A, C, G, U, T or N (either case), and the position of that letter."""
+    if isinstance(sequences, PackedSequences):
+        raw, offsets = sequences.letters, sequences.offsets
+        return _checked(raw, offsets, names, None)
     count = len(sequences)
     lengths = np.fromiter(map(len, sequences), np.int64, count)
     offsets = np.zeros(count + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    empty = np.flatnonzero(lengths == 0)
-    if empty.size:
-        raise InputError(f"{record_name(names, int(empty[0]))}: empty sequence (nothing to fold)")
     joined = "".join(sequences)
     raw = joined.encode("ascii", errors="replace")  # one byte per letter: a non-ASCII one becomes '?'
+    return _checked(raw, offsets, names, joined)
+
+
+def _checked(raw: bytes, offsets: np.ndarray, names: Sequence[str] | None,
+             joined: str | None) -> tuple[bytes, np.ndarray]:
+    """:func:`check_letters` of the letters ``raw`` (``joined``: them as the text they came from,
+    for the message; None: the bytes are the text)."""
+    empty = np.flatnonzero(offsets[1:] == offsets[:-1])
+    if empty.size:
+        raise InputError(f"{record_name(names, int(empty[0]))}: empty sequence (nothing to fold)")
     if raw.translate(None, LETTERS):
         table = np.ones(256, bool)
         table[np.frombuffer(LETTERS, np.uint8)] = False
         position = int(np.flatnonzero(table[np.frombuffer(raw, np.uint8)])[0])
         record = int(np.searchsorted(offsets, position, side="right") - 1)
         where = position - int(offsets[record])
-        raise InputError(f"{record_name(names, record)}: letter {joined[position]!r} at position {where + 1} "
+        letter = joined[position] if joined is not None else raw[position:position + 1].decode("latin-1")
+        raise InputError(f"{record_name(names, record)}: letter {letter!r} at position {where + 1} "
                          "cannot be folded (the Turner model reads A, C, G, U/T and N, in either case)")
     return raw, offsets
