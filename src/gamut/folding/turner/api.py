@@ -12,7 +12,8 @@ import numpy as np
 
 from gamut.errors import DeviceError, GamutError, UsageError
 from gamut.folding.turner.batch import TurnerBatch, TurnerResult, first_inconsistent, structure_buffer
-from gamut.folding.turner.letters import PackedSequences, check_letters, record_name
+from gamut.folding.turner.letters import check_letters, record_name
+from gamut.io.packed import PackedSequences
 from gamut.folding.turner.options import DEFAULT_TEMPERATURE, TurnerOptions
 from gamut.io.fasta import named_records
 

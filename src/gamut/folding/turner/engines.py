@@ -5,7 +5,7 @@ used). Both are used in a ``with`` block and answer
 
 - ``mfe(sequences, options) -> (energies, structures)``: int32 dcal/mol and the dot-bracket
   structures (bytes or a uint8 array end to end, or a list of strings); ``sequences`` is a
-  sequence of strings, usually :class:`~gamut.folding.turner.letters.PackedSequences` (the
+  sequence of strings, usually :class:`~gamut.io.packed.PackedSequences` (the
   checked letters end to end, which the GPU engine folds without a string per record);
 - ``pf(sequences, options) -> (energies, structures, [PartitionResult, ...])``.
 

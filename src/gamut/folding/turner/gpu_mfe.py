@@ -18,7 +18,7 @@ import numpy as np
 
 from gamut.errors import InputError
 from gamut.folding.turner.energy_tables import CODES, hairpin_sizes, turner_tables
-from gamut.folding.turner.letters import PackedSequences
+from gamut.io.packed import PackedSequences
 from gamut.folding.turner.options import TurnerOptions
 
 #: Sequences of at least this many letters fold alone, by diagonals (the batch kernel gives one

@@ -16,6 +16,7 @@ import numpy as np
 
 from gamut.folding.turner.batch import TurnerBatch
 from gamut.folding.turner.letters import TO_RNA
+from gamut.io.packed import PackedSequences
 from gamut.io.textcols import TextBuilder
 from gamut.io.textout import raw_text
 
@@ -46,7 +47,9 @@ def text_column(b: TextBuilder, texts: Sequence[str]) -> tuple[np.ndarray, np.nd
 
 def sequence_column(b: TextBuilder, batch: TurnerBatch) -> tuple[np.ndarray, np.ndarray]:
     """The sequences as RNAfold prints them: T as U, the case kept."""
-    data = np.frombuffer("".join(batch.sequences).encode("ascii").translate(TO_RNA), np.uint8)
+    sequences = batch.sequences
+    letters = sequences.letters if isinstance(sequences, PackedSequences) else "".join(sequences).encode("ascii")
+    data = np.frombuffer(letters.translate(TO_RNA), np.uint8)
     return b.buffer(data, batch.offsets[:-1], batch.lengths)
 
 
