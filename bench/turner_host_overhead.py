@@ -129,8 +129,9 @@ def main() -> None:
         with open(fasta, "w") as handle:
             handle.write("".join(f">{n}\n{s}\n" for n, s in pairs))
         stage("CLI: read FASTA", lambda: cli.read_records(str(fasta)))
-        batch = gamut.fold(pairs, model="turner", device="cuda")
-        headers = [n for n, _ in pairs]
+        names, read, headers = cli.read_records(str(fasta))
+        stage("CLI: check letters", lambda: letters.check_letters(read, names))
+        batch = api.fold_records(read, names, options, device="cuda")  # as the command line folds a chunk
         from gamut.folding.turner.sinks import SINKS
 
         for name in ("rnafold", "tsv", "jsonl", "parquet"):

@@ -157,13 +157,14 @@ class TsvSink:
         pass
 
 
-def json_names(b: TextBuilder, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The names as JSON strings: quoted as they are when none needs escaping, else by :func:`json.dumps`."""
+def json_names(b: TextBuilder, names: Sequence[str]) -> list:
+    """The names as JSON strings (pieces of a record): quoted as they are when none needs escaping
+    (no string per name), else by :func:`json.dumps`."""
     import json
 
     joined = "".join(names)
     plain = joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
-    return text_column(b, [f'"{n}"' for n in names] if plain else [json.dumps(n) for n in names])
+    return ['"', text_column(b, names), '"'] if plain else [text_column(b, [json.dumps(n) for n in names])]
 
 
 class JsonlSink:
@@ -177,7 +178,7 @@ class JsonlSink:
 
     def write(self, batch: TurnerBatch, headers: Sequence[str] | None) -> None:
         b = TextBuilder(parallel=True)
-        pieces = ['{"name": ', json_names(b, batch.names), ', "length": ', b.integers(batch.lengths),
+        pieces = ['{"name": ', *json_names(b, batch.names), ', "length": ', b.integers(batch.lengths),
                   ', "energy": ', b.decimals(batch.energies_dcal / 100.0, 2, "null", json_number=True),
                   ', "structure": "', structure_column(b, batch), '"']
         if self.partition:
