@@ -160,3 +160,62 @@ def test_gpu_engine_inconsistent_result_is_reported(monkeypatch):
     install_standin_gpu(monkeypatch, broken=True)
     with pytest.raises(DeviceError, match="sequence_2 with the gpu Turner engine gave an inconsistent result"):
         gamut.fold(["GGGAAACCC", HAIRPIN], model="turner", device="cuda")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.text("ACGU", min_size=1, max_size=4),
+                          st.tuples(st.text("xyz", min_size=1, max_size=3), st.text("ACGU", min_size=1, max_size=4))),
+                max_size=6))
+def test_records_split_by_columns_as_one_by_one(items):
+    """split_records: lists of strings kept, lists of pairs split by columns, mixed lists named as
+    named_records names them."""
+    from gamut.folding.turner.api import split_records
+    from gamut.io.fasta import named_records
+
+    sequences, names = split_records(items)
+    if all(isinstance(item, str) for item in items):
+        assert names is None and sequences is items
+    else:
+        records = named_records(items)
+        assert list(sequences) == [s for _, s in records] and list(names) == [n for n, _ in records]
+
+
+@pytest.mark.parametrize("items", [[("a", "ACGU"), ("b", 5)], [("a", "ACGU"), ("b", "AC", "x")], [("a", "AC"), b"AC"]])
+def test_bad_pairs_are_named(items):
+    from gamut.folding.turner.api import split_records
+
+    with pytest.raises(UsageError, match=r"item 2: expected a sequence or a \(name, sequence\) pair"):
+        split_records(items)
+
+
+def _chunk_bounds_one_by_one(load, most):
+    bounds, start, total = [], 0, 0.0
+    for k, weight in enumerate(load):
+        if k > start and (total + weight > 1.0 or k - start >= most):
+            bounds.append((start, k))
+            start, total = k, 0.0
+        total += weight
+    if start < len(load):
+        bounds.append((start, len(load)))
+    return bounds
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 4000), max_size=60), st.booleans(), st.sampled_from(["cpu", "cuda"]))
+def test_cli_chunks_as_the_records_one_by_one(lengths, partition, device):
+    """The command line's chunks (by prefix sums) are those of adding the records one by one."""
+    from gamut.folding.turner import cli
+
+    lengths = np.array(lengths, np.int64)
+    old = (cli.CHUNK_RECORDS, cli.CHUNK_LETTERS, cli.CHUNK_PROBABILITY_BYTES)
+    try:
+        cli.CHUNK_RECORDS, cli.CHUNK_LETTERS, cli.CHUNK_PROBABILITY_BYTES = 7, 5000, 8 * 3000 ** 2 + 1
+        n = lengths.astype(np.float64)
+        weights = [n / cli.CHUNK_LETTERS] + ([8 * n * n / cli.CHUNK_PROBABILITY_BYTES] if partition else [])
+        if device == "cpu":
+            weights.append(cpu.record_seconds(lengths, partition) / (cli.CHUNK_CPU_SECONDS * 2))
+        load = np.maximum.reduce(weights) if len(lengths) else np.zeros(0)
+        expected = _chunk_bounds_one_by_one(load.tolist(), cli.CHUNK_RECORDS)
+        assert cli.chunk_bounds(lengths, device, partition, 2) == expected
+    finally:
+        cli.CHUNK_RECORDS, cli.CHUNK_LETTERS, cli.CHUNK_PROBABILITY_BYTES = old

@@ -152,3 +152,36 @@ def test_interior_candidates_are_every_gap_pair_once(library):
     runner = HostRunner(library)
     got = [divmod(runner.lib.host_tmfe_gaps(x), 100) for x in range(496)]
     assert sorted(got) == sorted((u1, u2) for u1 in range(31) for u2 in range(31 - u1))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sequences=st.lists(st.text(alphabet=st.sampled_from("ACGUacgutTN"), min_size=0, max_size=120), max_size=8))
+def test_flat_structures_equal_the_list_form(library, sequences):
+    """mfe_batch_flat: the same energies, and the list form's structures end to end at the
+    sequences' offsets, whether the sequences come as strings or packed."""
+    from gamut.io.packed import PackedSequences
+
+    energies, structures = mfe_batch(sequences, TurnerOptions(), runner=HostRunner(library))
+    offsets = np.zeros(len(sequences) + 1, np.int64)
+    np.cumsum([len(s) for s in sequences], out=offsets[1:])
+    for given_as in (sequences, PackedSequences("".join(sequences).encode(), offsets)):
+        flat_e, flat_s, flat_offsets = gpu_mfe.mfe_batch_flat(given_as, TurnerOptions(), runner=HostRunner(library))
+        assert flat_s.dtype == np.uint8 and flat_e.dtype == np.int32
+        np.testing.assert_array_equal(flat_e, energies)
+        np.testing.assert_array_equal(flat_offsets, offsets)
+        assert flat_s.tobytes() == "".join(structures).encode()
+
+
+@given(st.binary(max_size=64))
+def test_codes_by_translate_equal_the_table(raw):
+    """encode_letters (bytes.translate) gives CODES' codes, and refuses what CODES marks 255."""
+    from gamut.folding.turner.energy_tables import CODES
+
+    offsets = np.array([0, len(raw)], np.int64)
+    expected = CODES[np.frombuffer(raw, np.uint8)]
+    if (expected == 255).any():
+        at = int(np.flatnonzero(expected == 255)[0])
+        with pytest.raises(InputError, match=rf"sequence 0: letter .* at position {at + 1} "):
+            gpu_mfe.encode_letters(raw, offsets)
+    else:
+        np.testing.assert_array_equal(gpu_mfe.encode_letters(raw, offsets), expected)

@@ -79,13 +79,18 @@ def install_standin_gpu(monkeypatch, *, broken: bool = False) -> list:
             structures[-1] = ")" + structures[-1][1:]
         return np.array([e for _, e in folded], np.int32), structures
 
+    def mfe_batch_flat(sequences, options):
+        energies, structures = mfe_batch(sequences, options)
+        return energies, structures, None
+
     def pf_batch(sequences, options):
         calls.append(("pf", len(sequences), options))
         return [PartitionResult(*reference_pf(s, **_fields(options))) for s in sequences]
 
-    for name, function in (("gpu_mfe", mfe_batch), ("gpu_pf", pf_batch)):
+    for name, functions in (("gpu_mfe", (mfe_batch, mfe_batch_flat)), ("gpu_pf", (pf_batch,))):
         module = types.ModuleType(f"gamut.folding.turner.{name}")
-        setattr(module, function.__name__, function)
+        for function in functions:
+            setattr(module, function.__name__, function)
         monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(engines, "resolve_device", lambda device, analysis=None: "cuda" if device != "cpu" else "cpu")
     return calls

@@ -8,7 +8,7 @@ miRanda-exact parsing, with its own id/description/letter rules, lives in
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, NamedTuple
+from typing import BinaryIO, Iterable, Iterator, NamedTuple
 
 import dnaio
 
@@ -16,7 +16,7 @@ from gamut.errors import InputError, UsageError
 from gamut.io.inputs import READ_ERRORS, STDIN, open_input, read_input_bytes, reason, text_lines
 from gamut.io.outputs import COMPRESSIONS
 
-__all__ = ["FastaRecord", "is_inline_sequence", "named_records", "open_input", "read_fasta", "read_input_bytes", "records_or_sequence",
+__all__ = ["FastaRecord", "is_inline_sequence", "named_records", "open_input", "read_fasta", "read_fasta_stream", "read_input_bytes", "records_or_sequence",
            "sequence_file_format", "text_lines", "uncompressed_name"]
 
 
@@ -74,34 +74,40 @@ def read_fasta(path: str | os.PathLike, *, allow_empty: bool = False, unique: bo
     ``unique``, also for a record name seen before (outputs keyed by name would be ambiguous).
     """
     path = os.fspath(path)
+    with open_input(path) as stream:
+        yield from read_fasta_stream(stream, path, allow_empty=allow_empty, unique=unique, fileformat=fileformat)
+
+
+def read_fasta_stream(stream: BinaryIO, path: str, *, allow_empty: bool = False, unique: bool = False,
+                      fileformat: str | None = "fasta") -> Iterator[FastaRecord]:
+    """:func:`read_fasta` of an open binary ``stream`` (its messages name ``path``)."""
     count = 0
     seen: dict[str, int] = {}
-    with open_input(path) as stream:
-        try:
-            if fileformat is None:
-                fileformat = _content_format(stream)
-            with dnaio.open(stream, fileformat=fileformat) as reader:
-                for record in reader:
-                    name, _, description = record.name.partition(" ")
-                    name = name.strip()
-                    if not name:
-                        raise InputError(f"{path}: record {count + 1} has an empty name")
-                    if not record.sequence and not allow_empty:
-                        raise InputError(f"{path}: record '{name}' has no sequence")
-                    count += 1
-                    if unique:
-                        if name in seen:
-                            raise InputError(f"{path}: duplicate record name '{name}' "
-                                             f"(records {seen[name]} and {count}); names must be unique")
-                        seen[name] = count
-                    yield FastaRecord(name, description.strip(), record.sequence)
-        except (dnaio.exceptions.FileFormatError, dnaio.exceptions.UnknownFileFormat) as exc:
-            raise InputError(f"{path}: not valid {fileformat.upper()} ({exc})") from None
-        except UnicodeDecodeError:
-            raise InputError(f"{path}: not a {fileformat.upper()} text file (record {count + 1} has bytes that are "
-                             "not ASCII: a header in another encoding, or a binary file?)") from None
-        except READ_ERRORS as exc:
-            raise InputError(f"{path}: cannot read ({reason(exc)})") from None
+    try:
+        if fileformat is None:
+            fileformat = _content_format(stream)
+        with dnaio.open(stream, fileformat=fileformat) as reader:
+            for record in reader:
+                name, _, description = record.name.partition(" ")
+                name = name.strip()
+                if not name:
+                    raise InputError(f"{path}: record {count + 1} has an empty name")
+                if not record.sequence and not allow_empty:
+                    raise InputError(f"{path}: record '{name}' has no sequence")
+                count += 1
+                if unique:
+                    if name in seen:
+                        raise InputError(f"{path}: duplicate record name '{name}' "
+                                         f"(records {seen[name]} and {count}); names must be unique")
+                    seen[name] = count
+                yield FastaRecord(name, description.strip(), record.sequence)
+    except (dnaio.exceptions.FileFormatError, dnaio.exceptions.UnknownFileFormat) as exc:
+        raise InputError(f"{path}: not valid {fileformat.upper()} ({exc})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a {fileformat.upper()} text file (record {count + 1} has bytes that are "
+                         "not ASCII: a header in another encoding, or a binary file?)") from None
+    except READ_ERRORS as exc:
+        raise InputError(f"{path}: cannot read ({reason(exc)})") from None
     if count == 0:
         raise InputError(f"{path}: no {fileformat.upper()} records found")
 

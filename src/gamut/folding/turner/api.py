@@ -4,6 +4,7 @@ computes them, on the CPU (ViennaRNA on every core) or the GPU (our kernels)."""
 from __future__ import annotations
 
 import time
+from operator import itemgetter
 from collections.abc import Iterable, Sequence
 from typing import Any, Union
 
@@ -12,6 +13,7 @@ import numpy as np
 from gamut.errors import DeviceError, GamutError, UsageError
 from gamut.folding.turner.batch import TurnerBatch, TurnerResult, first_inconsistent, structure_buffer
 from gamut.folding.turner.letters import check_letters, record_name
+from gamut.io.packed import PackedSequences
 from gamut.folding.turner.options import DEFAULT_TEMPERATURE, TurnerOptions
 from gamut.io.fasta import named_records
 
@@ -42,13 +44,22 @@ def fold_turner(sequences: Records, *, partition: bool = False, temperature: flo
 
 def split_records(items: Any) -> tuple[Sequence[str], Sequence[str] | None]:
     """The sequences and names of an API's list: sequences alone keep no names (``sequence_1``,
-    ... are made when asked), so that a list of a million strings is taken as it is."""
+    ... are made when asked), so that a list of a million strings is taken as it is; a list of
+    ``(name, sequence)`` pairs is split by columns (a few passes at C speed, no loop in Python).
+    Anything else (pairs and strings mixed, other items) goes through
+    :func:`gamut.io.fasta.named_records`, which names the first bad item."""
     if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
         raise UsageError(f"sequences must be a string or an iterable of them, got {type(items).__name__}")
     if not isinstance(items, (list, tuple)):
         items = list(items)
-    if all(type(item) is str for item in items):
+    kinds = set(map(type, items))
+    if kinds <= {str}:
         return items, None
+    if kinds == {tuple} and set(map(len, items)) == {2}:
+        names = list(map(itemgetter(0), items))
+        sequences = list(map(itemgetter(1), items))
+        if set(map(type, names)) == {str} and set(map(type, sequences)) == {str}:
+            return sequences, names
     records = named_records(items)
     return [sequence for _, sequence in records], [record_name for record_name, _ in records]
 
@@ -61,25 +72,29 @@ def fold_records(sequences: Sequence[str], names: Sequence[str] | None, options:
 
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise UsageError(f"threads must be a whole number >= 1, got {threads!r}")
-    _, offsets = check_letters(sequences, names)
+    letters, offsets = check_letters(sequences, names)
     lengths = np.diff(offsets)
     resolved = pick_device(device, lengths, partition, threads)
     if resolved == "cpu":
         check_memory(lengths, lambda k: record_name(names, k), partition)
     with make_engine(resolved, threads) as engine:
-        return fold_with(engine, sequences, names, offsets, options, partition)
+        return fold_with(engine, sequences, names, offsets, options, partition, letters)
 
 
 def fold_with(engine: Any, sequences: Sequence[str], names: Sequence[str] | None, offsets: np.ndarray,
-              options: TurnerOptions, partition: bool) -> TurnerBatch:
-    """Fold checked ``sequences`` (their ``offsets`` from :func:`check_letters`) on ``engine`` (see
-    :mod:`gamut.folding.turner.engines`) and check what it gives: a structure that is not valid
-    dot-bracket or disagrees with its energy is reported, never returned."""
+              options: TurnerOptions, partition: bool, letters: bytes | None = None) -> TurnerBatch:
+    """Fold checked ``sequences`` (their ``offsets``, and ``letters`` end to end when at hand, from
+    :func:`check_letters`) on ``engine`` (see :mod:`gamut.folding.turner.engines`; it gets the
+    letters as :class:`PackedSequences`, not joined again) and check what it gives: a structure
+    that is not valid dot-bracket or disagrees with its energy is reported, never returned."""
     start = time.perf_counter()
+    given = sequences
+    if letters is not None and not isinstance(sequences, PackedSequences):
+        given = PackedSequences(letters, offsets)
     if partition:
-        energies, structures, pf = engine.pf(sequences, options)
+        energies, structures, pf = engine.pf(given, options)
     else:
-        (energies, structures), pf = engine.mfe(sequences, options), None
+        (energies, structures), pf = engine.mfe(given, options), None
     error = DeviceError if engine.name == "gpu" else GamutError
     energies = np.asarray(energies)
     try:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
 from gamut.errors import InputError, UsageError, option_errors
 from gamut.folding.turner.formats import DEFAULT_FORMAT, FORMAT_RULES
 from gamut.folding.turner.options import TurnerOptions
-from gamut.io.fasta import is_inline_sequence, read_fasta
+from gamut.io.fasta import is_inline_sequence
 from gamut.io.outputs import check_outputs, format_for_output, same_outputs
 from gamut.io.threads import parse_threads
 
@@ -62,17 +64,16 @@ def check_options(args: argparse.Namespace) -> TurnerOptions:
     return options
 
 
-def read_records(source: str) -> tuple[list[str], list[str], list[str] | None]:
-    """Names, sequences and RNAfold's header lines (None for a sequence typed on the command line,
-    which RNAfold prints without one) of ``source``."""
+def read_records(source: str) -> tuple[list[str], Sequence[str], list[str] | None]:
+    """Names, sequences (usually :class:`~gamut.io.packed.PackedSequences`) and RNAfold's header
+    lines (None for a sequence typed on the command line, which RNAfold prints without one) of
+    ``source``."""
     if is_inline_sequence(source):
         return ["sequence"], [source], None
-    names, sequences, headers = [], [], []
-    for record in read_fasta(source, unique=True):
-        names.append(record.name)
-        sequences.append(record.sequence)
-        headers.append(f"{record.name} {record.description}" if record.description else record.name)
-    return names, sequences, headers
+    from gamut.io.fasta_columns import read_fasta_columns
+
+    columns = read_fasta_columns(source)
+    return columns.names, columns.sequences, columns.headers
 
 
 def chunk_bounds(lengths: np.ndarray, device: str, partition: bool, workers: int) -> list[tuple[int, int]]:
@@ -86,15 +87,31 @@ def chunk_bounds(lengths: np.ndarray, device: str, partition: bool, workers: int
     if device == "cpu":
         weights.append(record_seconds(lengths, partition) / (CHUNK_CPU_SECONDS * workers))
     load = np.maximum.reduce(weights)
-    bounds, start, total = [], 0, 0.0
-    for k, weight in enumerate(load.tolist()):  # one float per record: cheap next to folding it
-        if k > start and (total + weight > 1.0 or k - start >= CHUNK_RECORDS):
-            bounds.append((start, k))
-            start, total = k, 0.0
-        total += weight
-    if start < len(lengths):
-        bounds.append((start, len(lengths)))
-    return bounds
+    cuts = np.empty(load.shape[0] + 1, np.int64)
+    count = _chunk_cuts(load, CHUNK_RECORDS, cuts)
+    edges = cuts[:count].tolist()
+    return list(zip(edges[:-1], edges[1:]))
+
+
+@njit(cache=True, nogil=True)
+def _chunk_cuts(load, most, cuts):  # pragma: no cover - compiled
+    """Where chunks start, and the end: a record joins the chunk unless it would take its load
+    over 1 or its records over ``most`` (a chunk has one record at least). Returns the cuts' count."""
+    count = 1
+    cuts[0] = 0
+    start = 0
+    total = 0.0
+    for k in range(load.shape[0]):
+        if k > start and (total + load[k] > 1.0 or k - start >= most):
+            cuts[count] = k
+            count += 1
+            start = k
+            total = 0.0
+        total += load[k]
+    if start < load.shape[0]:
+        cuts[count] = load.shape[0]
+        count += 1
+    return count
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
@@ -114,7 +131,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     names, sequences, headers = read_records(args.input)
     where = "" if headers is None else f"{args.input}: record "
     try:
-        _, offsets = check_letters(sequences, names)
+        letters, offsets = check_letters(sequences, names)
         lengths = np.diff(offsets)
         device = pick_device(args.device, lengths, args.partition, args.threads)
         if device == "cpu":
@@ -141,7 +158,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             for a, b in bounds:
                 try:
                     batch = fold_with(engine, sequences[a:b], names[a:b], offsets[a:b + 1] - offsets[a], options,
-                                      args.partition)
+                                      args.partition, letters[offsets[a]:offsets[b]])
                 except InputError as exc:
                     raise InputError(f"{where}{exc}") from None
                 sink.write(batch, None if headers is None else headers[a:b])

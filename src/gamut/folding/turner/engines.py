@@ -4,7 +4,9 @@ core, :mod:`gamut.folding.turner.cpu`, the reference) and ``cuda`` (our kernels:
 used). Both are used in a ``with`` block and answer
 
 - ``mfe(sequences, options) -> (energies, structures)``: int32 dcal/mol and the dot-bracket
-  structures (bytes or a uint8 array end to end, or a list of strings);
+  structures (bytes or a uint8 array end to end, or a list of strings); ``sequences`` is a
+  sequence of strings, usually :class:`~gamut.io.packed.PackedSequences` (the
+  checked letters end to end, which the GPU engine folds without a string per record);
 - ``pf(sequences, options) -> (energies, structures, [PartitionResult, ...])``.
 
 ``--device auto`` takes the CPU for small work (the GPU's process start-up would cost more than it
@@ -41,9 +43,12 @@ class GpuEngine:
         pass
 
     def mfe(self, sequences: Sequence[str], options: TurnerOptions) -> tuple[np.ndarray, Any]:
-        from gamut.folding.turner.gpu_mfe import mfe_batch
+        """Energies and the structures end to end (``sequences``: :class:`PackedSequences` are
+        taken as they are)."""
+        from gamut.folding.turner.gpu_mfe import mfe_batch_flat
 
-        return mfe_batch(list(sequences), options)
+        energies, structures, _ = mfe_batch_flat(sequences, options)
+        return energies, structures
 
     def pf(self, sequences: Sequence[str], options: TurnerOptions) -> tuple[np.ndarray, Any, list]:
         from gamut.folding.turner.gpu_pf import pf_batch

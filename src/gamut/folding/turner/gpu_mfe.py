@@ -11,12 +11,14 @@ over the class's sequences with a work area each); longer ones one at a time by 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
 from gamut.errors import InputError
 from gamut.folding.turner.energy_tables import CODES, hairpin_sizes, turner_tables
+from gamut.io.packed import PackedSequences
 from gamut.folding.turner.options import TurnerOptions
 
 #: Sequences of at least this many letters fold alone, by diagonals (the batch kernel gives one
@@ -98,27 +100,50 @@ class Runner(Protocol):
     def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 
-def encode_all(sequences: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: :data:`CODES` as a ``bytes.translate`` table: a letter's code in one pass at C speed, a byte each
+#: (NumPy's fancy indexing would widen every letter to an 8-byte index first).
+CODE_TABLE = CODES.tobytes()
+
+
+def packed(sequences: Sequence[str]) -> PackedSequences:
+    """``sequences`` end to end (:class:`PackedSequences`; as they are when they already are): a
+    letter outside Latin-1 becomes ``?``, which :func:`encode_letters` refuses."""
+    if isinstance(sequences, PackedSequences):
+        return sequences
+    offsets = np.zeros(len(sequences) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, sequences), np.int64, len(sequences)), out=offsets[1:])
+    letters = "".join(sequences).encode("latin-1", "replace")  # one byte a letter: offsets stay
+    return PackedSequences(letters, offsets)
+
+
+def encode_letters(letters: bytes, offsets: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
+    """Codes (uint8, :data:`CODES`) of sequences end to end (``letters``, one byte a letter, records at
+    ``offsets``); raises :class:`InputError` naming the first sequence with a letter other than
+    A C G U T N (any case): its index and the letter (as ``texts``, the sequences as given, hold it)."""
+    coded = letters.translate(CODE_TABLE)
+    at = coded.find(255)
+    if at >= 0:
+        seq = int(np.searchsorted(offsets, at, side="right") - 1)
+        where = at - int(offsets[seq])
+        letter = texts[seq][where] if texts is not None else letters[at:at + 1].decode("latin-1")
+        raise InputError(f"sequence {seq}: letter {letter!r} at position {where + 1} is not "
+                         f"one of A, C, G, U, T, N")
+    return np.frombuffer(coded, np.uint8)
+
+
+def encode_all(sequences: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Letter codes of every sequence end to end, and each one's start and length; raises
     :class:`InputError` naming the first sequence with a letter other than A C G U T N (any case)."""
-    lengths = np.fromiter(map(len, sequences), np.int64, len(sequences))
-    starts = np.zeros(len(sequences) + 1, np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    joined = "".join(sequences).encode("latin-1", "replace")  # one byte a letter: offsets stay
-    codes = CODES[np.frombuffer(joined, np.uint8)]
-    bad = np.flatnonzero(codes == 255)
-    if bad.size:
-        at = int(bad[0])
-        seq = int(np.searchsorted(starts, at, side="right") - 1)
-        letter = sequences[seq][at - int(starts[seq])]
-        raise InputError(f"sequence {seq}: letter {letter!r} at position {at - int(starts[seq]) + 1} is not "
-                         f"one of A, C, G, U, T, N")
-    return codes, starts[:-1], lengths.astype(np.int32)
+    if not isinstance(sequences, (PackedSequences, list, tuple)):
+        sequences = list(sequences)
+    pack = packed(sequences)
+    codes = encode_letters(pack.letters, pack.offsets, None if pack is sequences else sequences)
+    return codes, pack.offsets[:-1], np.diff(pack.offsets).astype(np.int32)
 
 
-def plan(sequences: list[str], options: TurnerOptions, long_from: int = LONG_FROM) -> FoldJob:
-    """The job of folding ``sequences``: their codes, the model arrays and the launches (sequences of
-    at least ``long_from`` letters by diagonals)."""
+def plan(sequences: Sequence[str], options: TurnerOptions, long_from: int = LONG_FROM) -> FoldJob:
+    """The job of folding ``sequences`` (strings, or :class:`PackedSequences`): their codes, the
+    model arrays and the launches (sequences of at least ``long_from`` letters by diagonals)."""
     codes, starts, lengths = encode_all(sequences)
     tables = turner_tables(options)
     longest = int(lengths.max(initial=0))
@@ -159,18 +184,37 @@ def launch_blocks(job: FoldJob, runner: Runner) -> list[int]:
     return blocks
 
 
-def finish(sequences: list[str], job: FoldJob, energy: np.ndarray, err: np.ndarray,
-           out: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """The energies and structures of a job the runner carried out (a failed traceback is an error)."""
+def finish(job: FoldJob, energy: np.ndarray, err: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The energies (int32) and the structures end to end (uint8, at the letters' places) of a job
+    the runner carried out (a failed traceback is an error)."""
     if err.any():
         seq = int(np.flatnonzero(err)[0])
         raise RuntimeError(f"the GPU MFE traceback found no decomposition for sequence {seq} (a bug in gamut)")
-    text = out.tobytes().decode("ascii")
-    ends = (job.starts + job.lengths).tolist()
-    return energy.astype(np.int32), [text[a:b] for a, b in zip(job.starts.tolist(), ends)]
+    out = np.asarray(out, np.uint8).reshape(-1)
+    if out.shape[0] != job.S.shape[0] or energy.shape[0] != job.lengths.shape[0]:
+        raise RuntimeError(f"the GPU MFE runner gave {out.shape[0]:,} structure letters and {energy.shape[0]:,} "
+                           f"energies for {job.S.shape[0]:,} letters of {job.lengths.shape[0]:,} sequences (a bug in gamut)")
+    return energy.astype(np.int32, copy=False), out
 
 
-def mfe_batch(sequences: list[str], options: TurnerOptions, *, runner: Runner | None = None,
+def mfe_batch_flat(sequences: Sequence[str], options: TurnerOptions, *, runner: Runner | None = None,
+                   device_id: int = 0, long_from: int = LONG_FROM) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mfe_batch` with the structures end to end: ``(energies, structures, offsets)``, the
+    structures one uint8 array of dot-bracket letters, sequence ``k``'s at
+    ``offsets[k]:offsets[k + 1]`` (int64, one more than sequences): no string per sequence.
+    ``sequences`` may be :class:`PackedSequences` (letters end to end), taken as they are."""
+    job = plan(sequences, options, long_from)
+    offsets = np.append(job.starts, job.S.shape[0])
+    if not job.launches:
+        return np.zeros(job.lengths.shape[0], np.int32), np.full(job.S.shape[0], ord("."), np.uint8), offsets
+    if runner is None:
+        runner = CupyRunner(device_id)
+    blocks = launch_blocks(job, runner)
+    energy, structures = finish(job, *runner.run(job, blocks))
+    return energy, structures, offsets
+
+
+def mfe_batch(sequences: Sequence[str], options: TurnerOptions, *, runner: Runner | None = None,
               device_id: int = 0, long_from: int = LONG_FROM) -> tuple[np.ndarray, list[str]]:
     """MFE of every sequence (int32, dcal/mol, ViennaRNA's integers) and one optimal dot-bracket
     structure each, folded on the GPU (``runner``: :class:`CupyRunner` on ``device_id`` unless given).
@@ -178,16 +222,13 @@ def mfe_batch(sequences: list[str], options: TurnerOptions, *, runner: Runner | 
     Letters: A, C, G, U and T (read as U) in either case, and N (pairs with nothing); any other
     raises :class:`InputError` naming the sequence's index; a sequence whose folding does not fit
     the GPU's free memory raises :class:`SequenceMemoryError`. Sequences of at least ``long_from``
-    letters fold one at a time by diagonals, shorter ones in batches."""
-    sequences = list(sequences)
-    job = plan(sequences, options, long_from)
-    if not job.launches:
-        return np.zeros(len(sequences), np.int32), ["" for _ in sequences]
-    if runner is None:
-        runner = CupyRunner(device_id)
-    blocks = launch_blocks(job, runner)
-    energy, err, out = runner.run(job, blocks)
-    return finish(sequences, job, energy, err, out)
+    letters fold one at a time by diagonals, shorter ones in batches. (:func:`mfe_batch_flat`
+    gives the structures as one buffer, for many sequences.)"""
+    energy, structures, offsets = mfe_batch_flat(sequences, options, runner=runner, device_id=device_id,
+                                                 long_from=long_from)
+    text = structures.tobytes().decode("ascii")
+    bounds = offsets.tolist()
+    return energy, [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 class CupyRunner:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gamut.errors import InputError
+from gamut.io.packed import PackedSequences
 
 #: The letters a sequence may hold (either case).
 LETTERS = b"ACGUTNacgutn"
@@ -29,21 +30,32 @@ def check_letters(sequences: Sequence[str], names: Sequence[str] | None = None) 
 
     Raises :class:`InputError` naming the first record that is empty or holds a letter other than
     A, C, G, U, T or N (either case), and the position of that letter."""
+    if isinstance(sequences, PackedSequences):
+        raw, offsets = sequences.letters, sequences.offsets
+        return _checked(raw, offsets, names, None)
     count = len(sequences)
     lengths = np.fromiter(map(len, sequences), np.int64, count)
     offsets = np.zeros(count + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    empty = np.flatnonzero(lengths == 0)
-    if empty.size:
-        raise InputError(f"{record_name(names, int(empty[0]))}: empty sequence (nothing to fold)")
     joined = "".join(sequences)
     raw = joined.encode("ascii", errors="replace")  # one byte per letter: a non-ASCII one becomes '?'
+    return _checked(raw, offsets, names, joined)
+
+
+def _checked(raw: bytes, offsets: np.ndarray, names: Sequence[str] | None,
+             joined: str | None) -> tuple[bytes, np.ndarray]:
+    """:func:`check_letters` of the letters ``raw`` (``joined``: them as the text they came from,
+    for the message; None: the bytes are the text)."""
+    empty = np.flatnonzero(offsets[1:] == offsets[:-1])
+    if empty.size:
+        raise InputError(f"{record_name(names, int(empty[0]))}: empty sequence (nothing to fold)")
     if raw.translate(None, LETTERS):
         table = np.ones(256, bool)
         table[np.frombuffer(LETTERS, np.uint8)] = False
         position = int(np.flatnonzero(table[np.frombuffer(raw, np.uint8)])[0])
         record = int(np.searchsorted(offsets, position, side="right") - 1)
         where = position - int(offsets[record])
-        raise InputError(f"{record_name(names, record)}: letter {joined[position]!r} at position {where + 1} "
+        letter = joined[position] if joined is not None else raw[position:position + 1].decode("latin-1")
+        raise InputError(f"{record_name(names, record)}: letter {letter!r} at position {where + 1} "
                          "cannot be folded (the Turner model reads A, C, G, U/T and N, in either case)")
     return raw, offsets

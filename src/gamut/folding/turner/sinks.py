@@ -16,6 +16,7 @@ import numpy as np
 
 from gamut.folding.turner.batch import TurnerBatch
 from gamut.folding.turner.letters import TO_RNA
+from gamut.io.packed import PackedSequences
 from gamut.io.textcols import TextBuilder
 from gamut.io.textout import raw_text
 
@@ -46,7 +47,9 @@ def text_column(b: TextBuilder, texts: Sequence[str]) -> tuple[np.ndarray, np.nd
 
 def sequence_column(b: TextBuilder, batch: TurnerBatch) -> tuple[np.ndarray, np.ndarray]:
     """The sequences as RNAfold prints them: T as U, the case kept."""
-    data = np.frombuffer("".join(batch.sequences).encode("ascii").translate(TO_RNA), np.uint8)
+    sequences = batch.sequences
+    letters = sequences.letters if isinstance(sequences, PackedSequences) else "".join(sequences).encode("ascii")
+    data = np.frombuffer(letters.translate(TO_RNA), np.uint8)
     return b.buffer(data, batch.offsets[:-1], batch.lengths)
 
 
@@ -154,13 +157,14 @@ class TsvSink:
         pass
 
 
-def json_names(b: TextBuilder, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The names as JSON strings: quoted as they are when none needs escaping, else by :func:`json.dumps`."""
+def json_names(b: TextBuilder, names: Sequence[str]) -> list:
+    """The names as JSON strings (pieces of a record): quoted as they are when none needs escaping
+    (no string per name), else by :func:`json.dumps`."""
     import json
 
     joined = "".join(names)
     plain = joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
-    return text_column(b, [f'"{n}"' for n in names] if plain else [json.dumps(n) for n in names])
+    return ['"', text_column(b, names), '"'] if plain else [text_column(b, [json.dumps(n) for n in names])]
 
 
 class JsonlSink:
@@ -174,7 +178,7 @@ class JsonlSink:
 
     def write(self, batch: TurnerBatch, headers: Sequence[str] | None) -> None:
         b = TextBuilder(parallel=True)
-        pieces = ['{"name": ', json_names(b, batch.names), ', "length": ', b.integers(batch.lengths),
+        pieces = ['{"name": ', *json_names(b, batch.names), ', "length": ', b.integers(batch.lengths),
                   ', "energy": ', b.decimals(batch.energies_dcal / 100.0, 2, "null", json_number=True),
                   ', "structure": "', structure_column(b, batch), '"']
         if self.partition:
