@@ -89,6 +89,11 @@ def windows(count: int, width: int = 50, seed: int = 46) -> tuple[list[str], str
 
 # -- ViennaRNA on every core ----------------------------------------------------------------------
 
+def as_read(sequence: str) -> str:
+    """A record as RNAfold (and gamut) folds it: upper case, T as U (RNA.fold_compound keeps a T)."""
+    return sequence.upper().replace("T", "U")
+
+
 def _vienna_chunk(job: tuple[list[str], dict, bool]) -> tuple[list[int], list[str], list, list]:
     import RNA
 
@@ -100,7 +105,7 @@ def _vienna_chunk(job: tuple[list[str], dict, bool]) -> tuple[list[int], list[st
     md.max_bp_span = options.get("max_bp_span", -1)
     energies, structures, ensemble, probabilities = [], [], [], []
     for s in sequences:
-        fc = RNA.fold_compound(s, md)
+        fc = RNA.fold_compound(as_read(s), md)
         structure, e = fc.mfe()
         energies.append(round(e * 100))
         structures.append(structure)
@@ -191,47 +196,68 @@ def device_name(device: str) -> str:
 
 # -- speed ----------------------------------------------------------------------------------------
 
-def speed(args, tmp: Path) -> dict:
+def speed(args, tmp: Path, save) -> dict:
+    """The speed rows of ``args.parts``, each printed and saved (``save(results)``) as soon as it is
+    measured, so that a run cut short still leaves what it measured."""
     from gamut.folding.turner.cpu import record_seconds
 
     workers = args.threads or len(os.sched_getaffinity(0))
-    rows = {}
+    rows: dict = {}
+    done = {"workers": workers, "rows": rows}
+
+    def finished(name: str, row: dict) -> None:
+        base = row.get("vienna_all_cores_s", row.get("vienna_one_core_s"))
+        for key in ("gpu_engine_s", "warm_api_s", "process_s"):
+            row[key.replace("_s", "_speedup")] = base / row[key]
+        rows[name] = row
+        print(name, json.dumps(row), flush=True)
+        save(done)
+
+    parts = set(args.parts.split(","))
+    if args.skip_long:
+        parts &= {"windows"}
+    if "windows" in parts:
+        speed_windows(args, tmp, workers, finished)
+    rng = np.random.default_rng(4000)
+    for n in (4000, 20000):
+        s = random_rna(n, rng)
+        if f"long{n}" not in parts:
+            continue
+        one = vienna_one(s) if n <= 4000 else float(record_seconds(np.array([n]))[0])
+        api_s, result = api_seconds(args.device, [s], repeat=1)
+        finished(f"long{n}", {"what": f"one random RNA of {n:,} nt", "vienna_one_core_s": one,
+                              "vienna_estimated": n > 4000,
+                              "gpu_engine_s": engine_seconds(args.device, [s], repeat=1), "warm_api_s": api_s,
+                              "process_s": process_seconds(args.device, write_fasta(tmp / f"l{n}.fa", [s]),
+                                                           tmp / f"l{n}.tsv"),
+                              "targets": "GPU <= 0.3 s" if n == 4000 else "GPU <= 10 s"})
+    if "pf3000" in parts:
+        s = random_rna(3000, rng)
+        api_s, _ = api_seconds(args.device, [s], partition=True, repeat=1)
+        row = {"what": "partition function + pair probabilities of one random RNA of 3,000 nt",
+               "gpu_engine_s": engine_seconds(args.device, [s], True, repeat=1), "warm_api_s": api_s,
+               "process_s": process_seconds(args.device, write_fasta(tmp / "p.fa", [s]), tmp / "p.tsv", partition=True),
+               "targets": "GPU >= 50x one ViennaRNA core"}
+        row["vienna_one_core_s"] = vienna_one(s, partition=True)  # last: the slowest part (about a minute)
+        finished("pf3000", row)
+    return done
+
+
+def speed_windows(args, tmp: Path, workers: int, finished) -> None:
+    """The million windows: ViennaRNA on every core (a sample, extrapolated), the GPU engine, a warm
+    API call and the whole process."""
     seqs, source = windows(args.windows)
     sample = seqs[:min(args.vienna_sample, len(seqs))]
     vienna_s, ref = vienna_pool(sample, workers)
     vienna_total = vienna_s * len(seqs) / len(sample)
     api_s, batch = api_seconds(args.device, seqs)
     same = sum(int(a == b) for a, b in zip(batch.energies_dcal[:len(sample)].tolist(), ref[0]))
-    rows["windows"] = {
+    finished("windows", {
         "what": f"{len(seqs):,} windows of 50 nt ({source})", "vienna_all_cores_s": vienna_total,
         "vienna_extrapolated_from": len(sample) if len(sample) < len(seqs) else None,
         "gpu_engine_s": engine_seconds(args.device, seqs), "warm_api_s": api_s,
         "process_s": process_seconds(args.device, write_fasta(tmp / "windows.fa", seqs), tmp / "windows.tsv"),
-        "identical_mfe": f"{same}/{len(sample)}", "targets": "API >= 50x, process >= 10x ViennaRNA on all cores"}
-    rng = np.random.default_rng(4000)
-    for n in ([] if args.skip_long else [4000, 20000]):
-        s = random_rna(n, rng)
-        one = vienna_one(s) if n <= 4000 else float(record_seconds(np.array([n]))[0])
-        api_s, result = api_seconds(args.device, [s], repeat=1)
-        rows[f"long{n}"] = {"what": f"one random RNA of {n:,} nt", "vienna_one_core_s": one,
-                            "vienna_estimated": n > 4000, "gpu_engine_s": engine_seconds(args.device, [s], repeat=1),
-                            "warm_api_s": api_s,
-                            "process_s": process_seconds(args.device, write_fasta(tmp / f"l{n}.fa", [s]), tmp / f"l{n}.tsv"),
-                            "targets": "GPU <= 0.3 s" if n == 4000 else "GPU <= 10 s"}
-    if not args.skip_long:
-        s = random_rna(3000, rng)
-        one = vienna_one(s, partition=True)
-        api_s, _ = api_seconds(args.device, [s], partition=True, repeat=1)
-        rows["pf3000"] = {"what": "partition function + pair probabilities of one random RNA of 3,000 nt",
-                          "vienna_one_core_s": one, "gpu_engine_s": engine_seconds(args.device, [s], True, repeat=1),
-                          "warm_api_s": api_s, "process_s": process_seconds(args.device, write_fasta(tmp / "p.fa", [s]),
-                                                                             tmp / "p.tsv", partition=True),
-                          "targets": "GPU >= 50x one ViennaRNA core"}
-    for row in rows.values():
-        base = row.get("vienna_all_cores_s", row.get("vienna_one_core_s"))
-        for key in ("gpu_engine_s", "warm_api_s", "process_s"):
-            row[key.replace("_s", "_speedup")] = base / row[key]
-    return {"workers": workers, "rows": rows}
+        "identical_mfe": f"{same}/{len(sample)}", "targets": "API >= 50x, process >= 10x ViennaRNA on all cores"})
 
 
 # -- acceptance 1 and 2 ---------------------------------------------------------------------------
@@ -247,7 +273,7 @@ def check_sets(args) -> dict[str, list[str]]:
     return sets
 
 
-def check(args) -> dict:
+def check(args, save) -> dict:
     import RNA
 
     import gamut
@@ -265,7 +291,7 @@ def check(args) -> dict:
             md.noLP, md.max_bp_span = int(options.get("no_lp", False)), options.get("max_bp_span", -1)
             energies = gpu.energies_dcal.tolist()
             structures = gpu.structures
-            evaluated = [round(RNA.fold_compound(s, md).eval_structure(st) * 100) for s, st in zip(seqs, structures)]
+            evaluated = [round(RNA.fold_compound(as_read(s), md).eval_structure(st) * 100) for s, st in zip(seqs, structures)]
             row = {"records": len(seqs), "identical_mfe": sum(a == b for a, b in zip(energies, ref[0])),
                    "identical_structure": sum(a == b for a, b in zip(structures, ref[1])),
                    "structure_energy_is_mfe": sum(a == b for a, b in zip(evaluated, ref[0]))}
@@ -276,6 +302,7 @@ def check(args) -> dict:
                                              for pf, p in zip(gpu.partition, ref[3]))
             out[f"{set_name}/{option_name}"] = row
             print(set_name, option_name, row, flush=True)
+            save(out)
     return out
 
 
@@ -293,7 +320,7 @@ def markdown(report: dict) -> str:
         return "\n".join(lines) + "\n"
     lines += ["| workload | ViennaRNA (s) | GPU engine (s) | warm API (s) | whole process (s) | speed-ups "
               "(engine / API / process) | target |", "|---|---|---|---|---|---|---|"]
-    for name, row in report["results"]["rows"].items():
+    for name, row in report["results"].get("rows", {}).items():
         base = row.get("vienna_all_cores_s", row.get("vienna_one_core_s"))
         how = "all cores" if "vienna_all_cores_s" in row else "one core"
         if row.get("vienna_extrapolated_from"):
@@ -316,21 +343,27 @@ def main() -> None:
     parser.add_argument("--vienna-sample", type=int, default=100_000,
                         help="windows ViennaRNA folds (its time is extrapolated to all windows)")
     parser.add_argument("--skip-long", action="store_true", help="only the windows")
+    parser.add_argument("--parts", default="windows,long4000,long20000,pf3000",
+                        help="speed rows to measure, comma-separated (default: all)")
     parser.add_argument("--check", action="store_true", help="acceptance 1 and 2 instead of speed")
     parser.add_argument("--options", nargs="+", choices=tuple(OPTION_SETS), default=list(OPTION_SETS))
     parser.add_argument("--random-count", type=int, default=50)
     parser.add_argument("--no-pf", action="store_true", help="--check: the MFE only")
     args = parser.parse_args()
     label = args.label or device_name(args.device).lower().replace(" ", "-")
-    with tempfile.TemporaryDirectory() as tmp:
-        results = check(args) if args.check else speed(args, Path(tmp))
-    report = {"check": args.check, "device": device_name(args.device), "date": dt.datetime.now().isoformat(timespec="seconds"),
-              "command": " ".join([Path(sys.executable).name, *sys.argv]), "host": platform.node(),
-              "workers": args.threads or len(os.sched_getaffinity(0)), "results": results}
     stem = f"fold_turner{'_check' if args.check else ''}_{label}"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (args.out / f"{stem}.md").write_text(markdown(report))
+    report = {"check": args.check, "device": device_name(args.device), "date": dt.datetime.now().isoformat(timespec="seconds"),
+              "command": " ".join([Path(sys.executable).name, *sys.argv]), "host": platform.node(),
+              "workers": args.threads or len(os.sched_getaffinity(0)), "results": {}}
+
+    def save(results: dict) -> None:
+        report["results"] = results
+        (args.out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / f"{stem}.md").write_text(markdown(report))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        save(check(args, save) if args.check else speed(args, Path(tmp), save))
     print(markdown(report))
 
 
