@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from gamut.errors import InputError
 from gamut.scanning.alphabet import ALLOWED_LETTERS, CLASS_OF, encode
-from gamut.scanning.fasta import RecordRun, SeqRecord, parse_miranda_fasta, read_miranda_fasta, sequence_set_of
+from gamut.scanning.fasta import SeqRecord, parse_miranda_fasta, read_miranda_fasta, sequence_set_of
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.sequences import SequenceSet
@@ -127,29 +127,6 @@ def test_sequence_set_of_parsed_records_is_the_joined_and_encoded_set(data, trim
                          (records[::-1], plain[::-1]), (records + parse_miranda_fasta(data), plain + plain)):
         assert_same_set(sequence_set_of(chosen, trim), built_set(same, trim))
         assert_same_set(sequence_set_of(same, trim), built_set(same, trim))
-
-
-@settings(max_examples=200, deadline=None)
-@given(fasta_files(), st.data())
-def test_a_record_run_travels_whole_and_arrives_the_same(data, pick):
-    """A stripe of parsed records pickles as letters, codes and names (not record by record) and
-    arrives as records over one buffer: the same records, the same sequence set; records that do
-    not lie in one buffer in order pickle as a plain list."""
-    try:
-        records = parse_miranda_fasta(data)
-    except InputError:
-        return
-    start = pick.draw(st.integers(0, len(records)))
-    stop = pick.draw(st.integers(start, len(records)))
-    for chosen in (records[start:stop], records[::-1], [SeqRecord(r.id, r.description, r.sequence) for r in records]):
-        sent = RecordRun(chosen)
-        back = pickle.loads(pickle.dumps(sent, protocol=5))
-        assert list(back) == list(chosen) and [len(r) for r in back] == [len(r) for r in chosen]
-        assert_same_set(sequence_set_of(back), sequence_set_of(chosen))
-    run = pickle.loads(pickle.dumps(RecordRun(records[start:stop])))
-    if stop > start:  # one buffer there too, read-only
-        assert type(run) is RecordRun and len({id(r._letters) for r in run}) == 1
-        assert not run[0]._letters.letters.flags.writeable and not run[0]._letters.codes.flags.writeable
 
 
 def test_parsed_records_are_views_of_one_buffer_until_asked():

@@ -131,33 +131,6 @@ def _parsed_records(ids: list[str], descriptions: list[str], held: Letters, boun
     return records
 
 
-class RecordRun(list):
-    """A list of records that travels whole: records parsed together and consecutive in one file
-    (a GPU's stripe of the references) pickle as their letters and class codes (two arrays, one
-    copy each) and their names, and are rebuilt over one :class:`Letters`, instead of record by
-    record (each record's bytes made and copied, then encoded again on the other side). A stripe
-    of 30,750 references (63 Mb), on the 2-core development machine: 0.29-1.1 s to dump, 0.13-0.27 s
-    to load and 0.3 s to encode record by record; 0.14-0.2 s to dump, 0.2-0.26 s to load and
-    0.01-0.03 s to take the letters as a run. Other records pickle as a plain list."""
-
-    def __reduce__(self):
-        shared = _shared_letters(self)
-        if shared is None:
-            return list, (list(self),)
-        held, bounds = shared
-        start, stop = int(bounds[0]), int(bounds[-1])
-        return _record_run, ([r.id for r in self], [r.description for r in self], held.letters[start:stop],
-                             held.codes[start:stop], bounds - start)
-
-
-def _record_run(ids: list[str], descriptions: list[str], letters: np.ndarray, codes: np.ndarray,
-                bounds: np.ndarray) -> RecordRun:
-    """A :class:`RecordRun` rebuilt from its pickled parts: records over one :class:`Letters`."""
-    for array in (letters, codes):
-        array.setflags(write=False)
-    return RecordRun(_parsed_records(ids, descriptions, Letters(letters, codes), bounds.tolist()))
-
-
 def _read_bytes(path: str | os.PathLike) -> np.ndarray:
     """The file's bytes (writable uint8), decompressed when it is gzip, bzip2, xz or zstd (told by
     its content)."""

@@ -20,7 +20,7 @@ from gamut.io.inputs import check_read_once, is_stream
 from gamut.io.outputs import check_compression, check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
 from gamut.numerals import number
-from gamut.scanning.fasta import RecordRun, SeqRecord, is_utf8, read_miranda_fasta, shown
+from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.timeline import span
 from gamut.scanning.pipeline.pairs import ScanInput
@@ -209,7 +209,7 @@ class ScanJob:
         indexed from 0 there), as a worker runs it; not checked again."""
         new = copy.copy(self)
         new.__dict__.pop("scan_input", None)  # the sequences as this job's scan holds them
-        object.__setattr__(new, "references", RecordRun(self.references[start:stop]))
+        object.__setattr__(new, "references", list(self.references[start:stop]))
         return new
 
     @cached_property
