@@ -19,6 +19,7 @@ from turner_mfe_reference import check_folds, random_rnas  # noqa: E402
 
 from gamut.cuda.kernels import kernel_source  # noqa: E402
 from gamut.folding.turner import gpu_mfe  # noqa: E402
+from gamut.folding.turner.batch_tuning import BatchTuning  # noqa: E402
 from gamut.folding.turner.options import TurnerOptions  # noqa: E402
 
 #: C parameter types of the kernels -> what the driver must pass.
@@ -46,10 +47,16 @@ def kernel_parameters() -> dict[str, list[tuple[str, bool]]]:
 
 
 class FakeKernel:
+    #: A CUDA function's attributes that the driver reads or sets (CuPy's RawKernel properties).
+    num_regs = 64
+    shared_size_bytes = 16
+    max_dynamic_shared_size_bytes = 48 * 1024
+    preferred_shared_memory_carveout = -1
+
     def __init__(self, name: str, params, lib, calls: list) -> None:
         self.name, self.params, self.lib, self.calls = name, params, lib, calls
 
-    def __call__(self, grid, block, args) -> None:
+    def __call__(self, grid, block, args, shared_mem: int = 0) -> None:
         assert len(args) == len(self.params), f"{self.name}: {len(args)} arguments for {len(self.params)} parameters"
         converted = []
         for x, (arg, (ctype, pointer)) in enumerate(zip(args, self.params)):
@@ -61,15 +68,23 @@ class FakeKernel:
             else:
                 assert type(arg) is want, f"{self.name} argument {x}: {ctype}, got {type(arg).__name__}"
                 converted.append(ctypes.c_longlong(int(arg)) if want is np.int64 else ctypes.c_int(int(arg)))
-        self.calls.append((self.name, grid, block))
-        if self.name == "tmfe_batch":
-            self.lib.host_tmfe_batch(*converted, ctypes.c_int(grid[0]), ctypes.c_int(block[0]))
+        self.calls.append((self.name, grid, block, shared_mem))
+        assert shared_mem <= self.max_dynamic_shared_size_bytes, f"{self.name}: {shared_mem} bytes of shared memory"
+        if self.name.startswith("tmfe_batch"):
+            assert block[0] % 32 == 0
+            if self.name == "tmfe_batch_shared" or (self.name == "tmfe_batch_warps" and args[-1]):
+                assert self.preferred_shared_memory_carveout == 100
+                groups = block[0] // 32 if self.name == "tmfe_batch_warps" else 1
+                assert shared_mem == groups * 4 * int(args[10 if self.name == "tmfe_batch_shared" else 11])  # work_ints
+            else:
+                assert shared_mem == 0
+            getattr(self.lib, f"host_{self.name}")(*converted, ctypes.c_int(grid[0]), ctypes.c_int(block[0]))
         elif self.name == "tmfe_diagonal":
             n, d, parts = int(args[6]), int(args[8]), int(args[9])
             assert grid[0] * block[0] >= (n - d) * parts and block[0] % parts == 0
             self.lib.host_tmfe_diagonal(*converted)
         else:
-            assert grid == (1,) and block[0] % 32 == 0
+            assert grid == (1,) and block[0] % 32 == 0 and shared_mem == 0
             self.lib.host_tmfe_finish(*converted)
 
 
@@ -82,7 +97,8 @@ def fake_cupy(lib, calls: list) -> types.ModuleType:
     cp.full, cp.zeros, cp.empty = np.full, np.zeros, np.empty
 
     class Device:
-        attributes = {"MultiProcessorCount": 2}
+        attributes = {"MultiProcessorCount": 2, "MaxSharedMemoryPerBlockOptin": 232448,
+                      "MaxSharedMemoryPerMultiprocessor": 233472}
 
         def __init__(self, *_):
             pass
@@ -120,19 +136,50 @@ def driver(tmp_path, monkeypatch):
     lib = ctypes.CDLL(build_turner_mfe_host(tmp_path))
     calls: list = []
     params = kernel_parameters()
-    assert set(params) == {"tmfe_batch", "tmfe_diagonal", "tmfe_finish"}
+    assert set(params) == set(gpu_mfe.KERNELS)
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(lib, calls))
     module = types.SimpleNamespace(get_function=lambda name: FakeKernel(name, params[name], lib, calls))
     monkeypatch.setattr("gamut.cuda.kernels.load_module", lambda *a, **k: module)
-    return gpu_mfe.CupyRunner(0), calls
+    return lambda tuning=None: gpu_mfe.CupyRunner(0, tuning), calls
 
 
 @pytest.mark.parametrize("options", [TurnerOptions(), TurnerOptions(no_lp=True, dangles=0, max_bp_span=60)])
 def test_cupy_runner_calls_the_kernels_as_they_are_declared(driver, options):
-    runner, calls = driver
+    make, calls = driver
+    runner = make()
     sequences = random_rnas(70, 1, 150, seed=5) + random_rnas(1, 300, 300, seed=6)
     energies, structures = gpu_mfe.mfe_batch(sequences, options, runner=runner, long_from=300)
     check_folds(sequences, options, energies, structures)
     names = [c[0] for c in calls]
     assert names.count("tmfe_diagonal") == 300 and names.count("tmfe_finish") == 1
     assert names.count("tmfe_batch") == 3
+
+
+@pytest.mark.parametrize("tuning", [BatchTuning(warps=4, shared_upto=64), BatchTuning(shared_upto=128, blocks_per_sm=1),
+                                    BatchTuning(warps=2, blocks_per_sm=3)], ids=lambda t: t.label())
+def test_cupy_runner_calls_the_variants_as_they_are_declared(driver, tuning):
+    """The batch variants' launches (GAMUT_TMFE_* knobs given as a BatchTuning): arguments as the
+    kernels declare them, shared memory as the shape asks (opted in above 48 KB), ViennaRNA's results."""
+    make, calls = driver
+    runner = make(tuning)
+    sequences = random_rnas(70, 1, 150, seed=5)
+    for options in (TurnerOptions(), TurnerOptions(no_lp=True)):
+        calls.clear()
+        energies, structures = gpu_mfe.mfe_batch(sequences, options, runner=runner)
+        check_folds(sequences, options, energies, structures)
+        names = [c[0] for c in calls]
+        assert names[0] == ("tmfe_batch_warps" if tuning.warps else "tmfe_batch_shared")
+        assert (calls[0][3] > 0) == bool(tuning.shared_upto)
+        if tuning.shared_upto == 128:  # the 65-128-nt class's area needs more than 48 KB
+            assert names[1] == "tmfe_batch_shared" and calls[1][3] > 48 * 1024
+            assert runner.kernels["tmfe_batch_shared"].max_dynamic_shared_size_bytes >= calls[1][3]
+
+
+def test_tuning_comes_from_the_environment(driver, monkeypatch):
+    make, _ = driver
+    monkeypatch.setenv("GAMUT_TMFE_WARPS", "4")
+    monkeypatch.setenv("GAMUT_TMFE_BLOCKS_PER_SM", "6")
+    assert make().tuning == BatchTuning(blocks_per_sm=6, warps=4)
+    monkeypatch.delenv("GAMUT_TMFE_WARPS")
+    monkeypatch.delenv("GAMUT_TMFE_BLOCKS_PER_SM")
+    assert make().tuning == BatchTuning()

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 from host_build import build_host_library
 
+from gamut.folding.turner.batch_tuning import BatchShape, BatchTuning, resident_blocks
 from gamut.folding.turner.energy_tables import turner_tables
 from gamut.folding.turner.gpu_mfe import BatchLaunch, FoldJob, long_parts, work_ints
 from gamut.folding.turner.options import TurnerOptions
@@ -25,20 +26,31 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(a.ctypes.data)
 
 
+#: Hopper's shared memory (opt-in a block, a multiprocessor) and a kernel's registers and static
+#: shared memory, for the variants' shapes on the host.
+HOST_SHARED_LIMITS = (232448, 233472)
+HOST_KERNEL_REGS = 72
+HOST_STATIC_SHARED = 16
+
+
 class HostRunner:
     """Runner on the CPU (one thread); ``sms`` multiprocessors (a batch of more sequences than their
-    blocks has its blocks loop over sequences and reuse their work areas)."""
+    blocks has its blocks loop over sequences and reuse their work areas); ``tuning``: the batch
+    launches' variants (the default launches unless given)."""
 
     def __init__(self, library_path: str, free_bytes: int = 1 << 32, sms: int = 1,
-                 resident_threads: int = 4096) -> None:
+                 resident_threads: int = 4096, tuning: BatchTuning | None = None) -> None:
         self.lib = ctypes.CDLL(library_path)
         self.lib.host_tmfe_work_ints.restype = ctypes.c_longlong
         self._free = free_bytes
         self._sms = sms
         #: Threads the long path fills per diagonal (a device's resident threads; long_parts).
         self.resident_threads = resident_threads
+        self.tuning = tuning or BatchTuning()
         #: The launches carried out: ("batch", count, nmax, blocks) or ("long", n).
         self.launches: list[tuple] = []
+        #: The batch launches' shapes, in turn.
+        self.shapes: list[BatchShape] = []
 
     def free_bytes(self) -> int:
         return self._free
@@ -46,7 +58,13 @@ class HostRunner:
     def multiprocessors(self) -> int:
         return self._sms
 
-    def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def shared_limits(self) -> tuple[int, int]:
+        return HOST_SHARED_LIMITS
+
+    def resident_blocks(self, kernel: str, threads: int, shared_bytes: int) -> int:
+        return resident_blocks(HOST_KERNEL_REGS, HOST_STATIC_SHARED, threads, shared_bytes, HOST_SHARED_LIMITS[1])
+
+    def run(self, job: FoldJob, shapes: list[BatchShape | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         o = job.options
         E = np.ascontiguousarray(job.E, np.int32)
         HPX = np.ascontiguousarray(job.HPX, np.int32)
@@ -56,22 +74,32 @@ class HostRunner:
         energy = np.zeros(max(1, count), np.int32)
         err = np.zeros(max(1, count), np.int32)
         model = (_ptr(E), _ptr(HPX), ctypes.c_int(o.dangles), ctypes.c_int(int(o.no_lp)), ctypes.c_int(o.max_bp_span))
-        for launch, grid in zip(job.launches, blocks):
+        for launch, shape in zip(job.launches, shapes):
             if isinstance(launch, BatchLaunch):
                 size = work_ints(launch.nmax, o.no_lp)
                 if self.lib.host_tmfe_work_ints(launch.nmax, int(o.no_lp)) != size:
                     raise AssertionError("gpu_mfe.work_ints differs from tmfe_work_ints")
-                work = np.full(grid * size, -12345, np.int32)  # no cell may be read before it is written
+                # no cell may be read before it is written
+                work = np.full(max(1, shape.global_areas * size), -12345, np.int32)
                 starts = np.ascontiguousarray(job.starts[launch.ids], np.int64)
                 lengths = np.ascontiguousarray(job.lengths[launch.ids], np.int32)
                 e = np.zeros(launch.ids.size, np.int32)
                 f = np.zeros(launch.ids.size, np.int32)
-                self.lib.host_tmfe_batch(*model, _ptr(S), _ptr(starts), _ptr(lengths), ctypes.c_int(launch.ids.size),
-                                         ctypes.c_int(launch.nmax), _ptr(work), ctypes.c_longlong(size), _ptr(out),
-                                         _ptr(e), _ptr(f), ctypes.c_int(grid), ctypes.c_int(launch.threads))
+                head = (*model, _ptr(S), _ptr(starts), _ptr(lengths), ctypes.c_int(launch.ids.size),
+                        ctypes.c_int(launch.nmax))
+                tail = (_ptr(out), _ptr(e), _ptr(f))
+                grid = (ctypes.c_int(shape.blocks), ctypes.c_int(shape.threads))
+                if shape.kernel == "tmfe_batch":
+                    self.lib.host_tmfe_batch(*head, _ptr(work), ctypes.c_longlong(size), *tail, *grid)
+                elif shape.kernel == "tmfe_batch_shared":
+                    self.lib.host_tmfe_batch_shared(*head, ctypes.c_longlong(size), *tail, *grid)
+                else:
+                    self.lib.host_tmfe_batch_warps(*head, _ptr(work), ctypes.c_longlong(size), *tail,
+                                                   ctypes.c_int(int(shape.in_shared)), *grid)
                 energy[launch.ids] = e
                 err[launch.ids] = f
-                self.launches.append(("batch", int(launch.ids.size), launch.nmax, grid))
+                self.launches.append(("batch", int(launch.ids.size), launch.nmax, shape.blocks))
+                self.shapes.append(shape)
             else:
                 x = launch.seq
                 n = int(job.lengths[x])

@@ -27,9 +27,10 @@
 // its own work area (so the work of a launch of 50-nt windows stays in the L2 cache); inside, the
 // block fills a diagonal at a time, then F5 and the traceback. Long (tmfe_diagonal, tmfe_finish):
 // one launch per diagonal, a thread per cell, then one block for F5 and the traceback. Both call the
-// same cell function. The traceback is done by a block as a group: at each node of the structure
-// every thread tests its share of the candidate decompositions and the group takes the first that
-// gives the node's energy.
+// same cell function. The batch's measurement variants (tmfe_batch_shared: the work area in shared
+// memory; tmfe_batch_warps: a warp per sequence) run the same batch code. The traceback is done by
+// a group (a block, or a warp) together: at each node of the structure every thread tests its share
+// of the candidate decompositions and the group takes the first that gives the node's energy.
 //
 // The host test build (tests/host/turner_mfe_host.cu) compiles this file with TMFE_HOST: the same
 // functions, the kernels' bodies run for every block and cell in turn with groups of one thread.
@@ -369,15 +370,25 @@ __device__ void fill_share(const Model& m, const Seq& s, int d, long long x, int
 }
 #endif
 
-// ---- groups of threads (a block; one thread on the host) -----------------------------------------
+// ---- groups of threads (a block or a warp; one thread on the host) -----------------------------
+// A group folds one sequence at a time. Group: the whole block (tmfe_batch, tmfe_finish, and
+// tmfe_batch_shared); WarpGroup: one warp of a block whose warps fold sequences of their own
+// (tmfe_batch_warps: no block-wide barrier, minima by one warp reduction). The functions below
+// that take a group are templates over the two.
 struct Group {
     int tid, size;
     int* slot;  // one shared int
 };
 
+struct WarpGroup {
+    int tid, size;  // lane, 32 (on the host: 0, 1)
+};
+
 #ifdef TMFE_HOST
 DEV void group_sync(const Group&) {}
 DEV int group_min(const Group&, int v) { return v; }
+DEV void group_sync(const WarpGroup&) {}
+DEV int group_min(const WarpGroup&, int v) { return v; }
 #else
 __device__ __forceinline__ void group_sync(const Group&) { __syncthreads(); }
 // The minimum of v over the group (every thread calls it; blocks of whole warps).
@@ -391,11 +402,14 @@ __device__ int group_min(const Group& g, int v) {
     __syncthreads();
     return r;
 }
+// __syncwarp orders the lanes' memory accesses (global and shared) as __syncthreads does a block's.
+__device__ __forceinline__ void group_sync(const WarpGroup&) { __syncwarp(); }
+__device__ __forceinline__ int group_min(const WarpGroup&, int v) { return __reduce_min_sync(0xffffffffu, v); }
 #endif
 
 // The first candidate x in 0 .. count - 1 with ok(x), or INT_MAX (every thread calls it).
-template <class F>
-DEV int first_match(const Group& g, int count, F ok) {
+template <class G, class F>
+DEV int first_match(const G& g, int count, F ok) {
     int found = INT_MAX;
     for (int x = g.tid; x < count; x += g.size)
         if (ok(x)) {
@@ -412,7 +426,8 @@ DEV int exterior_candidate(const Model& m, const Seq& s, int k, int l) {
     return s.F5[k] + c + exterior_stem(m, s, k, l - 1, type_of(m, s, k, l - 1));
 }
 
-DEV void fill_exterior(const Model& m, const Seq& s, const Group& g) {
+template <class G>
+DEV void fill_exterior(const Model& m, const Seq& s, const G& g) {
     if (g.tid == 0) s.F5[0] = 0;
     group_sync(g);
     for (int l = 1; l <= s.n; ++l) {
@@ -425,16 +440,18 @@ DEV void fill_exterior(const Model& m, const Seq& s, const Group& g) {
 }
 
 // ---- the traceback -------------------------------------------------------------------------------
+template <class G>
 struct Trace {
     const Model& m;
     const Seq& s;
-    const Group& g;
+    const G& g;
     char* out;
     int sp;
     bool ok;
 };
 
-DEV void push(Trace& tr, int kind, int i, int j) {
+template <class G>
+DEV void push(Trace<G>& tr, int kind, int i, int j) {
     if (tr.g.tid == 0) {
         tr.s.stack[3 * tr.sp] = kind;
         tr.s.stack[3 * tr.sp + 1] = i;
@@ -443,7 +460,8 @@ DEV void push(Trace& tr, int kind, int i, int j) {
     ++tr.sp;
 }
 
-DEV void mark_pair(Trace& tr, int i, int j) {
+template <class G>
+DEV void mark_pair(Trace<G>& tr, int i, int j) {
     if (tr.g.tid == 0) {
         tr.out[i] = '(';
         tr.out[j] = ')';
@@ -451,7 +469,8 @@ DEV void mark_pair(Trace& tr, int i, int j) {
 }
 
 // FML[a][k] + FML[k + 1][b] = DML[a][b]: push both.
-DEV void split_dml(Trace& tr, int a, int b) {
+template <class G>
+DEV void split_dml(Trace<G>& tr, int a, int b) {
     const Seq& s = tr.s;
     const int target = s.DML[cell(s, a, b)];
     const int first = a + TMFE_TURN + 1;
@@ -469,7 +488,8 @@ DEV void split_dml(Trace& tr, int a, int b) {
 
 // The loop closed by (i, j) whose energy is target: a hairpin, an interior loop (the stack onto CX
 // with noLP), or a multiloop.
-DEV void trace_loop(Trace& tr, int i, int j, int target) {
+template <class G>
+DEV void trace_loop(Trace<G>& tr, int i, int j, int target) {
     const Model& m = tr.m;
     const Seq& s = tr.s;
     const int t = type_of(m, s, i, j);
@@ -505,7 +525,8 @@ DEV void trace_loop(Trace& tr, int i, int j, int target) {
     tr.ok = false;
 }
 
-DEV void trace_node(Trace& tr, int kind, int i, int j) {
+template <class G>
+DEV void trace_node(Trace<G>& tr, int kind, int i, int j) {
     const Model& m = tr.m;
     const Seq& s = tr.s;
     if (kind == NODE_F5) {
@@ -559,9 +580,10 @@ DEV void trace_node(Trace& tr, int kind, int i, int j) {
 }
 
 // One optimal structure into out (n letters); false where no decomposition gave a node's energy.
-DEV bool traceback(const Model& m, const Seq& s, const Group& g, char* out) {
+template <class G>
+DEV bool traceback(const Model& m, const Seq& s, const G& g, char* out) {
     for (int x = g.tid; x < s.n; x += g.size) out[x] = '.';
-    Trace tr{m, s, g, out, 0, true};
+    Trace<G> tr{m, s, g, out, 0, true};
     push(tr, NODE_F5, s.n, 0);
     group_sync(g);
     while (tr.sp > 0 && tr.ok) {
@@ -575,7 +597,8 @@ DEV bool traceback(const Model& m, const Seq& s, const Group& g, char* out) {
 }
 
 // F5 and the traceback of a filled sequence: its energy, structure and error flag.
-DEV void finish_sequence(const Model& m, const Seq& s, const Group& g, char* out, int* energy, int* err) {
+template <class G>
+DEV void finish_sequence(const Model& m, const Seq& s, const G& g, char* out, int* energy, int* err) {
     fill_exterior(m, s, g);
     const bool ok = traceback(m, s, g, out);
     if (g.tid == 0) {
@@ -588,8 +611,9 @@ DEV void finish_sequence(const Model& m, const Seq& s, const Group& g, char* out
 // letters at S + starts[x], its structure to out + starts[x]) each filled by diagonals, then
 // finished; work: this block's area (tmfe_work_ints(nmax, nolp) ints); threads: the block's
 // (diagonal_parts; g.size but on the host, whose groups have one thread).
+template <class G>
 DEV void batch_block(const Model& m, const unsigned char* S, const long long* starts, const int* lengths, int count,
-                     int nmax, int* work, char* out, int* energy, int* err, int block, int blocks, const Group& g,
+                     int nmax, int* work, char* out, int* energy, int* err, int block, int blocks, const G& g,
                      int threads) {
     for (int x = block; x < count; x += blocks) {
         const long long from = starts[x];
@@ -606,6 +630,12 @@ DEV void batch_block(const Model& m, const unsigned char* S, const long long* st
     }
 }
 
+// Group x of groups of a tmfe_batch_warps block's: its work area, the x-th of the block's in shared
+// memory (in_shared) or the (block * groups + x)-th of the launch's in global memory.
+DEV int* warp_area(int* base, long long work_ints, int block, int groups, int x, int in_shared) {
+    return base + (in_shared ? (long long)x : (long long)block * groups + x) * work_ints;
+}
+
 #ifndef TMFE_HOST
 #define TMFE_MODEL_ARGS const int *E, const int *HPX, int dangles, int nolp, int span
 #define TMFE_MODEL Model m{E, HPX, dangles, nolp, span}
@@ -620,6 +650,40 @@ extern "C" __global__ void tmfe_batch(TMFE_MODEL_ARGS, const unsigned char* S, c
     const Group g{(int)threadIdx.x, (int)blockDim.x, &slot};
     batch_block(m, S, starts, lengths, count, nmax, work + (long long)blockIdx.x * work_ints, out, energy, err,
                 (int)blockIdx.x, (int)gridDim.x, g, (int)blockDim.x);
+}
+
+// The batch's measurement variants (gpu_mfe.BatchTuning, GAMUT_TMFE_* variables; tmfe_batch is the
+// default): the same batch_block on the same arguments; only the work area's base pointer, the
+// groups and the launch's shape differ. The host build has no shared memory: it runs these bodies
+// on an ordinary buffer in place of the dynamic shared area, so what it checks is everything but
+// the memory space (tests/host/turner_mfe_host.cu).
+
+// tmfe_batch with the block's work area (work_ints ints) in dynamic shared memory.
+extern "C" __global__ void tmfe_batch_shared(TMFE_MODEL_ARGS, const unsigned char* S, const long long* starts,
+                                             const int* lengths, int count, int nmax, long long work_ints, char* out,
+                                             int* energy, int* err) {
+    TMFE_MODEL;
+    extern __shared__ int tmfe_area[];
+    __shared__ int slot;
+    const Group g{(int)threadIdx.x, (int)blockDim.x, &slot};
+    batch_block(m, S, starts, lengths, count, nmax, tmfe_area, out, energy, err, (int)blockIdx.x, (int)gridDim.x, g,
+                (int)blockDim.x);
+}
+
+// Each warp of the block (blockDim.x / 32 warps) folds sequences of its own: group
+// blockIdx.x * warps + warp of gridDim.x * warps, synchronised by warp; its work area (work_ints
+// ints) in dynamic shared memory (in_shared: the block's warps' areas one after the other) or in
+// work (one area per warp of the launch; work is not read with in_shared).
+extern "C" __global__ void tmfe_batch_warps(TMFE_MODEL_ARGS, const unsigned char* S, const long long* starts,
+                                            const int* lengths, int count, int nmax, int* work, long long work_ints,
+                                            char* out, int* energy, int* err, int in_shared) {
+    TMFE_MODEL;
+    extern __shared__ int tmfe_area[];
+    const int warps = (int)blockDim.x / 32, warp = (int)threadIdx.x / 32;
+    const WarpGroup g{(int)threadIdx.x & 31, 32};
+    int* area = warp_area(in_shared ? tmfe_area : work, work_ints, (int)blockIdx.x, warps, warp, in_shared);
+    batch_block(m, S, starts, lengths, count, nmax, area, out, energy, err, (int)blockIdx.x * warps + warp,
+                (int)gridDim.x * warps, g, 32);
 }
 
 // Long: diagonal d of one sequence of n letters, parts threads a cell (a power of two up to 32,

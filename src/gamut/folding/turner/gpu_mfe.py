@@ -6,7 +6,9 @@ with one optimal structure traced back on the device.
 go in length classes, each one launch of ``tmfe_batch`` (a block per sequence, the blocks looping
 over the class's sequences with a work area each); longer ones one at a time by diagonals
 (``tmfe_diagonal`` per diagonal, then ``tmfe_finish``). A :class:`Runner` carries the job out:
-:class:`CupyRunner` on a GPU, a host build of the same kernels in the tests.
+:class:`CupyRunner` on a GPU, a host build of the same kernels in the tests. The batch launches'
+measurement variants (:mod:`gamut.folding.turner.batch_tuning`, ``GAMUT_TMFE_*``) change how a
+launch runs (:func:`batch_shape`), never what it computes.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from gamut.errors import InputError
+from gamut.folding.turner.batch_tuning import DEFAULT_SHARED_LIMIT, BatchShape, BatchTuning, resident_blocks
 from gamut.folding.turner.energy_tables import CODES, hairpin_sizes, turner_tables
 from gamut.io.packed import PackedSequences
 from gamut.folding.turner.options import TurnerOptions
@@ -91,13 +94,24 @@ class FoldJob:
 
 
 class Runner(Protocol):
-    """Carries out a :class:`FoldJob`: returns (energy int32, err int32, out uint8)."""
+    """Carries out a :class:`FoldJob` with its batch launches' shapes (None for a long one): returns
+    (energy int32, err int32, out uint8). ``tuning``: its batch launches' knobs."""
+
+    tuning: BatchTuning
 
     def free_bytes(self) -> int: ...
 
     def multiprocessors(self) -> int: ...
 
-    def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def shared_limits(self) -> tuple[int, int]:
+        """Dynamic shared memory a block may opt in to, and a multiprocessor's shared memory (bytes)."""
+        ...
+
+    def resident_blocks(self, kernel: str, threads: int, shared_bytes: int) -> int:
+        """Blocks of ``kernel`` one multiprocessor holds at once."""
+        ...
+
+    def run(self, job: FoldJob, shapes: list[BatchShape | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
 
 
 #: :data:`CODES` as a ``bytes.translate`` table: a letter's code in one pass at C speed, a byte each
@@ -159,29 +173,53 @@ def plan(sequences: Sequence[str], options: TurnerOptions, long_from: int = LONG
     return job
 
 
-def launch_blocks(job: FoldJob, runner: Runner) -> list[int]:
-    """Blocks of every batch launch (0 for a long one): enough to fill the device, as many work
-    areas as its memory holds; raises :class:`SequenceMemoryError` naming a sequence that does not fit."""
+def batch_shape(launch: BatchLaunch, no_lp: bool, free: int, runner: Runner) -> BatchShape:
+    """How ``launch`` runs under ``runner.tuning``: by default ``tmfe_batch``, a block per sequence
+    at a time, enough blocks to fill the device (:data:`BATCH_THREADS_PER_SM`,
+    :data:`MAX_BLOCKS_PER_SM`) and as many work areas as ``free`` bytes hold; a variant's blocks are
+    never more than the device holds at once. Raises :class:`SequenceMemoryError` where not one
+    work area fits."""
+    tuning = runner.tuning
+    area = 4 * work_ints(launch.nmax, no_lp)
+    warps = tuning.warps if tuning.warps and launch.threads == 32 else 0
+    groups = warps or 1
+    threads = 32 * warps if warps else launch.threads
+    kernel = "tmfe_batch_warps" if warps else "tmfe_batch"
+    shared = 0
+    if tuning.shared_upto and launch.nmax <= tuning.shared_upto and groups * area <= runner.shared_limits()[0]:
+        shared = groups * area
+        kernel = "tmfe_batch_warps" if warps else "tmfe_batch_shared"
+    per_sm = tuning.blocks_per_sm or min(MAX_BLOCKS_PER_SM, BATCH_THREADS_PER_SM // threads)
+    if kernel != "tmfe_batch":
+        per_sm = max(1, min(per_sm, runner.resident_blocks(kernel, threads, shared)))
+    wanted = -(-int(launch.ids.size) // groups)
+    blocks = min(wanted, runner.multiprocessors() * per_sm)
+    if not shared:
+        fit = free // (area * groups)
+        if fit < 1:
+            raise SequenceMemoryError(f"sequences of {launch.nmax:,} letters need {area * groups / 1e9:.2f} GB of GPU "
+                                      f"memory each; {max(free, 0) / 1e9:.2f} GB is free")
+        blocks = min(blocks, fit)
+    return BatchShape(kernel, int(blocks), threads, groups, shared)
+
+
+def launch_shapes(job: FoldJob, runner: Runner) -> list[BatchShape | None]:
+    """The shape of every batch launch (:func:`batch_shape`; None for a long one); raises
+    :class:`SequenceMemoryError` naming a sequence that does not fit the device's memory."""
     free = int(runner.free_bytes() * MEMORY_SHARE) - 2 * int(job.S.nbytes) - 16 * int(job.lengths.size)
     no_lp = job.options.no_lp
-    blocks = []
+    shapes: list[BatchShape | None] = []
     for launch in job.launches:
         if isinstance(launch, BatchLaunch):
-            area = 4 * work_ints(launch.nmax, no_lp)
-            fit = free // area
-            if fit < 1:
-                raise SequenceMemoryError(f"sequences of {launch.nmax:,} letters need {area / 1e9:.2f} GB of GPU "
-                                          f"memory each; {max(free, 0) / 1e9:.2f} GB is free")
-            per_sm = min(MAX_BLOCKS_PER_SM, BATCH_THREADS_PER_SM // launch.threads)
-            blocks.append(int(min(launch.ids.size, runner.multiprocessors() * per_sm, fit)))
+            shapes.append(batch_shape(launch, no_lp, free, runner))
         else:
             n = int(job.lengths[launch.seq])
             need = 4 * work_ints(n, no_lp)
             if need > free:
                 raise SequenceMemoryError(f"sequence {launch.seq} ({n:,} nt) needs {need / 1e9:.2f} GB of GPU memory "
                                           f"to fold; {max(free, 0) / 1e9:.2f} GB is free")
-            blocks.append(0)
-    return blocks
+            shapes.append(None)
+    return shapes
 
 
 def finish(job: FoldJob, energy: np.ndarray, err: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -209,8 +247,8 @@ def mfe_batch_flat(sequences: Sequence[str], options: TurnerOptions, *, runner: 
         return np.zeros(job.lengths.shape[0], np.int32), np.full(job.S.shape[0], ord("."), np.uint8), offsets
     if runner is None:
         runner = CupyRunner(device_id)
-    blocks = launch_blocks(job, runner)
-    energy, structures = finish(job, *runner.run(job, blocks))
+    shapes = launch_shapes(job, runner)
+    energy, structures = finish(job, *runner.run(job, shapes))
     return energy, structures, offsets
 
 
@@ -231,11 +269,16 @@ def mfe_batch(sequences: Sequence[str], options: TurnerOptions, *, runner: Runne
     return energy, [text[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+#: The kernels of the module that CupyRunner calls.
+KERNELS = ("tmfe_batch", "tmfe_batch_shared", "tmfe_batch_warps", "tmfe_diagonal", "tmfe_finish")
+
+
 class CupyRunner:
     """:class:`Runner` on CUDA device ``device_id`` (the kernels compiled once per process; the
-    model's arrays kept on the device per options)."""
+    model's arrays kept on the device per options); ``tuning``: the batch launches' knobs
+    (:meth:`BatchTuning.from_env` unless given)."""
 
-    def __init__(self, device_id: int = 0) -> None:
+    def __init__(self, device_id: int = 0, tuning: BatchTuning | None = None) -> None:
         import cupy
 
         from gamut.cuda.kernels import load_module
@@ -245,8 +288,12 @@ class CupyRunner:
         layout = turner_tables(TurnerOptions()).defines  # the same for every option
         with cupy.cuda.Device(self.device_id):
             module = load_module("turner_mfe.cu", options=layout, device_id=self.device_id)
-            self.kernels = {name: module.get_function(name) for name in ("tmfe_batch", "tmfe_diagonal", "tmfe_finish")}
-            self._sms = int(cupy.cuda.Device(self.device_id).attributes["MultiProcessorCount"])
+            self.kernels = {name: module.get_function(name) for name in KERNELS}
+            attributes = cupy.cuda.Device(self.device_id).attributes
+            self._sms = int(attributes["MultiProcessorCount"])
+            self._shared = (int(attributes.get("MaxSharedMemoryPerBlockOptin", DEFAULT_SHARED_LIMIT)),
+                            int(attributes.get("MaxSharedMemoryPerMultiprocessor", DEFAULT_SHARED_LIMIT)))
+        self.tuning = BatchTuning.from_env() if tuning is None else tuning
         #: Seconds in the kernels (device events), summed over calls.
         self.kernel_s = 0.0
 
@@ -258,16 +305,23 @@ class CupyRunner:
     def multiprocessors(self) -> int:
         return self._sms
 
-    def run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def shared_limits(self) -> tuple[int, int]:
+        return self._shared
+
+    def resident_blocks(self, kernel: str, threads: int, shared_bytes: int) -> int:
+        k = self.kernels[kernel]
+        return resident_blocks(int(k.num_regs), int(k.shared_size_bytes), threads, shared_bytes, self._shared[1])
+
+    def run(self, job: FoldJob, shapes: list[BatchShape | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         try:
-            return self._run(job, blocks)
+            return self._run(job, shapes)
         except self.cp.cuda.memory.OutOfMemoryError as exc:
             with self.cp.cuda.Device(self.device_id):
                 self.cp.get_default_memory_pool().free_all_blocks()
             raise SequenceMemoryError(f"folding {job.lengths.size:,} sequences (the longest {int(job.lengths.max()):,} "
                                       f"nt) did not fit the GPU's memory ({exc})") from None
 
-    def _run(self, job: FoldJob, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _run(self, job: FoldJob, shapes: list[BatchShape | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cp = self.cp
         o = job.options
         with cp.cuda.Device(self.device_id):
@@ -280,9 +334,9 @@ class CupyRunner:
             err = cp.zeros(max(1, count), cp.int32)
             start, stop = cp.cuda.Event(), cp.cuda.Event()
             start.record()
-            for launch, grid in zip(job.launches, blocks):
+            for launch, shape in zip(job.launches, shapes):
                 if isinstance(launch, BatchLaunch):
-                    self._batch(job, launch, grid, model, S, out, energy, err)
+                    self._batch(job, launch, shape, model, S, out, energy, err)
                 else:
                     self._long(job, launch, model, S, out, energy, err)
             stop.record()
@@ -290,17 +344,30 @@ class CupyRunner:
             self.kernel_s += cp.cuda.get_elapsed_time(start, stop) / 1000.0
             return cp.asnumpy(energy)[:count], cp.asnumpy(err)[:count], cp.asnumpy(out)[: job.S.size]
 
-    def _batch(self, job, launch: BatchLaunch, grid: int, model, S, out, energy, err) -> None:
+    def _batch(self, job, launch: BatchLaunch, shape: BatchShape, model, S, out, energy, err) -> None:
         cp = self.cp
         ids = cp.asarray(launch.ids)
         size = work_ints(launch.nmax, job.options.no_lp)
-        work = cp.empty(grid * size, cp.int32)
+        work = cp.empty(max(1, shape.global_areas * size), cp.int32)  # not read where the areas are shared
         e = cp.zeros(launch.ids.size, cp.int32)
         f = cp.zeros(launch.ids.size, cp.int32)
-        self.kernels["tmfe_batch"]((grid,), (launch.threads,),
-                                   (*model, S, cp.asarray(job.starts[launch.ids], cp.int64),
-                                    cp.asarray(job.lengths[launch.ids], cp.int32), np.int32(launch.ids.size),
-                                    np.int32(launch.nmax), work, np.int64(size), out, e, f))
+        head = (*model, S, cp.asarray(job.starts[launch.ids], cp.int64), cp.asarray(job.lengths[launch.ids], cp.int32),
+                np.int32(launch.ids.size), np.int32(launch.nmax))
+        tail = (out, e, f)
+        if shape.kernel == "tmfe_batch":
+            args = (*head, work, np.int64(size), *tail)
+        elif shape.kernel == "tmfe_batch_shared":
+            args = (*head, np.int64(size), *tail)
+        else:
+            args = (*head, work, np.int64(size), *tail, np.int32(shape.in_shared))
+        kernel = self.kernels[shape.kernel]
+        if shape.kernel != "tmfe_batch":
+            # the most shared memory for shared work areas (so the blocks counted resident are), the
+            # driver's choice (more L1) for global ones; cudaFuncSetAttribute, as the attributes below
+            kernel.preferred_shared_memory_carveout = 100 if shape.in_shared else -1
+        if shape.shared_bytes > DEFAULT_SHARED_LIMIT and kernel.max_dynamic_shared_size_bytes < shape.shared_bytes:
+            kernel.max_dynamic_shared_size_bytes = shape.shared_bytes  # opting in above 48 KB
+        kernel((shape.blocks,), (shape.threads,), args, shared_mem=shape.shared_bytes)
         energy[ids] = e
         err[ids] = f
         del work
