@@ -98,7 +98,7 @@ def fake_cupy(lib, calls: list) -> types.ModuleType:
 
     class Device:
         attributes = {"MultiProcessorCount": 2, "MaxSharedMemoryPerBlockOptin": 232448,
-                      "MaxSharedMemoryPerMultiprocessor": 233472}
+                      "MaxSharedMemoryPerMultiprocessor": 233472, "L2CacheSize": 50 << 20}
 
         def __init__(self, *_):
             pass
@@ -124,7 +124,8 @@ def fake_cupy(lib, calls: list) -> types.ModuleType:
             pass
 
     cuda = types.SimpleNamespace(Device=Device, Event=Event, get_elapsed_time=lambda a, b: 0.0,
-                                 runtime=types.SimpleNamespace(memGetInfo=lambda: (1 << 32, 1 << 32)),
+                                 runtime=types.SimpleNamespace(memGetInfo=lambda: (1 << 32, 1 << 32),
+                                                               getDeviceProperties=lambda _: {"name": b"host"}),
                                  memory=types.SimpleNamespace(OutOfMemoryError=MemoryError))
     cp.cuda = cuda
     cp.get_default_memory_pool = Pool
@@ -183,3 +184,25 @@ def test_tuning_comes_from_the_environment(driver, monkeypatch):
     monkeypatch.delenv("GAMUT_TMFE_WARPS")
     monkeypatch.delenv("GAMUT_TMFE_BLOCKS_PER_SM")
     assert make().tuning == BatchTuning()
+
+
+def test_batch_variants_bench_runs(driver, tmp_path, monkeypatch):
+    """bench/turner_batch_variants.py end to end on a sliver of its sets (the host kernels behind
+    the stand-in CuPy): every row measured, every variant the same as the default, md and json."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "turner_batch_variants.py"
+    spec = importlib.util.spec_from_file_location("turner_batch_variants", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(bench, "VIENNA_SAMPLE", 5)
+    monkeypatch.setattr(sys, "argv", ["turner_batch_variants.py", "--out", str(tmp_path), "--label", "host",
+                                      "--scale", "0.0001"])
+    assert bench.main() == 0
+    report = json.loads((tmp_path / "turner_batch_variants_host.json").read_text())
+    assert len(report["rows"]) == sum(len(v) for _, _, v in bench.SETS.values())
+    assert all(row["same_as_default"] == "yes" for row in report["rows"])
+    assert report["vienna"]["w50"] == {"checked": 5, "same_mfe": 5, "structure_optimal": 5}
+    assert (tmp_path / "turner_batch_variants_host.md").read_text().count("| w50 |") == len(bench.SETS["w50"][2])

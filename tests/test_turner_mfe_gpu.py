@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from turner_mfe_reference import OPTION_SETS, check_folds, hsa_hairpins, random_rnas  # noqa: E402
 
+from gamut.folding.turner.batch_tuning import BatchTuning  # noqa: E402
 from gamut.folding.turner.gpu_mfe import CupyRunner, mfe_batch  # noqa: E402
 from gamut.folding.turner.options import TurnerOptions  # noqa: E402
 
@@ -76,3 +77,23 @@ def test_hypothesis_batches_up_to_600_nt(runner, sequences, options):
     """The issue's hypothesis set: 1-600 nt, every letter the model reads, any option set."""
     energies, structures = mfe_batch(sequences, options, runner=runner)
     check_folds(sequences, options, energies, structures)
+
+
+@pytest.mark.parametrize("tuning", [BatchTuning(warps=1), BatchTuning(warps=4, blocks_per_sm=4),
+                                    BatchTuning(shared_upto=64), BatchTuning(warps=2, shared_upto=64),
+                                    BatchTuning(shared_upto=256, blocks_per_sm=1)], ids=lambda t: t.label())
+def test_batch_variants_equal_the_default_launch(tuning):
+    """The batch launch's measurement variants (GAMUT_TMFE_*): the default launch's energies and
+    structures exactly, on the mixed set (every class up to 200 nt) and on 20,000 windows of 50 nt."""
+    rng = np.random.default_rng(4)
+    windows = ["".join(rng.choice(list("ACGU"), size=50)) for _ in range(20_000)]
+    default, variant = CupyRunner(0, BatchTuning()), CupyRunner(0, tuning)
+    for sequences in (mixed_set(47), windows):
+        for options in (TurnerOptions(), TurnerOptions(no_lp=True)):
+            expected = mfe_batch(sequences, options, runner=default)
+            energies, structures = mfe_batch(sequences, options, runner=variant)
+            np.testing.assert_array_equal(energies, expected[0])
+            assert structures == expected[1]
+            if sequences is windows and not options.no_lp:
+                picks = list(range(0, 20_000, 199))
+                check_folds([windows[x] for x in picks], options, energies[picks], [structures[x] for x in picks])
