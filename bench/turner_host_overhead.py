@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gamut.folding.turner import engines, gpu_mfe  # noqa: E402
+from gamut.folding.turner.batch_tuning import BatchTuning  # noqa: E402
 from gamut.folding.turner.options import TurnerOptions  # noqa: E402
 
 
@@ -35,6 +36,7 @@ class InstantRunner:
     once per job size and kept, so later calls cost nothing."""
 
     kernel_s = 0.0
+    tuning = BatchTuning()  # the default launches' shapes
 
     def __init__(self, device_id: int = 0) -> None:
         self._cache: dict = {}
@@ -45,7 +47,13 @@ class InstantRunner:
     def multiprocessors(self) -> int:
         return 132
 
-    def run(self, job, blocks):
+    def shared_limits(self) -> tuple[int, int]:
+        return 232448, 233472
+
+    def resident_blocks(self, kernel: str, threads: int, shared_bytes: int) -> int:
+        return 2048 // threads
+
+    def run(self, job, shapes):
         key = (int(job.S.size), int(job.lengths.size), job.starts[:3].tobytes(), job.starts[-3:].tobytes())
         if key not in self._cache:
             out = np.full(job.S.size, ord("."), np.uint8)
