@@ -138,6 +138,8 @@ def test_shapes_of_the_knobs():
     windows = ["A" * 50] * 100_000
     area = 4 * gpu_mfe.work_ints(50, False)
     assert shapes(windows, BatchTuning(blocks_per_sm=12)) == [BatchShape("tmfe_batch", 132 * 12, 32)]
+    # 32 blocks of 64 threads: 64 warps of 48 registers a thread do not fit; 21 blocks do
+    assert shapes(["A" * 100] * 10_000, BatchTuning(blocks_per_sm=32)) == [BatchShape("tmfe_batch", 132 * 21, 64)]
     # warps: 4 a block, 8 blocks (1,024 threads) where 44 registers a thread let 32 warps in
     assert shapes(windows, BatchTuning(warps=4)) == [BatchShape("tmfe_batch_warps", 132 * 8, 128, 4)]
     # 72 registers a thread: 28 warps a multiprocessor, 7 blocks of 4
@@ -159,10 +161,11 @@ def test_shapes_of_the_knobs():
 def test_variant_blocks_are_all_resident():
     """A batch's blocks loop over their shares: a variant never asks for more than fit at once."""
     windows = ["A" * 60] * 1_000_000
-    for tuning in TUNINGS + (BatchTuning(blocks_per_sm=32, warps=8), BatchTuning(shared_upto=64, blocks_per_sm=32)):
+    for tuning in TUNINGS + (BatchTuning(blocks_per_sm=32, warps=8), BatchTuning(shared_upto=64, blocks_per_sm=32),
+                             BatchTuning(blocks_per_sm=32)):
         for regs in (40, 70, 128):
             (shape,) = shapes(windows, tuning, regs=regs)
-            if shape.kernel != "tmfe_batch":
+            if shape.kernel != "tmfe_batch" or tuning.blocks_per_sm:
                 per_sm = resident_blocks(regs, 16, shape.threads, shape.shared_bytes, HOST_SHARED_LIMITS[1])
                 assert shape.blocks <= 132 * per_sm
 

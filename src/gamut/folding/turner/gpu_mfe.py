@@ -190,7 +190,7 @@ def batch_shape(launch: BatchLaunch, no_lp: bool, free: int, runner: Runner) -> 
         shared = groups * area
         kernel = "tmfe_batch_warps" if warps else "tmfe_batch_shared"
     per_sm = tuning.blocks_per_sm or min(MAX_BLOCKS_PER_SM, BATCH_THREADS_PER_SM // threads)
-    if kernel != "tmfe_batch":
+    if kernel != "tmfe_batch" or tuning.blocks_per_sm:  # (the default launch's blocks all fit)
         per_sm = max(1, min(per_sm, runner.resident_blocks(kernel, threads, shared)))
     wanted = -(-int(launch.ids.size) // groups)
     blocks = min(wanted, runner.multiprocessors() * per_sm)
