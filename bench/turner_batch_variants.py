@@ -8,7 +8,8 @@ default launch's byte for byte; the default's are checked on a sample against Vi
 
     python bench/turner_batch_variants.py --out bench/results --label nvidia-h200 [--budget-s 150]
 
-(about a minute on an H200 after the kernels' first compilation; ``--scale 0.01`` for a quick look).
+(expected, not yet measured: about a minute on an H200 after the kernels' first compilation; ``--scale
+0.01`` for a quick look).
 
 Each row is printed as it is measured, and the json/md are rewritten after it (a run cut short
 leaves what it measured); a variant that would start after ``--budget-s`` seconds is skipped and
