@@ -14,8 +14,10 @@ DEVICES = ("auto", "cpu", "cuda")
 #: Analyses whose CUDA engine has passed its GPU tests (``python -m pytest -m gpu tests/``) on
 #: real hardware: ``--device auto`` uses the GPU only for these, so that an engine not yet checked
 #: on a GPU is never picked unasked; ``--device cuda`` always can. ``energy`` is the duplex-energy
-#: engine (used by the scan when it runs on the GPU).
-VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "fold-turner", "splice", "energy", "access"})
+#: engine (used by the scan when it runs on the GPU). ``fold-turner`` (gamut fold --model turner)
+#: is not here yet: its GPU tests passed on an H200 on 2026-11-28, before its host path and batch
+#: launch changed; it joins once they pass again on the code as it is.
+VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy", "access"})
 
 
 _discovery_lock = threading.Lock()
