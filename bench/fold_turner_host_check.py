@@ -1,0 +1,110 @@
+"""Issue 46's acceptance 1 and 2 on the CPU, through the host build of the GPU kernels (the same
+bodies the GPU runs, compiled with g++: tests/host/turner_mfe_host.cu, turner_pf_host.cu), against
+ViennaRNA: 2,000 CLIP fragments (MFE for every option set of the tests, partition function for
+the first 500 and four option sets) and random RNAs of 1,000-3,000 nt (MFE for every option set,
+partition function for some), each as RNAfold reads it. A check the GPU run
+(``bench/fold_turner.py --check``) repeats on the device; this one needs no GPU.
+
+    python bench/fold_turner_host_check.py --data ../shared/data --out bench/results [--random 10]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from turner_mfe_host import HostRunner, build_turner_mfe_host  # noqa: E402
+from turner_mfe_reference import OPTION_SETS, check_folds, random_rnas  # noqa: E402
+from turner_pf_host import HostPfRunner, build_turner_pf_host  # noqa: E402
+
+from gamut.folding.turner.gpu_mfe import mfe_batch  # noqa: E402
+from gamut.folding.turner.gpu_pf import pf_batch  # noqa: E402
+
+
+def clip(data: Path, n: int) -> list[str]:
+    out = []
+    with gzip.open(data / "clip" / "ago_clip_fragments.fa.gz", "rt") as handle:
+        for line in handle:
+            if not line.startswith(">"):
+                out.append(line.strip())
+                if len(out) == n:
+                    break
+    return out
+
+
+def vienna_pf(sequence: str, options) -> tuple[float, np.ndarray]:
+    import RNA
+
+    fc = RNA.fold_compound(sequence.upper().replace("T", "U"), options.model_details())
+    fc.exp_params_rescale(fc.mfe()[1])
+    return fc.pf()[1], np.triu(np.array(fc.bpp())[1:, 1:], 1)
+
+
+def pf_row(sequences: list[str], options, tmp: str) -> dict:
+    got = pf_batch(sequences, options, runner=HostPfRunner(build_turner_pf_host(tmp, options), options))
+    worst_e = worst_p = 0.0
+    for sequence, result in zip(sequences, got):
+        g, p = vienna_pf(sequence, options)
+        worst_e = max(worst_e, abs(result.ensemble_energy - g) / max(abs(g), 1e-300))
+        worst_p = max(worst_p, float(np.abs(result.probabilities - p).max(initial=0.0)))
+    return {"records": len(sequences), "worst_relative_ensemble_energy": worst_e, "worst_absolute_probability": worst_p,
+            "within_1e-6": bool(worst_e <= 1e-6 and worst_p <= 1e-6)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--random", type=int, default=10, help="random RNAs of 1,000-3,000 nt per option set")
+    ap.add_argument("--random-pf", type=int, default=3, help="of them, how many (the shortest) get the pf check")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp()
+    runner = HostRunner(build_turner_mfe_host(tmp))
+    rows: dict = {}
+    frags = clip(args.data, 2000)
+    longs = random_rnas(args.random, 1000, 3000, 46)
+
+    def note(name: str, row: dict) -> None:
+        rows[name] = row
+        print(name, row, flush=True)
+        save(args, rows)
+
+    for options in OPTION_SETS:
+        for name, seqs in (("clip_2000", frags), (f"random_{len(longs)}_1000_3000", longs)):
+            start = time.perf_counter()
+            energies, structures = mfe_batch(seqs, options, runner=runner)
+            check_folds(seqs, options, energies, structures)  # raises on the first difference
+            note(f"{name} MFE {options}", {"records": len(seqs), "identical_mfe_and_optimal_structure": len(seqs),
+                                           "seconds": round(time.perf_counter() - start, 1)})
+    for options in OPTION_SETS[:4]:
+        note(f"clip_500 pf {options}", pf_row(frags[:500], options, tmp))
+        note(f"random_{args.random_pf} pf {options}", pf_row(sorted(longs, key=len)[:args.random_pf], options, tmp))
+    return 0
+
+
+def save(args, rows: dict) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / "fold_turner_host_check"
+    report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv), "rows": rows}
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    lines = ["# Issue 46 acceptance 1 and 2 on the CPU: the host build of the GPU kernels against ViennaRNA", "",
+             f"- date: {report['date']}; command: `python {report['command']}`",
+             "- MFE rows: every energy ViennaRNA's integer, every structure optimal by ViennaRNA's evaluation and "
+             "ViennaRNA's own where the optimum is unique (checked up to 300 nt); the run stops at the first difference",
+             "", "| set, options | result |", "| --- | --- |"]
+    lines += [f"| {name} | {json.dumps(row)} |" for name, row in rows.items()]
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
