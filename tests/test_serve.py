@@ -60,12 +60,18 @@ BARE_SERVER = ("import sys; from pathlib import Path; from gamut.serve.server im
                "serve(Path(sys.argv[1]), [], float(sys.argv[2]))")
 
 
+def _sigint_default() -> None:
+    """SIGINT at its default in the child, as a terminal starts a server: a job a shell started in
+    the background (a CI run started with '&') inherits it ignored, and Python then leaves it so."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def bare_server(sock: Path, env: dict[str, str], idle_timeout: float = 600.0, script: str = BARE_SERVER
                 ) -> subprocess.Popen:
     """A server process on ``sock`` logging to ``sock``'s .log; returns once it listens."""
     with open(sock.with_suffix(".log"), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-c", script, str(sock), str(idle_timeout)], env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, preexec_fn=_sigint_default)
     wait_until(lambda: listening(sock) or proc.poll() is not None, "listening")
     return proc
 
