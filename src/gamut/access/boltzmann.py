@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from gamut.scanning.energy.tables import flat_tables, loop_keys, vienna_table
+
 if TYPE_CHECKING:
     from gamut.folding.turner.options import TurnerOptions
 
@@ -44,22 +46,7 @@ class PlfoldTables(NamedTuple):
 
 def _doubles(value, shape: tuple[int, ...]) -> np.ndarray:
     """A copy of a ViennaRNA double table of ``shape``."""
-    from gamut.scanning.energy.tables import vienna_table
-
     return vienna_table(value, shape, np.float64)
-
-
-def _loop_keys(loops: str, width: int) -> np.ndarray:
-    """Special hairpins (closing pair and loop, ``width`` letters each) as base-5 numbers of their codes."""
-    keys = []
-    for loop in loops.split():
-        if len(loop) != width:
-            raise ValueError(f"unexpected special hairpin {loop!r} (wanted {width} letters)")
-        key = 0
-        for letter in loop:
-            key = key * 5 + int(CODES[ord(letter)])
-        keys.append(key)
-    return np.array(keys, np.int64)
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,7 +70,7 @@ def turner_boltzmann_tables(options: TurnerOptions) -> PlfoldTables:
 def _tables(E) -> PlfoldTables:
     """The flat tables of a ViennaRNA ``exp_param`` object ``E``."""
     pair = np.array(E.model_details.pair, np.int64)[:5, :5]
-    tetra, tri, hexa = _loop_keys(E.Tetraloops, 6), _loop_keys(E.Triloops, 5), _loop_keys(E.Hexaloops, 8)
+    tetra, tri, hexa = loop_keys(E.Tetraloops, 6), loop_keys(E.Triloops, 5), loop_keys(E.Hexaloops, 8)
     doubles = [
         ("STACK", _doubles(E.expstack, (8, 8))),
         ("HP", _doubles(E.exphairpin, (MAXLOOP + 1,))),
@@ -115,19 +102,10 @@ def _tables(E) -> PlfoldTables:
     gen = np.where(n1 + n2 <= MAXLOOP, internal[size] * ninio[np.abs(n1 - n2)], 0.0)
     ints = [("PAIR", pair), ("RTYPE", RTYPE), ("TETRA", tetra), ("TRI", tri), ("HEX", hexa)]
     defines = [f"-DN_TETRA={tetra.size}", f"-DN_TRI={tri.size}", f"-DN_HEX={hexa.size}"]
-    buffers = []
-    for prefix, part in (("T", doubles), ("I", ints)):
-        arrays, offset = [], 0
-        for name, arr in part:
-            flat = np.ascontiguousarray(arr).ravel()
-            defines.append(f"-D{prefix}_{name}={offset}")
-            arrays.append(flat)
-            offset += flat.size
-        buffers.append(np.concatenate(arrays))
-    doubles_buf = buffers[0].astype(np.float64)
-    ints_buf = buffers[1].astype(np.int32)
-    for b in (doubles_buf, ints_buf, gen):
-        b.setflags(write=False)
+    doubles_buf, double_defines = flat_tables(doubles, "T", np.float64)
+    ints_buf, int_defines = flat_tables(ints, "I", np.int32)
+    defines += double_defines + int_defines
+    gen.setflags(write=False)
     return PlfoldTables(doubles_buf, ints_buf, tuple(defines), gen, float(E.kT) / 1000.0)
 
 

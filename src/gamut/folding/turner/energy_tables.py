@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gamut.folding.turner.options import TurnerOptions
+from gamut.scanning.energy.tables import flat_tables, loop_keys, vienna_table
 
 #: Longest hairpin, bulge and interior loop that ViennaRNA tabulates; interior loops and bulges of
 #: more unpaired letters are not formed at all (ViennaRNA's MAXLOOP).
@@ -48,23 +49,8 @@ class TurnerTables(NamedTuple):
 
 def _ints(value, shape: tuple[int, ...]) -> np.ndarray:
     """A ViennaRNA int table of ``shape``, its infinite entries at our :data:`INF`."""
-    from gamut.scanning.energy.tables import vienna_table
-
     table = vienna_table(value, shape, np.int64)
     return np.where(table >= 10_000_000, INF, table)
-
-
-def _loop_keys(loops: str, width: int) -> np.ndarray:
-    """Special hairpins (closing pair and loop, ``width`` letters each) as base-5 numbers of their codes."""
-    keys = []
-    for loop in loops.split():
-        if len(loop) != width:
-            raise ValueError(f"unexpected special hairpin {loop!r} (wanted {width} letters)")
-        key = 0
-        for letter in loop:
-            key = key * 5 + int(CODES[ord(letter)])
-        keys.append(key)
-    return np.array(keys, np.int64)
 
 
 def _special(keys: np.ndarray, energies) -> tuple[np.ndarray, np.ndarray]:
@@ -89,9 +75,9 @@ def turner_tables(options: TurnerOptions) -> TurnerTables:
     size = np.minimum(n1 + n2, MAXLOOP)
     gen = np.where(n1 + n2 <= MAXLOOP, internal[size] + np.minimum(int(RNA.MAX_NINIO), np.abs(n1 - n2) * ninio), INF)
     gen = np.minimum(gen, INF)  # loops of 0 or 1 letters are not generic
-    tetra_k, tetra_e = _special(_loop_keys(P.Tetraloops, 6), P.Tetraloop_E)
-    tri_k, tri_e = _special(_loop_keys(P.Triloops, 5), P.Triloop_E)
-    hex_k, hex_e = _special(_loop_keys(P.Hexaloops, 8), P.Hexaloop_E)
+    tetra_k, tetra_e = _special(loop_keys(P.Tetraloops, 6), P.Tetraloop_E)
+    tri_k, tri_e = _special(loop_keys(P.Triloops, 5), P.Triloop_E)
+    hex_k, hex_e = _special(loop_keys(P.Hexaloops, 8), P.Hexaloop_E)
     hairpin = _ints(P.hairpin, (MAXLOOP + 1,))
     parts = [
         ("STACK", _ints(P.stack, (8, 8))),
@@ -119,18 +105,10 @@ def turner_tables(options: TurnerOptions) -> TurnerTables:
         ("TRI", tri_k), ("TRI_E", tri_e),
         ("HEX", hex_k), ("HEX_E", hex_e),
     ]
-    defines = [f"-DN_TETRA={tetra_k.size}", f"-DN_TRI={tri_k.size}", f"-DN_HEX={hex_k.size}"]
-    arrays, offset = [], 0
-    for name, arr in parts:
-        flat = np.ascontiguousarray(arr, np.int64).ravel()
-        defines.append(f"-DE_{name}={offset}")
-        arrays.append(flat)
-        offset += flat.size
-    values = np.concatenate(arrays)
-    if np.abs(values).max() > INF:
+    if max(np.abs(np.asarray(table, np.int64)).max(initial=0) for _, table in parts) > INF:
         raise ValueError("a ViennaRNA energy outside the range of the kernels' tables")
-    values = values.astype(np.int32)
-    values.setflags(write=False)
+    values, offsets = flat_tables([(name, np.asarray(table, np.int64)) for name, table in parts], "E", np.int32)
+    defines = [f"-DN_TETRA={tetra_k.size}", f"-DN_TRI={tri_k.size}", f"-DN_HEX={hex_k.size}", *offsets]
     hairpin.setflags(write=False)
     return TurnerTables(values, tuple(defines), float(P.lxc), hairpin.astype(np.int32))
 

@@ -31,6 +31,7 @@ from gamut.scanning.energy.compiled_model import (
     hairpin_energies,
     pack_strings,
 )
+from gamut.scanning.energy.tables import flat_tables
 
 KERNEL_FILE = "energy.cu"
 MAX_LENGTH = 400          # longest fold string the engine takes (nt)
@@ -65,23 +66,10 @@ def table_buffers() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     hp = hairpin_energies(t.hairpin, t.lxc, MAX_LENGTH)
     big = [("INT11", t.int11), ("INT21", t.int21), ("INT22", t.int22), ("HP", hp),
            ("TLKEY", np.stack([lo, hi], axis=1).view(np.int32)), ("TLE", t.tetraloop_e)]
-    defines = []
-    buffers = []
-    for part, total in ((small, "T_SMALL"), (big, "T_BIG")):
-        arrays, offset = [], 0
-        for name, arr in part:
-            flat = np.ascontiguousarray(arr).astype(np.int64).ravel()
-            if np.abs(flat).max(initial=0) >= 2**31:
-                raise ValueError(f"table {name} does not fit int32")
-            defines.append(f"-DT_{name}={offset}")
-            arrays.append(flat.astype(np.int32))
-            offset += flat.size
-        defines.append(f"-D{total}={offset}")
-        buffers.append(np.concatenate(arrays))
-    defines.append(f"-DN_TL={len(t.tetraloop_e)}")
-    for b in buffers:
-        b.setflags(write=False)
-    return buffers[0], buffers[1], tuple(defines)
+    small_buf, defines = flat_tables(small, "T", np.int32, total="T_SMALL")
+    big_buf, big_defines = flat_tables(big, "T", np.int32, total="T_BIG")
+    defines += [*big_defines, f"-DN_TL={len(t.tetraloop_e)}"]
+    return small_buf, big_buf, tuple(defines)
 
 
 def _checked(seqs: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -272,6 +272,42 @@ def vienna_table(value, shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
     return arr
 
 
+def flat_tables(parts: list[tuple[str, np.ndarray]], prefix: str, dtype,
+                total: str | None = None) -> tuple[np.ndarray, list[str]]:
+    """Tables end to end in one read-only buffer of ``dtype`` for a kernel, and where each begins as
+    ``-D{prefix}_{NAME}={offset}`` compiler options (and ``-D{total}={size}`` when named). An
+    integer table whose values do not fit ``dtype`` is an error naming it."""
+    arrays, defines, offset = [], [], 0
+    bounds = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    for name, table in parts:
+        flat = np.ascontiguousarray(table).ravel()
+        if bounds is not None and flat.size and (flat.min() < bounds.min or flat.max() > bounds.max):
+            raise ValueError(f"table {name} does not fit {np.dtype(dtype).name}")
+        defines.append(f"-D{prefix}_{name}={offset}")
+        arrays.append(flat.astype(dtype))
+        offset += flat.size
+    if total is not None:
+        defines.append(f"-D{total}={offset}")
+    values = np.concatenate(arrays)
+    values.setflags(write=False)
+    return values, defines
+
+
+def loop_keys(loops: str, width: int) -> np.ndarray:
+    """ViennaRNA's special hairpins (a string of closing pair and loop, ``width`` letters each) as
+    base-5 numbers of their letters' codes (A, C, G, U: 1..4), as the kernels key them."""
+    codes = {"A": 1, "C": 2, "G": 3, "U": 4}
+    keys = []
+    for loop in loops.split():
+        if len(loop) != width or not set(loop) <= set(codes):
+            raise ValueError(f"unexpected special hairpin {loop!r} (wanted {width} letters of ACGU)")
+        key = 0
+        for letter in loop:
+            key = key * 5 + codes[letter]
+        keys.append(key)
+    return np.array(keys, np.int64)
+
+
 def _int_array(value, shape: tuple[int, ...]) -> np.ndarray:
     """A ViennaRNA energy table as int32, its "infinite" entries at :data:`INF`."""
     return np.minimum(vienna_table(value, shape), INF).astype(np.int32)
