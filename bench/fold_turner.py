@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import math
 import multiprocessing
@@ -45,30 +44,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from scan_e2e import UTR_COMPOSITION, read_fasta  # noqa: E402
+
 SHARED = next((p for p in (ROOT / "shared" / "data", ROOT.parent / "shared" / "data",
                             ROOT.parent.parent / "shared" / "data") if p.exists()), ROOT.parent / "shared" / "data")
 CLIP = SHARED / "clip" / "ago_clip_fragments.fa.gz"
 HAIRPINS = SHARED / "mirbase" / "hairpin.fa.gz"
-UTR_COMPOSITION = np.array([0.28, 0.21, 0.22, 0.29])
 #: The option sets of --check (RNAfold's flags).
 OPTION_SETS = {"default": {}, "T25": {"temperature": 25.0}, "d0": {"dangles": 0}, "noLP": {"no_lp": True},
                "span100": {"max_bp_span": 100}}
-
-
-def read_fasta(path: Path) -> list[tuple[str, str]]:
-    records, name, parts = [], None, []
-    with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as handle:
-        for line in handle:
-            line = line.strip()
-            if line.startswith(">"):
-                if name is not None:
-                    records.append((name, "".join(parts)))
-                name, parts = line[1:].split()[0], []
-            elif line:
-                parts.append(line)
-    if name is not None:
-        records.append((name, "".join(parts)))
-    return records
 
 
 def random_rna(n: int, rng: np.random.Generator) -> str:
