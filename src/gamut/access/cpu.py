@@ -2,16 +2,15 @@
 one process per core over many sequences. It is the reference for any other engine."""
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
 from gamut.access.model import AccessParams, energy_to_open, rna_letters
 from gamut.errors import GamutError
+from gamut.io.threads import SpawnedProcesses
 
 #: The shortest window that can hold a base pair: i, three hairpin letters, j.
 MIN_PAIRED_WINDOW = 5
@@ -79,15 +78,13 @@ class CpuFolder:
     def __init__(self, params: AccessParams, threads: int | None = None) -> None:
         self.params = params
         self.workers = max(1, threads or os.cpu_count() or 1)
-        self._pool: ProcessPoolExecutor | None = None
+        self._processes = SpawnedProcesses(self.workers)
 
     def __enter__(self) -> CpuFolder:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        self._processes.close()
 
     def record_groups(self, records: Sequence) -> Iterator[Sequence]:
         """Consecutive groups of ``records`` to fold at a time (output in order, memory bounded):
@@ -114,11 +111,9 @@ class CpuFolder:
             done = map(fn, items)
             order = list(range(len(items)))
         else:
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
             # Longest first, so that no worker is left with a long one at the end; results back in order.
             order = sorted(range(len(items)), key=lambda k: -len(items[k][0]))
-            done = self._pool.map(fn, [items[k] for k in order])
+            done = self._processes.pool().map(fn, [items[k] for k in order])
         out: list[np.ndarray] = [np.empty(0)] * len(items)
         try:
             for k, result in zip(order, done):
@@ -126,7 +121,7 @@ class CpuFolder:
                 if progress is not None:
                     progress(len(items[k][0]))
         except BrokenProcessPool:
-            self._pool = None
+            self._processes.broken()
             raise GamutError(f"ViennaRNA crashed folding with a window of {self.params.window} letters (it can on "
                              "GC-rich windows of several hundred letters); use a smaller window (-W) or --device "
                              "cuda") from None

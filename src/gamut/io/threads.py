@@ -1,7 +1,9 @@
 """How many threads a ``parallel=True`` kernel of the output path runs on."""
 from __future__ import annotations
 
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Union
 
@@ -70,3 +72,34 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+class SpawnedProcesses:
+    """``workers`` worker processes for work that holds Python's lock (ViennaRNA's folding), spawned
+    (forking a process with threads is unsafe) on first use and kept until :meth:`close` (a ``with``
+    block), so that their start-up is paid once per run."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> SpawnedProcesses:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def pool(self) -> ProcessPoolExecutor:
+        """The processes, started now if they are not yet."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def broken(self) -> None:
+        """Forget processes that died (BrokenProcessPool): the next :meth:`pool` starts new ones."""
+        self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None

@@ -9,7 +9,6 @@ worker process costs more to start than it would save.
 """
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -20,7 +19,7 @@ from gamut.errors import GamutError, InputError
 from gamut.folding.turner.options import TurnerOptions
 from gamut.folding.turner.results import PartitionResult
 from gamut.io.memory import available_memory
-from gamut.io.threads import usable_cores
+from gamut.io.threads import SpawnedProcesses, usable_cores
 
 #: Seconds of one core's folding below which a batch is folded in this process.
 POOL_MIN_SECONDS = 0.5
@@ -116,15 +115,13 @@ class CpuEngine:
 
     def __init__(self, threads: int | None = None) -> None:
         self.workers = max(1, threads or usable_cores())
-        self._pool: ProcessPoolExecutor | None = None
+        self._processes = SpawnedProcesses(self.workers)
 
     def __enter__(self) -> CpuEngine:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        self._processes.close()
 
     def mfe(self, sequences: Sequence[str], options: TurnerOptions) -> tuple[np.ndarray, bytes]:
         """Energies (int32 dcal/mol) and structures end to end (ASCII bytes), in order."""
@@ -144,12 +141,11 @@ class CpuEngine:
         need = max(memory_needed(int(lengths[a:b].max()), partition) for a, b in bounds)
         available = available_memory()
         at_once = self.workers if available is None else max(1, min(self.workers, available // need))
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
         try:
-            parts = _ordered(self._pool, [(sequences[a:b], options, partition) for a, b in bounds], at_once)
+            parts = _ordered(self._processes.pool(), [(sequences[a:b], options, partition) for a, b in bounds],
+                             at_once)
         except BrokenProcessPool:
-            self._pool = None
+            self._processes.broken()
             raise GamutError("a ViennaRNA worker process ended unexpectedly (out of memory?); try fewer "
                              "--threads or shorter sequences") from None
         energies = np.concatenate([part[0] for part in parts])
