@@ -1,11 +1,13 @@
 """Issue 46's acceptance 1 and 2 on the CPU, through the host build of the GPU kernels (the same
 bodies the GPU runs, compiled with g++: tests/host/turner_mfe_host.cu, turner_pf_host.cu), against
 ViennaRNA: 2,000 CLIP fragments (MFE for every option set of the tests, partition function for
-the first 500 and four option sets) and random RNAs of 1,000-3,000 nt (MFE for every option set,
-partition function for some), each as RNAfold reads it. A check the GPU run
-(``bench/fold_turner.py --check``) repeats on the device; this one needs no GPU.
+the first 500 and four option sets), random RNAs of 1,000-3,000 nt (MFE for every option set,
+partition function for some) and, with ``--sets hairpins``, the human miRBase hairpins (MFE), each
+as RNAfold reads it. A check the GPU run (``bench/fold_turner.py --check``) repeats on the device;
+this one needs no GPU.
 
     python bench/fold_turner_host_check.py --data ../shared/data --out bench/results [--random 10]
+    python bench/fold_turner_host_check.py --data ../shared/data --sets hairpins   # fold_turner_host_check_hairpins.md
 """
 from __future__ import annotations
 
@@ -42,6 +44,20 @@ def clip(data: Path, n: int) -> list[str]:
     return out
 
 
+def hairpins(data: Path) -> list[str]:
+    """The human miRBase hairpins (``hsa-``), as RNAfold reads them."""
+    out, keep = [], False
+    with gzip.open(data / "mirbase" / "hairpin.fa.gz", "rt") as handle:
+        for line in handle:
+            if line.startswith(">"):
+                keep = line[1:].startswith("hsa-")
+                if keep:
+                    out.append("")
+            elif keep:
+                out[-1] += line.strip()
+    return [s.upper().replace("T", "U") for s in out]
+
+
 def vienna_pf(sequence: str, options) -> tuple[float, np.ndarray]:
     import RNA
 
@@ -67,12 +83,17 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--random", type=int, default=10, help="random RNAs of 1,000-3,000 nt per option set")
     ap.add_argument("--random-pf", type=int, default=3, help="of them, how many (the shortest) get the pf check")
+    ap.add_argument("--sets", default="clip,random,pf", help="which rows: clip, random, hairpins (MFE), pf")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
     runner = HostRunner(build_turner_mfe_host(tmp))
     rows: dict = {}
+    wanted = set(args.sets.split(","))
     frags = clip(args.data, 2000)
     longs = random_rnas(args.random, 1000, 3000, 46)
+    mfe_sets = [(name, seqs) for key, name, seqs in
+                (("hairpins", "mirbase_hsa_hairpins", hairpins(args.data) if "hairpins" in wanted else []),
+                 ("clip", "clip_2000", frags), ("random", f"random_{len(longs)}_1000_3000", longs)) if key in wanted]
 
     def note(name: str, row: dict) -> None:
         rows[name] = row
@@ -80,13 +101,13 @@ def main() -> int:
         save(args, rows)
 
     for options in OPTION_SETS:
-        for name, seqs in (("clip_2000", frags), (f"random_{len(longs)}_1000_3000", longs)):
+        for name, seqs in mfe_sets:
             start = time.perf_counter()
             energies, structures = mfe_batch(seqs, options, runner=runner)
             check_folds(seqs, options, energies, structures)  # raises on the first difference
             note(f"{name} MFE {options}", {"records": len(seqs), "identical_mfe_and_optimal_structure": len(seqs),
                                            "seconds": round(time.perf_counter() - start, 1)})
-    for options in OPTION_SETS[:4]:
+    for options in OPTION_SETS[:4] if "pf" in wanted else ():
         note(f"clip_500 pf {options}", pf_row(frags[:500], options, tmp))
         note(f"random_{args.random_pf} pf {options}", pf_row(sorted(longs, key=len)[:args.random_pf], options, tmp))
     return 0
@@ -94,7 +115,7 @@ def main() -> int:
 
 def save(args, rows: dict) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / "fold_turner_host_check"
+    stem = args.out / ("fold_turner_host_check" + ("" if args.sets == "clip,random,pf" else "_" + args.sets.replace(",", "_")))
     report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv), "rows": rows}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# Issue 46 acceptance 1 and 2 on the CPU: the host build of the GPU kernels against ViennaRNA", "",

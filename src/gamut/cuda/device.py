@@ -14,10 +14,10 @@ DEVICES = ("auto", "cpu", "cuda")
 #: Analyses whose CUDA engine has passed its GPU tests (``python -m pytest -m gpu tests/``) on
 #: real hardware: ``--device auto`` uses the GPU only for these, so that an engine not yet checked
 #: on a GPU is never picked unasked; ``--device cuda`` always can. ``energy`` is the duplex-energy
-#: engine (used by the scan when it runs on the GPU). ``fold-turner`` (gamut fold --model turner)
-#: is not here yet: its GPU tests passed on an H200 on 2026-11-28, before its host path and batch
-#: launch changed; it joins once they pass again on the code as it is.
-VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy", "access"})
+#: engine (used by the scan when it runs on the GPU). ``fold-turner`` is ``gamut fold --model
+#: turner`` (its GPU tests passed on an H200 on the code as it is on 2026-11-28,
+#: ``bench/results/pytest_gpu_turner_h200_2026-11-28.log``).
+VERIFIED_GPU_ENGINES: frozenset[str] = frozenset({"scan", "fold", "splice", "energy", "access", "fold-turner"})
 
 
 _discovery_lock = threading.Lock()
@@ -159,8 +159,8 @@ def _shown(spec: str | Sequence[int]) -> str:
 def parse_gpus(spec: str | Sequence[int] | None) -> list[int]:
     """Parse ``--gpus``: ``None``/``"0"`` style lists, ``"0,1,3"`` or ``"all"``; checks they exist.
 
-    An index may be named more than once (``"0,0"``): the scan then runs on it twice, in this
-    process and in a worker process (:mod:`gamut.scanning.pipeline.gpu_workers`)."""
+    An index may be named more than once (``"0,0"``): the scan then runs two worker processes on
+    it (:func:`gamut.scanning.pipeline.gpu_workers.worker_lanes`)."""
     gpus = available_gpus()
     if spec is None:
         return [gpus[0]] if gpus else []
