@@ -309,12 +309,13 @@ def test_worker_gpus_are_read_from_the_command_line(monkeypatch, tmp_path):
     from gamut.cli import scan_worker_gpus
     from gamut.cuda.device import visible_gpu_count
 
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")  # a worker process on every GPU (a stripe each)
-    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == [0, 1, 2]
+    monkeypatch.delenv("GAMUT_WORKERS_PER_GPU", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")  # two worker processes on every GPU (a stripe each)
+    assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == [0, 0, 1, 1, 2, 2]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
 
-    assert scan_worker_gpus(["miranda", "q", "r", "--device", "cuda", "--gpus", "0,1,3"]) == [0, 1, 3]
-    assert scan_worker_gpus(["scan", "q", "r", "--device=cuda", "--gpus=2,2"]) == [2, 2]
+    assert scan_worker_gpus(["miranda", "q", "r", "--device", "cuda", "--gpus", "0,1,3"]) == [0, 0, 1, 1, 3, 3]
+    assert scan_worker_gpus(["scan", "q", "r", "--device=cuda", "--gpus=2,2"]) == [2, 2]  # the user's own placement
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "0"]) == []
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cpu", "--gpus", "0,1"]) == []
     assert scan_worker_gpus(["scan", "q", "r", "--device", "cuda", "--gpus", "all"]) == []
@@ -325,6 +326,42 @@ def test_worker_gpus_are_read_from_the_command_line(monkeypatch, tmp_path):
     assert visible_gpu_count({}, str(tmp_path)) == 4
     assert visible_gpu_count({"CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b"}, str(tmp_path)) == 2
     assert visible_gpu_count({}, str(tmp_path / "none")) == 0
+
+
+def test_worker_lanes_put_two_workers_on_each_of_several_gpus(monkeypatch):
+    from gamut.errors import UsageError
+    from gamut.scanning.pipeline.gpu_workers import WORKERS_PER_GPU, worker_lanes
+
+    monkeypatch.delenv("GAMUT_WORKERS_PER_GPU", raising=False)
+    assert WORKERS_PER_GPU == 2
+    assert worker_lanes([0, 1]) == [0, 0, 1, 1]
+    assert worker_lanes([3, 1, 2]) == [3, 3, 1, 1, 2, 2]
+    assert worker_lanes([0]) == [0] and worker_lanes([]) == []
+    assert worker_lanes([0, 0]) == [0, 0] and worker_lanes([0, 1, 1]) == [0, 1, 1]  # named twice: as given
+    monkeypatch.setenv("GAMUT_WORKERS_PER_GPU", "1")
+    assert worker_lanes([0, 1]) == [0, 1]
+    monkeypatch.setenv("GAMUT_WORKERS_PER_GPU", "3")
+    assert worker_lanes([0, 1]) == [0, 0, 0, 1, 1, 1]
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("GAMUT_WORKERS_PER_GPU", bad)
+        with pytest.raises(UsageError, match="GAMUT_WORKERS_PER_GPU"):
+            worker_lanes([0, 1])
+
+
+def test_a_job_on_several_gpus_has_two_workers_on_each(monkeypatch):
+    from gamut.cuda import device
+
+    monkeypatch.delenv("GAMUT_WORKERS_PER_GPU", raising=False)
+    monkeypatch.setattr(device, "available_gpus", lambda: (0, 1))
+    monkeypatch.setattr(device, "gpu_available", lambda: True)
+    def on(gpus: str) -> ScanJob:
+        return ScanJob.from_files(str(CASE / "query.fa"), str(CASE / "reference.fa"), ScanParams(),
+                                  outputs=[(None, "miranda")], device="cuda", gpus=gpus, progress=False)
+
+    assert on("0,1").gpu_workers == [0, 0, 1, 1] and on("0,1").partitioned
+    assert on("all").gpu_workers == [0, 0, 1, 1]
+    assert on("1,1").gpu_workers == [1, 1]
+    assert on("1").gpu_workers == [] and not on("1").partitioned
 
 
 def test_workers_started_early_serve_the_run_and_stop_with_the_context():

@@ -89,23 +89,25 @@ def cuda_requested(argv: list[str]) -> int | None:
 
 def scan_worker_gpus(argv: list[str]) -> list[int]:
     """The GPUs of the worker processes a scan on several GPUs will use (``--gpus 0,1`` or ``all``
-    and ``--device cuda``: a worker on each; none for one GPU, with ``--cluster``, or for other
-    commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`: a run whose GPUs
+    and ``--device cuda``: :func:`~gamut.scanning.pipeline.gpu_workers.worker_lanes`, two on each;
+    none for one GPU, with ``--cluster``, or for other commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`: a run whose GPUs
     turn out otherwise starts its own workers."""
     if not argv or argv[0] not in ("scan", "miranda") or cuda_requested(argv) is None:
         return []
     if option_value(argv, "--cluster") is not None:
         return []
+    from gamut.scanning.pipeline.gpu_workers import worker_lanes
+
     listed = (option_value(argv, "--gpus") or "").strip()
     if listed.lower() == "all":
         from gamut.cuda.device import visible_gpu_count
 
         count = visible_gpu_count()
-        return list(range(count)) if count > 1 else []
+        return worker_lanes(range(count)) if count > 1 else []
     ids = [g.strip() for g in listed.split(",")]
     if len(ids) < 2 or not all(g.isdigit() for g in ids):
         return []
-    return [int(g) for g in ids]
+    return worker_lanes([int(g) for g in ids])
 
 
 def main(argv: list[str] | None = None) -> int:

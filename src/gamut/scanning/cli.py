@@ -77,7 +77,8 @@ def register(subparsers) -> None:
     r.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto uses a CUDA GPU when CuPy and a device are present (default auto)")
     r.add_argument("--threads", default=None, metavar="N", help="CPU threads, at least 1 (default: all cores)")
-    r.add_argument("--gpus", default=None, help="GPUs to use: e.g. 0,1 or 'all' (default: the first)")
+    r.add_argument("--gpus", default=None, help="GPUs to use: e.g. 0,1 or 'all' (default: the first); several: two worker "
+                   "processes on each (GAMUT_WORKERS_PER_GPU), a stripe of the references each")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on for long runs in a terminal)")
     add_cluster_options(p)

@@ -225,10 +225,11 @@ class ScanJob:
 
     @property
     def gpu_workers(self) -> list[int]:
-        """The GPUs of a scan on several (``gpus`` naming several: ``0,1``, ``all`` with several
-        GPUs, or one named twice, ``0,0``) here (no ``cluster``): this process scans on the first,
-        a worker process on each other one; empty when the scan runs in this process alone (one
-        GPU, or the CPU)."""
+        """The GPU of each worker process of a scan on several (``gpus`` naming several: ``0,1``,
+        ``all`` with several GPUs, or one named twice, ``0,0``) here (no ``cluster``):
+        :func:`~gamut.scanning.pipeline.gpu_workers.worker_lanes` (two workers on each of several
+        distinct GPUs, a list naming one twice as given); empty when the scan runs in this process
+        alone (one GPU, or the CPU)."""
         if self.gpus is None or self.cluster is not None or self.device == "cpu":
             return []
         from gamut.cuda import parse_gpus, resolve_device
@@ -236,7 +237,11 @@ class ScanJob:
         if resolve_device(self.device, "scan") != "cuda":
             return []
         gpus = parse_gpus(self.gpus)
-        return gpus if len(gpus) > 1 else []
+        if len(gpus) < 2:
+            return []
+        from gamut.scanning.pipeline.gpu_workers import worker_lanes
+
+        return worker_lanes(gpus)
 
     def show_progress(self) -> bool:
         """``progress``, or by default: standard error is a terminal and the run is long."""

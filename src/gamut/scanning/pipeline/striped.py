@@ -1,6 +1,7 @@
-"""The striped runner: a scan on several GPUs, one worker process per GPU (or one Dask worker per
-GPU), each scanning one stripe of the references (:mod:`~gamut.scanning.pipeline.stripes`), this
-process writing every output.
+"""The striped runner: a scan on several GPUs, worker processes on the GPUs (two per GPU by default:
+:func:`~gamut.scanning.pipeline.gpu_workers.worker_lanes`; or one Dask worker per GPU), each scanning
+one stripe of the references (:mod:`~gamut.scanning.pipeline.stripes`), this process writing
+every output.
 
 Worker k gets its stripe once (the job with the stripe's references) and then the tiles of its
 stripe, group after group; this process writes a group as soon as every stripe has delivered
@@ -59,7 +60,8 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
                 stack.callback(pool.close)
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
-        where = f"{len(tasks)} stripes on {conn.description}" if conn is not None else f"{len(tasks)} GPU stripes"
+        where = (f"{len(tasks)} stripes on {conn.description}" if conn is not None
+                 else f"{len(tasks)} stripes on {len(set(gpus))} GPU{'s' if len(set(gpus)) > 1 else ''}")
         bar = stack.enter_context(progress_bar(f"scan [{where}]", job.scan_input.total_cells(), job.show_progress(),
                                                unit="cells"))
         for sink, out in zip(sinks, outs):
