@@ -98,3 +98,45 @@ def test_write_behind_keeps_order_and_raises_a_failed_write(tmp_path):
     with pytest.raises(OSError, match="No space"):
         writes.write(lambda: b"y")
         writes.finish()
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "plain-replace"])
+def test_replace_file_puts_the_new_file_in_place_and_leaves_nothing_else(tmp_path, monkeypatch, exchange):
+    """replace_file swaps the names (renameat2's exchange, where the system has it) and removes the
+    old file, or renames as os.replace: either way the destination is the new file (same inode),
+    the old one is gone, and a missing destination or a directory behave as with os.replace."""
+    from gamut.io import atomic
+
+    if not exchange:
+        monkeypatch.setattr(atomic, "_exchange_call", lambda: None)
+    elif atomic._exchange_call() is None:
+        pytest.skip("no renameat2 here")
+    dest, new = tmp_path / "out.tsv", tmp_path / ".out.tsv.tmp"
+    dest.write_bytes(b"old\n")
+    other = tmp_path / "other-link"
+    os.link(dest, other)  # the old file is still reachable through another name
+    new.write_bytes(b"new\n")
+    inode = new.stat().st_ino
+    atomic.replace_file(str(new), str(dest))
+    assert dest.read_bytes() == b"new\n" and dest.stat().st_ino == inode
+    assert not new.exists() and other.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other-link", "out.tsv"]
+    new.write_bytes(b"fresh\n")
+    atomic.replace_file(str(new), str(tmp_path / "missing.tsv"))  # nothing to exchange with
+    assert (tmp_path / "missing.tsv").read_bytes() == b"fresh\n" and not new.exists()
+    (tmp_path / "d").mkdir()
+    new.write_bytes(b"x\n")
+    with pytest.raises(IsADirectoryError):
+        atomic.replace_file(str(new), str(tmp_path / "d"))
+    assert new.read_bytes() == b"x\n" and (tmp_path / "d").is_dir()
+
+
+def test_atomic_output_replaces_an_old_output_in_one_step(tmp_path):
+    out = tmp_path / "hits.tsv"
+    out.write_bytes(b"old\n")
+    os.chmod(out, 0o640)
+    with atomic_output(out, "w") as handle:
+        handle.write("new\n")
+        assert out.read_bytes() == b"old\n"  # the old output stays until the block succeeds
+    assert out.read_bytes() == b"new\n" and oct(out.stat().st_mode & 0o777) == "0o640"
+    assert [p.name for p in tmp_path.iterdir()] == ["hits.tsv"]

@@ -185,11 +185,11 @@ def test_a_signal_during_the_renames_waits_for_all_of_them(tmp_path):
         import os, signal
         from gamut.io import atomic
         from gamut.io.interrupt import end_promptly_on_signals
-        replace = os.replace
+        replace = atomic.replace_file
         def replacing(src, dst):
             os.kill(os.getpid(), signal.SIGINT)
             replace(src, dst)
-        atomic.os.replace = replacing
+        atomic.replace_file = replacing
         with end_promptly_on_signals():
             with atomic.atomic_outputs([("{tmp_path}/a.txt", "w"), ("{tmp_path}/b.txt", "w")]) as (a, b):
                 a.write("new a")

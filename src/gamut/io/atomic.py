@@ -5,11 +5,13 @@ compressed."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import os
 import io
 import stat
 import sys
+from collections.abc import Callable
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO
 
@@ -79,7 +81,57 @@ def atomic_outputs(targets: Sequence[tuple[PathLike | None, str | None]],
             raise
         with deferred_ending():
             for _, tmp, target in pending:
-                _named(functools.partial(os.replace, tmp.path, target.real), target)
+                _named(functools.partial(replace_file, tmp.path, target.real), target)
+
+
+#: ``renameat2``'s flag that swaps two names in one step (Linux 3.15 and later).
+RENAME_EXCHANGE = 2
+
+
+@functools.cache
+def _exchange_call() -> Callable[[str, str], bool] | None:
+    """``exchange(a, b)``, swapping the two names atomically (True when done), where the C library
+    has ``renameat2``; else None."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    at_cwd = getattr(os, "AT_FDCWD", -100)
+
+    def exchange(a: str, b: str) -> bool:
+        return renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+    return exchange
+
+
+def replace_file(new: str, dest: str) -> None:
+    """``os.replace(new, dest)``, without the wait some file systems add when a rename replaces a
+    file: ext4 (``auto_da_alloc``) writes the new file's data out before such a rename returns,
+    about 0.4 s per GiB on the development machine, seconds for a scan's 4.5 GB of TSV. Where
+    ``dest`` is a regular file and the system can, the two names are exchanged in one step
+    (``renameat2(RENAME_EXCHANGE)``: ``dest`` is the new file at once, as with a rename) and the
+    old file, now named ``new``, is removed. Otherwise (``dest`` missing or not a regular file, no
+    ``renameat2``, a file system without the exchange) ``os.replace``, which raises as it does."""
+    exchange = _exchange_call()
+    try:
+        exchanged = exchange is not None and stat.S_ISREG(os.lstat(dest).st_mode) and exchange(new, dest)
+    except OSError:
+        exchanged = False
+    if not exchanged:
+        os.replace(new, dest)
+        return
+    # ``dest`` is the new file now; ``new`` names what ``dest`` was
+    try:
+        was_dir = stat.S_ISDIR(os.lstat(new).st_mode)
+    except FileNotFoundError:  # removed meanwhile (tempfiles.remove_stale of another run)
+        return
+    if was_dir:  # a directory took dest's place meanwhile: swap back, and fail as os.replace does
+        exchange(new, dest)
+        os.replace(new, dest)
+        return
+    with contextlib.suppress(OSError):  # if it stays, the next run into this place removes it as stale
+        os.unlink(new)
 
 
 def _open_direct(target: OutputTarget) -> IO:
