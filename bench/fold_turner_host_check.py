@@ -67,7 +67,8 @@ def vienna_pf(sequence: str, options) -> tuple[float, np.ndarray]:
 
 
 def pf_row(sequences: list[str], options, tmp: str) -> dict:
-    got = pf_batch(sequences, options, runner=HostPfRunner(build_turner_pf_host(tmp, options), options))
+    runner = HostPfRunner(build_turner_pf_host(tmp, options), options, free_bytes=8 << 30)  # host memory, not a GPU's
+    got = pf_batch(sequences, options, runner=runner)
     worst_e = worst_p = 0.0
     for sequence, result in zip(sequences, got):
         g, p = vienna_pf(sequence, options)
@@ -83,7 +84,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--random", type=int, default=10, help="random RNAs of 1,000-3,000 nt per option set")
     ap.add_argument("--random-pf", type=int, default=3, help="of them, how many (the shortest) get the pf check")
-    ap.add_argument("--sets", default="clip,random,pf", help="which rows: clip, random, hairpins (MFE), pf")
+    ap.add_argument("--sets", default="clip,random,pf",
+                    help="which rows: clip, random, hairpins (MFE), pf, pf50 (the partition function of the 50 "
+                         "random RNAs of `fold_turner.py --check`, default model, a row each)")
+    ap.add_argument("--part", default="0/1", help="K/N: of pf50, every N-th RNA from the K-th (runs side by side)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
     runner = HostRunner(build_turner_mfe_host(tmp))
@@ -107,6 +111,17 @@ def main() -> int:
             check_folds(seqs, options, energies, structures)  # raises on the first difference
             note(f"{name} MFE {options}", {"records": len(seqs), "identical_mfe_and_optimal_structure": len(seqs),
                                            "seconds": round(time.perf_counter() - start, 1)})
+    if "pf50" in wanted:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from fold_turner import check_sets
+
+        k, n = (int(x) for x in args.part.split("/"))
+        longs50 = check_sets(argparse.Namespace(random_count=50))["random_1000_3000"]
+        for i in range(k, len(longs50), n):
+            start = time.perf_counter()
+            row = pf_row([longs50[i]], OPTION_SETS[0], tmp)
+            note(f"random_1000_3000[{i}] ({len(longs50[i])} nt) pf {OPTION_SETS[0]}",
+                 {**row, "seconds": round(time.perf_counter() - start, 1)})
     for options in OPTION_SETS[:4] if "pf" in wanted else ():
         note(f"clip_500 pf {options}", pf_row(frags[:500], options, tmp))
         note(f"random_{args.random_pf} pf {options}", pf_row(sorted(longs, key=len)[:args.random_pf], options, tmp))
@@ -115,7 +130,8 @@ def main() -> int:
 
 def save(args, rows: dict) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / ("fold_turner_host_check" + ("" if args.sets == "clip,random,pf" else "_" + args.sets.replace(",", "_")))
+    stem = args.out / ("fold_turner_host_check" + ("" if args.sets == "clip,random,pf" else "_" + args.sets.replace(",", "_"))
+                       + ("" if args.part == "0/1" else "_part" + args.part.replace("/", "of")))
     report = {"date": dt.datetime.now().isoformat(timespec="seconds"), "command": " ".join(sys.argv), "rows": rows}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     lines = ["# Issue 46 acceptance 1 and 2 on the CPU: the host build of the GPU kernels against ViennaRNA", "",

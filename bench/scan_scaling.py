@@ -167,6 +167,7 @@ def main() -> int:
                 out.unlink()
                 report["rows"].append(row)
                 print(json.dumps(row), flush=True)
+                write(report, args, quiet=True)  # a run cut short keeps every row measured so far
             if small is not None and "0" in sets:
                 out = tmp / "small.tsv"
                 got = sorted(whole(gamut("scan", str(query), str(small), *MODES["fast"], "--device", "cuda", "-o",
@@ -231,7 +232,7 @@ def golden_checks(folder: Path, sets: list[str], address: str | None, tmp: Path,
     return rows
 
 
-def write(report: dict, args) -> None:
+def write(report: dict, args, quiet: bool = False) -> None:
     stem = args.out / f"scan_scaling_{args.kind}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     gib = 2 ** 30
@@ -264,7 +265,8 @@ def write(report: dict, args) -> None:
         lines += [f"- {r['case']} {r['flags']} {r['where']}: {'identical' if r['identical'] else 'DIFFERENT'}"
                   for r in report["golden"] if not r["identical"]]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    if not quiet:
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

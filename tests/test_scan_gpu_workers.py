@@ -330,7 +330,7 @@ def test_worker_gpus_are_read_from_the_command_line(monkeypatch, tmp_path):
 
 def test_worker_lanes_put_two_workers_on_each_of_several_gpus(monkeypatch):
     from gamut.errors import UsageError
-    from gamut.scanning.pipeline.gpu_workers import WORKERS_PER_GPU, worker_lanes
+    from gamut.scanning.pipeline.lanes import WORKERS_PER_GPU, worker_lanes
 
     monkeypatch.delenv("GAMUT_WORKERS_PER_GPU", raising=False)
     assert WORKERS_PER_GPU == 2

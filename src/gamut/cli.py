@@ -89,14 +89,14 @@ def cuda_requested(argv: list[str]) -> int | None:
 
 def scan_worker_gpus(argv: list[str]) -> list[int]:
     """The GPUs of the worker processes a scan on several GPUs will use (``--gpus 0,1`` or ``all``
-    and ``--device cuda``: :func:`~gamut.scanning.pipeline.gpu_workers.worker_lanes`, two on each;
+    and ``--device cuda``: :func:`~gamut.scanning.pipeline.lanes.worker_lanes`, two on each;
     none for one GPU, with ``--cluster``, or for other commands). A hint for :func:`gamut.scanning.pipeline.gpu_workers.prestarted`: a run whose GPUs
     turn out otherwise starts its own workers."""
     if not argv or argv[0] not in ("scan", "miranda") or cuda_requested(argv) is None:
         return []
     if option_value(argv, "--cluster") is not None:
         return []
-    from gamut.scanning.pipeline.gpu_workers import worker_lanes
+    from gamut.scanning.pipeline.lanes import worker_lanes
 
     listed = (option_value(argv, "--gpus") or "").strip()
     if listed.lower() == "all":

@@ -160,7 +160,7 @@ def parse_gpus(spec: str | Sequence[int] | None) -> list[int]:
     """Parse ``--gpus``: ``None``/``"0"`` style lists, ``"0,1,3"`` or ``"all"``; checks they exist.
 
     An index may be named more than once (``"0,0"``): the scan then runs two worker processes on
-    it (:func:`gamut.scanning.pipeline.gpu_workers.worker_lanes`)."""
+    it (:func:`gamut.scanning.pipeline.lanes.worker_lanes`)."""
     gpus = available_gpus()
     if spec is None:
         return [gpus[0]] if gpus else []

@@ -227,7 +227,7 @@ class ScanJob:
     def gpu_workers(self) -> list[int]:
         """The GPU of each worker process of a scan on several (``gpus`` naming several: ``0,1``,
         ``all`` with several GPUs, or one named twice, ``0,0``) here (no ``cluster``):
-        :func:`~gamut.scanning.pipeline.gpu_workers.worker_lanes` (two workers on each of several
+        :func:`~gamut.scanning.pipeline.lanes.worker_lanes` (two workers on each of several
         distinct GPUs, a list naming one twice as given); empty when the scan runs in this process
         alone (one GPU, or the CPU)."""
         if self.gpus is None or self.cluster is not None or self.device == "cpu":
@@ -239,7 +239,7 @@ class ScanJob:
         gpus = parse_gpus(self.gpus)
         if len(gpus) < 2:
             return []
-        from gamut.scanning.pipeline.gpu_workers import worker_lanes
+        from gamut.scanning.pipeline.lanes import worker_lanes
 
         return worker_lanes(gpus)
 
