@@ -525,3 +525,14 @@ def test_stop_while_a_command_runs_ends_the_server_after_it(tmp_path):
         for p in (first, proc):
             if p.poll() is None:
                 p.kill()
+
+
+def test_the_accepting_thread_ends_quietly_on_a_listener_already_closed(tmp_path):
+    """A server that ended before its accepting thread first ran (a signal at once, on a busy
+    machine) closed the listener: the thread ends with the reason noted, raising nothing (an
+    uncaught error there printed a traceback into the log beside the main thread's last line)."""
+    server = Server(tmp_path / "s.sock", 0.0, lambda line: None)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.close()
+    server._accept(listener)  # raised OSError (settimeout on a closed socket) before
+    assert server._ending is not None and server._ending.startswith("accepting connections failed")

@@ -353,14 +353,22 @@ class Server:
                     self._hand(None)
 
     def _accept(self, listener: socket.socket) -> None:
-        listener.settimeout(None)
-        while True:
-            try:
+        """Take connections, each answered on a thread of its own, until the listener is shut down
+        (the server ending) or fails. Nothing escapes this thread: a server that ended before the
+        thread first ran (its listener already closed: a signal at once, on a busy machine) or
+        while it took a last connection (no new threads once the interpreter ends) ends quietly,
+        its log's last line the reason the main thread gives."""
+        try:
+            listener.settimeout(None)
+            while True:
                 conn, _ = listener.accept()
-            except OSError as exc:  # shut down as the server ends; else an error (no descriptor left?)
-                self._end(f"accepting connections failed: {exc}")
-                return
-            threading.Thread(target=self._admit, args=(conn,), name="gamut-serve-admit", daemon=True).start()
+                try:
+                    threading.Thread(target=self._admit, args=(conn,), name="gamut-serve-admit", daemon=True).start()
+                except RuntimeError:  # the interpreter is ending: no new threads
+                    conn.close()
+                    return
+        except OSError as exc:  # shut down as the server ends; else an error (no descriptor left?)
+            self._end(f"accepting connections failed: {exc}")
 
     def _admit(self, conn: socket.socket) -> None:
         """Answer one connection, or hand its command to the main thread."""
