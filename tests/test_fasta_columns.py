@@ -119,3 +119,11 @@ def test_packed_sequences_refuse_offsets_that_do_not_fit():
     for offsets in ([1, 2], [0, 3], [0, 2, 1, 2], []):
         with pytest.raises(ValueError):
             PackedSequences(b"AC", np.array(offsets, np.int64))
+
+
+@given(st.lists(st.text("ACGUNé€", max_size=6), max_size=8))
+def test_packed_sequences_of_strings_keep_each_strings_places(sequences):
+    packed = PackedSequences.of(sequences)
+    assert PackedSequences.of(packed) is packed
+    assert len(packed) == len(sequences) and np.diff(packed.offsets).tolist() == [len(s) for s in sequences]
+    assert packed.letters == "".join(sequences).replace("€", "?").encode("latin-1")  # beyond Latin-1: '?'

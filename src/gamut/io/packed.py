@@ -22,6 +22,17 @@ class PackedSequences(Sequence):
                 self.offsets[-1] != len(self.letters) or np.any(np.diff(self.offsets) < 0):
             raise ValueError("offsets must rise from 0 to the letters' length")
 
+    @classmethod
+    def of(cls, sequences: Sequence[str]) -> PackedSequences:
+        """``sequences`` end to end (as they are when they already are :class:`PackedSequences`): one
+        byte a letter, so that the offsets are the strings' own; a letter beyond Latin-1 becomes
+        ``?`` (a checker that reads only ASCII letters refuses it at its place)."""
+        if isinstance(sequences, PackedSequences):
+            return sequences
+        offsets = np.zeros(len(sequences) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, sequences), np.int64, len(sequences)), out=offsets[1:])
+        return cls("".join(sequences).encode("latin-1", "replace"), offsets)
+
     def __len__(self) -> int:
         return int(self.offsets.shape[0]) - 1
 

@@ -119,17 +119,6 @@ class Runner(Protocol):
 CODE_TABLE = CODES.tobytes()
 
 
-def packed(sequences: Sequence[str]) -> PackedSequences:
-    """``sequences`` end to end (:class:`PackedSequences`; as they are when they already are): a
-    letter outside Latin-1 becomes ``?``, which :func:`encode_letters` refuses."""
-    if isinstance(sequences, PackedSequences):
-        return sequences
-    offsets = np.zeros(len(sequences) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, sequences), np.int64, len(sequences)), out=offsets[1:])
-    letters = "".join(sequences).encode("latin-1", "replace")  # one byte a letter: offsets stay
-    return PackedSequences(letters, offsets)
-
-
 def encode_letters(letters: bytes, offsets: np.ndarray, texts: Sequence[str] | None = None) -> np.ndarray:
     """Codes (uint8, :data:`CODES`) of sequences end to end (``letters``, one byte a letter, records at
     ``offsets``); raises :class:`InputError` naming the first sequence with a letter other than
@@ -150,7 +139,7 @@ def encode_all(sequences: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     :class:`InputError` naming the first sequence with a letter other than A C G U T N (any case)."""
     if not isinstance(sequences, (PackedSequences, list, tuple)):
         sequences = list(sequences)
-    pack = packed(sequences)
+    pack = PackedSequences.of(sequences)  # (a letter beyond Latin-1 as '?', which encode_letters refuses)
     codes = encode_letters(pack.letters, pack.offsets, None if pack is sequences else sequences)
     return codes, pack.offsets[:-1], np.diff(pack.offsets).astype(np.int32)
 

@@ -30,22 +30,8 @@ def check_letters(sequences: Sequence[str], names: Sequence[str] | None = None) 
 
     Raises :class:`InputError` naming the first record that is empty or holds a letter other than
     A, C, G, U, T or N (either case), and the position of that letter."""
-    if isinstance(sequences, PackedSequences):
-        raw, offsets = sequences.letters, sequences.offsets
-        return _checked(raw, offsets, names, None)
-    count = len(sequences)
-    lengths = np.fromiter(map(len, sequences), np.int64, count)
-    offsets = np.zeros(count + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    joined = "".join(sequences)
-    raw = joined.encode("ascii", errors="replace")  # one byte per letter: a non-ASCII one becomes '?'
-    return _checked(raw, offsets, names, joined)
-
-
-def _checked(raw: bytes, offsets: np.ndarray, names: Sequence[str] | None,
-             joined: str | None) -> tuple[bytes, np.ndarray]:
-    """:func:`check_letters` of the letters ``raw`` (``joined``: them as the text they came from,
-    for the message; None: the bytes are the text)."""
+    pack = PackedSequences.of(sequences)  # (a letter beyond Latin-1 as '?': refused below at its place)
+    raw, offsets = pack.letters, pack.offsets
     empty = np.flatnonzero(offsets[1:] == offsets[:-1])
     if empty.size:
         raise InputError(f"{record_name(names, int(empty[0]))}: empty sequence (nothing to fold)")
@@ -55,7 +41,7 @@ def _checked(raw: bytes, offsets: np.ndarray, names: Sequence[str] | None,
         position = int(np.flatnonzero(table[np.frombuffer(raw, np.uint8)])[0])
         record = int(np.searchsorted(offsets, position, side="right") - 1)
         where = position - int(offsets[record])
-        letter = joined[position] if joined is not None else raw[position:position + 1].decode("latin-1")
+        letter = raw[position:position + 1].decode("latin-1") if pack is sequences else sequences[record][where]
         raise InputError(f"{record_name(names, record)}: letter {letter!r} at position {where + 1} "
                          "cannot be folded (the Turner model reads A, C, G, U/T and N, in either case)")
     return raw, offsets

@@ -47,9 +47,7 @@ def text_column(b: TextBuilder, texts: Sequence[str]) -> tuple[np.ndarray, np.nd
 
 def sequence_column(b: TextBuilder, batch: TurnerBatch) -> tuple[np.ndarray, np.ndarray]:
     """The sequences as RNAfold prints them: T as U, the case kept."""
-    sequences = batch.sequences
-    letters = sequences.letters if isinstance(sequences, PackedSequences) else "".join(sequences).encode("ascii")
-    data = np.frombuffer(letters.translate(TO_RNA), np.uint8)
+    data = np.frombuffer(PackedSequences.of(batch.sequences).letters.translate(TO_RNA), np.uint8)
     return b.buffer(data, batch.offsets[:-1], batch.lengths)
 
 
