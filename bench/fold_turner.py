@@ -248,13 +248,23 @@ def speed_windows(args, tmp: Path, workers: int, finished) -> None:
 
 # -- acceptance 1 and 2 ---------------------------------------------------------------------------
 
+def human_hairpins(path: Path = HAIRPINS) -> list[str]:
+    """The human (``hsa-``) miRBase hairpins, as RNAfold reads them."""
+    return [s.upper().replace("T", "U") for n, s in read_fasta(path) if n.startswith("hsa-")]
+
+
+def clip_fragments(count: int, path: Path = CLIP) -> list[str]:
+    """The first ``count`` AGO-CLIP fragments, as written."""
+    return [s for _, s in read_fasta(path)[:count]]
+
+
 def check_sets(args) -> dict[str, list[str]]:
     rng = np.random.default_rng(50)
     sets = {}
     if HAIRPINS.exists():
-        sets["mirbase_hsa_hairpins"] = [s.upper().replace("T", "U") for n, s in read_fasta(HAIRPINS) if n.startswith("hsa-")]
+        sets["mirbase_hsa_hairpins"] = human_hairpins()
     if CLIP.exists():
-        sets["clip_2000"] = [s for _, s in read_fasta(CLIP)[:2000]]
+        sets["clip_2000"] = clip_fragments(2000)
     sets["random_1000_3000"] = [random_rna(int(n), rng) for n in rng.integers(1000, 3001, args.random_count)]
     return sets
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import sys
 import tempfile
@@ -24,38 +23,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from turner_mfe_host import HostRunner, build_turner_mfe_host  # noqa: E402
 from turner_mfe_reference import OPTION_SETS, check_folds, random_rnas  # noqa: E402
 from turner_pf_host import HostPfRunner, build_turner_pf_host  # noqa: E402
+from fold_turner import check_sets, clip_fragments, human_hairpins  # noqa: E402
 
 from gamut.folding.turner.gpu_mfe import mfe_batch  # noqa: E402
 from gamut.folding.turner.gpu_pf import pf_batch  # noqa: E402
-
-
-def clip(data: Path, n: int) -> list[str]:
-    out = []
-    with gzip.open(data / "clip" / "ago_clip_fragments.fa.gz", "rt") as handle:
-        for line in handle:
-            if not line.startswith(">"):
-                out.append(line.strip())
-                if len(out) == n:
-                    break
-    return out
-
-
-def hairpins(data: Path) -> list[str]:
-    """The human miRBase hairpins (``hsa-``), as RNAfold reads them."""
-    out, keep = [], False
-    with gzip.open(data / "mirbase" / "hairpin.fa.gz", "rt") as handle:
-        for line in handle:
-            if line.startswith(">"):
-                keep = line[1:].startswith("hsa-")
-                if keep:
-                    out.append("")
-            elif keep:
-                out[-1] += line.strip()
-    return [s.upper().replace("T", "U") for s in out]
 
 
 def vienna_pf(sequence: str, options) -> tuple[float, np.ndarray]:
@@ -93,10 +69,10 @@ def main() -> int:
     runner = HostRunner(build_turner_mfe_host(tmp))
     rows: dict = {}
     wanted = set(args.sets.split(","))
-    frags = clip(args.data, 2000)
+    frags = clip_fragments(2000, args.data / "clip" / "ago_clip_fragments.fa.gz")
     longs = random_rnas(args.random, 1000, 3000, 46)
     mfe_sets = [(name, seqs) for key, name, seqs in
-                (("hairpins", "mirbase_hsa_hairpins", hairpins(args.data) if "hairpins" in wanted else []),
+                (("hairpins", "mirbase_hsa_hairpins", human_hairpins(args.data / "mirbase" / "hairpin.fa.gz") if "hairpins" in wanted else []),
                  ("clip", "clip_2000", frags), ("random", f"random_{len(longs)}_1000_3000", longs)) if key in wanted]
 
     def note(name: str, row: dict) -> None:
@@ -112,9 +88,6 @@ def main() -> int:
             note(f"{name} MFE {options}", {"records": len(seqs), "identical_mfe_and_optimal_structure": len(seqs),
                                            "seconds": round(time.perf_counter() - start, 1)})
     if "pf50" in wanted:
-        sys.path.insert(0, str(ROOT / "bench"))
-        from fold_turner import check_sets
-
         k, n = (int(x) for x in args.part.split("/"))
         longs50 = check_sets(argparse.Namespace(random_count=50))["random_1000_3000"]
         for i in range(k, len(longs50), n):

@@ -61,7 +61,7 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
         outs = stack.enter_context(atomic_outputs([(o.path, s.mode) for o, s in zip(job.targets, sinks)]))
         abandon_on_failure(stack, sinks)
         where = (f"{len(tasks)} stripes on {conn.description}" if conn is not None
-                 else f"{len(tasks)} stripes on {len(set(gpus))} GPU{'s' if len(set(gpus)) > 1 else ''}")
+                 else f"{len(tasks)} stripes on GPUs {','.join(map(str, sorted(set(gpus))))}")
         bar = stack.enter_context(progress_bar(f"scan [{where}]", job.scan_input.total_cells(), job.show_progress(),
                                                unit="cells"))
         for sink, out in zip(sinks, outs):
