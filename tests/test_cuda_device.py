@@ -157,3 +157,30 @@ def test_kernel_cache_off(monkeypatch, tmp_path):
     module = kernels._compiled.__wrapped__("scan_dp.cu", (), (), 0)
     assert isinstance(module, _FakeRaw) and not compiles
     assert not (tmp_path / "cache" / "kernels").exists()
+
+
+def test_the_driver_is_started_without_cupy_where_there_is_one(tmp_path):
+    assert dev.start_driver(0, library=str(tmp_path / "no_libcuda.so")) is False
+
+
+def test_a_process_of_gpu_workers_takes_the_driver_listing(monkeypatch):
+    """The main process of a scan on several GPUs never initialises CUDA: its GPUs are those
+    CUDA_VISIBLE_DEVICES (or the driver) lists, when CuPy is installed."""
+    import importlib.util
+
+    monkeypatch.setattr(dev, "_discovered", None)
+    monkeypatch.setattr(dev, "_count_gpus", lambda: pytest.fail("CUDA initialised"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "cupy" else None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert dev.discover_from_driver_listing() == (0, 1, 2)
+    assert dev.parse_gpus("0,2") == [0, 2] and dev.resolve_device("cuda") == "cuda"
+
+
+def test_without_cupy_the_listing_is_not_taken(monkeypatch):
+    import importlib.util
+
+    monkeypatch.setattr(dev, "_discovered", None)
+    monkeypatch.setattr(dev, "_count_gpus", lambda: ())
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert dev.discover_from_driver_listing() == ()

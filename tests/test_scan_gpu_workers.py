@@ -417,3 +417,43 @@ def test_a_run_that_ends_before_its_kept_worker_is_ready_leaves_it_starting(tmp_
             got = dict(run_in_order(pool, OneAtATime(_task_here_or_there), flag, ((k, (k,)) for k in range(4)), warm=_warm))
             assert {v[0] for v in got.values()} == {pid}
     assert not pool.workers
+
+
+def test_closing_kills_every_worker_before_waiting_for_any():
+    """Each worker's end (the system freeing its CUDA context) is waited for after every worker
+    was sent its kill, so the ends overlap."""
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+
+    events = []
+
+    class Fake:
+        def __init__(self, k):
+            self.k = k
+
+        def kill(self):
+            events.append(("kill", self.k))
+
+        def stop(self):
+            events.append(("stop", self.k))
+
+    pool = GpuWorkers([0, 0, 1])
+    pool.workers = [Fake(k) for k in range(3)]
+    pool.close()
+    assert events == [("kill", 0), ("kill", 1), ("kill", 2), ("stop", 0), ("stop", 1), ("stop", 2)]
+    assert pool.workers == []
+
+
+def test_a_command_that_ends_leaves_its_killed_workers_to_the_system():
+    """close(wait=False): every worker is killed, none is waited for, and the interpreter's exit
+    will not wait for them either (they are no longer multiprocessing's children)."""
+    import multiprocessing
+
+    from gamut.scanning.pipeline.gpu_workers import GpuWorkers
+
+    pool = GpuWorkers([0, 0]).start()
+    processes = [w.process for w in pool.workers]
+    pool.close(wait=False)
+    assert pool.workers == [] and not set(processes) & set(multiprocessing.active_children())
+    for process in processes:  # (this test's own process reaps them)
+        _, status = os.waitpid(process.pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9

@@ -110,14 +110,20 @@ def scan_worker_gpus(argv: list[str]) -> list[int]:
     return worker_lanes([int(g) for g in ids])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, ending: bool = False) -> int:
+    """Run the command ``argv`` (default: this process' arguments); ``ending``: the process ends
+    when this returns (:func:`run`), so it need not wait for the GPU workers it stops."""
     argv = list(sys.argv[1:] if argv is None else argv)
     from gamut.io.interrupt import end_promptly_on_signals
     from gamut.scanning.pipeline.gpu_workers import prestarted
 
     gpu = cuda_requested(argv)
     workers = scan_worker_gpus(argv)
-    with prestarted(workers):  # worker processes first: they start beside this one
+    with prestarted(workers, ending):  # worker processes first: they start beside this one
+        if workers:  # their GPUs: this process never initialises CUDA
+            from gamut.cuda.device import discover_from_driver_listing
+
+            discover_from_driver_listing()
         if gpu is not None and not workers:  # (a scan on several GPUs runs in its workers alone)
             from gamut.cuda.device import prewarm
 
@@ -154,7 +160,7 @@ def run() -> NoReturn:
     from gamut.io.heap import reuse_large_buffers
 
     reuse_large_buffers()  # a process of its own: per-chunk buffers are reused (see gamut.io.heap)
-    code = flush_streams(main())
+    code = flush_streams(main(ending=True))
     mark("command ends", status=code)
     finish = getattr(atexit, "_run_exitfuncs", None)
     if finish is None or sys.getprofile() is not None or sys.gettrace() is not None:

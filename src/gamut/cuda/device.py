@@ -1,7 +1,9 @@
 """Which compute device to use: ``auto`` picks a CUDA GPU when CuPy and a device are present."""
 from __future__ import annotations
 
+import ctypes
 import functools
+import importlib.util
 import os
 import threading
 import types
@@ -48,6 +50,38 @@ def _count_gpus() -> tuple[int, ...]:
         return ()
 
 
+def discover_from_driver_listing() -> tuple[int, ...]:
+    """Take the GPUs this process can use to be those :func:`visible_gpu_count` lists (when CuPy is
+    installed), without initialising CUDA, for a process that never drives a GPU itself: the main
+    process of a scan on several GPUs, whose worker processes do (initialising the driver there
+    took 0.3-0.6 s of the interpreter lock on 2x H200, before the inputs were read). A GPU listed
+    but not usable fails in its worker, with a one-line error. Returns what discovery now holds."""
+    global _discovered
+    with _discovery_lock:
+        if _discovered is None and importlib.util.find_spec("cupy") is not None:
+            count = visible_gpu_count()
+            if count:
+                _discovered = tuple(range(count))
+    return available_gpus()
+
+
+def start_driver(device_id: int, library: str = "libcuda.so.1") -> bool:
+    """Initialise the CUDA driver and create device ``device_id``'s primary context (the one the
+    runtime and CuPy use) through the driver's C calls, which run without Python's interpreter
+    lock (ctypes lets it go): CuPy's own first calls (device count, ``cudaFree(0)``) hold the lock
+    for 0.3-0.45 s each and stopped every other thread of the process meanwhile (its imports).
+    Its later calls find the driver and context made. False (and nothing done) where the driver
+    library or the device is missing."""
+    try:
+        lib = ctypes.CDLL(library)
+    except OSError:
+        return False
+    device = ctypes.c_int()
+    context = ctypes.c_void_p()
+    return (lib.cuInit(0) == 0 and lib.cuDeviceGet(ctypes.byref(device), int(device_id)) == 0
+            and lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0)
+
+
 def visible_gpu_count(environ: Mapping[str, str] | None = None, driver: str = "/proc/driver/nvidia/gpus") -> int:
     """How many GPUs CUDA will show, as far as can be told without initialising it: the entries of
     ``CUDA_VISIBLE_DEVICES`` when set, else the NVIDIA driver's GPUs; 0 when neither says."""
@@ -71,6 +105,7 @@ def prewarm(device_id: int = 0) -> threading.Thread:
 
     def warm() -> None:
         try:
+            start_driver(device_id)  # the slow part, without the interpreter lock
             if device_id in available_gpus():
                 from cupy.cuda import runtime
 

@@ -19,6 +19,7 @@ from gamut.errors import UsageError
 from gamut.io import tempfiles
 from gamut.io.interrupt import deferred_ending, temporary_file
 from gamut.io.outputs import OutputTarget, PathLike, check_output, is_stdout, output_compression
+from gamut.timeline import span
 
 
 @contextlib.contextmanager
@@ -70,16 +71,17 @@ def atomic_outputs(targets: Sequence[tuple[PathLike | None, str | None]],
             pending.append((layers, tmp, target))
         try:
             yield handles
-            for layers, target in direct:
-                _close(layers, target)
-            for layers, tmp, target in pending:  # every temporary file complete before the first rename
-                _close(layers, target)
-                _give_mode(tmp.path, target.existing)
+            with span("outputs complete"):
+                for layers, target in direct:
+                    _close(layers, target)
+                for layers, tmp, target in pending:  # every temporary file complete before the first rename
+                    _close(layers, target)
+                    _give_mode(tmp.path, target.existing)
         except OSError as exc:  # e.g. a full disk: gamut.cli names the output
             if not exc.filename and len(pending) == 1:
                 exc.filename = pending[0][2].shown
             raise
-        with deferred_ending():
+        with deferred_ending(), span("outputs renamed"):
             for _, tmp, target in pending:
                 _named(functools.partial(replace_file, tmp.path, target.real), target)
 

@@ -51,13 +51,35 @@ def shown(text: str) -> str:
     return raw_text(text).decode("utf-8", "backslashreplace")
 
 
+@dataclass(frozen=True)
+class FileSource:
+    """A plain (uncompressed) regular file that records were read from, as it was then: a
+    :class:`RecordRange` reads some of them again, and knows the file changed if it did."""
+
+    path: str
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, handle) -> FileSource:
+        st = os.fstat(handle.fileno())
+        return cls(os.fspath(handle.name), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 @dataclass(frozen=True, eq=False)
 class Letters:
     """The letters of a file's records end to end (whitespace dropped, case kept; read-only uint8)
-    and their class codes (:data:`gamut.scanning.alphabet.CLASS_OF`; read-only int8)."""
+    and their class codes (:data:`gamut.scanning.alphabet.CLASS_OF`; read-only int8); for a plain
+    file (``source``), where each record begins in the letters (``bounds``) and in the file
+    (``starts``: its '>'), n + 1 offsets each (the last ones: the ends)."""
 
     letters: np.ndarray
     codes: np.ndarray
+    source: FileSource | None = None
+    bounds: np.ndarray | None = None
+    starts: np.ndarray | None = None
 
 
 class SeqRecord:
@@ -165,7 +187,8 @@ def _scan_records(data, kinds, codes):  # pragma: no cover - compiled
     written to ``codes`` beside them; ids and descriptions are copied out as they are passed.
 
     Returns (how it ended, records read, the letters' bounds (record k's are ``bounds[k]`` up to
-    ``bounds[k + 1]``; int64), headers, the illegal byte): headers holds each record's id and its
+    ``bounds[k + 1]``; int64), where each record starts in ``data`` (its '>'; the last item: the
+    end of the data), headers, the illegal byte): headers holds each record's id and its
     description, each followed by LF (which none holds), and a record that ended the pass badly
     has its id there after the others'. Positions are unsigned, so that indexing needs no
     wraparound check; a letter moves to where a byte was read already (the header's '>' and LF
@@ -173,6 +196,7 @@ def _scan_records(data, kinds, codes):  # pragma: no cover - compiled
     one = np.uint64(1)
     n = np.uint64(data.shape[0])
     bounds = np.zeros(64, np.int64)
+    starts = np.zeros(64, np.int64)
     headers = np.empty(min(data.shape[0] + 2, 1 << 16), np.uint8)
     used = 0  # bytes of headers
     count = 0
@@ -183,12 +207,15 @@ def _scan_records(data, kinds, codes):  # pragma: no cover - compiled
             pos += one
         if pos >= n:
             bounds[count] = out
-            return _DONE, count, bounds[:count + 1], headers[:used], 0
+            starts[count] = n
+            return _DONE, count, bounds[:count + 1], starts[:count + 1], headers[:used], 0
         if data[pos] != 62:  # '>'
-            return _NOT_RECORD, count, bounds, headers[:used], 0
+            return _NOT_RECORD, count, bounds, starts, headers[:used], 0
         if count + 1 >= bounds.shape[0]:
             bounds = _grown(bounds, count + 2)
+            starts = _grown(starts, count + 2)
         bounds[count] = out
+        starts[count] = pos
         pos += one
         start = pos
         while pos < n and kinds[data[pos]] != _SPACE:
@@ -208,9 +235,9 @@ def _scan_records(data, kinds, codes):  # pragma: no cover - compiled
         headers[used] = 10
         used += 1
         if pos >= n:
-            return _EOF_IN_HEADER, count, bounds, headers[:used], 0
+            return _EOF_IN_HEADER, count, bounds, starts, headers[:used], 0
         if id_stop == start:
-            return _EMPTY_ID, count, bounds, headers[:used], 0
+            return _EMPTY_ID, count, bounds, starts, headers[:used], 0
         for at in range(text_start, pos):
             headers[used] = data[at]
             used += 1
@@ -228,10 +255,10 @@ def _scan_records(data, kinds, codes):  # pragma: no cover - compiled
             elif kind == _START:
                 break
             elif kind == _OTHER:
-                return _ILLEGAL, count, bounds, headers[:used], byte
+                return _ILLEGAL, count, bounds, starts, headers[:used], byte
             pos += one
         if out == first:
-            return _NO_SEQUENCE, count, bounds, headers[:used], 0
+            return _NO_SEQUENCE, count, bounds, starts, headers[:used], 0
         count += 1
 
 
@@ -254,11 +281,12 @@ def parse_miranda_fasta(data: bytes, name: str = "<input>") -> list[SeqRecord]:
     return _parse_in_place(np.frombuffer(data, np.uint8).copy(), name)
 
 
-def _parse_in_place(data: np.ndarray, name: str) -> list[SeqRecord]:
+def _parse_in_place(data: np.ndarray, name: str, source: FileSource | None = None) -> list[SeqRecord]:
     """:func:`parse_miranda_fasta` of a file's bytes in a writable uint8 array, which becomes the
-    records' letters (the bytes are not kept)."""
+    records' letters (the bytes are not kept); ``source``: the plain file they are, whose record
+    starts the letters then keep."""
     codes = np.empty(data.shape[0], np.int8)
-    ended, count, bounds, headers, byte = _scan_records(data, _KINDS, codes)
+    ended, count, bounds, starts, headers, byte = _scan_records(data, _KINDS, codes)
     # Header texts decoded at once: UTF-8 decoding never reads across an ASCII byte (the LFs), so
     # each text is what decoding it alone gives.
     texts = header_text(headers.tobytes()).split("\n")
@@ -267,7 +295,9 @@ def _parse_in_place(data: np.ndarray, name: str) -> list[SeqRecord]:
     total = int(bounds[-1])
     letters, codes = data[:total], codes[:total]
     letters.flags.writeable = codes.flags.writeable = False
-    return _parsed_records(texts[0:-1:2], texts[1::2], Letters(letters, codes), bounds.tolist())
+    held = (Letters(letters, codes) if source is None
+            else Letters(letters, codes, source, bounds.copy(), starts.copy()))
+    return _parsed_records(texts[0:-1:2], texts[1::2], held, bounds.tolist())
 
 
 def sequence_set_of(records: Sequence[SeqRecord], trim: int = 0) -> SequenceSet:
@@ -311,11 +341,93 @@ def read_miranda_fasta(path: str | os.PathLike) -> list[SeqRecord]:
     error. Records with the same id are scanned each, as miRanda does: a one-line warning names the
     first such id."""
     shown_path = os.fspath(path)
-    records = _parse_in_place(_read_bytes(path), shown_path)
+    data = _read_bytes(path)
+    records = _parse_in_place(data, shown_path, _plain_source(path, data))
     if not records:
         raise InputError(f"{shown_path}: no FASTA records found")
     warn_duplicate_ids(records, shown_path)
     return records
+
+
+def _plain_source(path: str | os.PathLike, data: np.ndarray) -> FileSource | None:
+    """``path`` as a :class:`FileSource` when ``data`` (before parsing) is its bytes as they lie in
+    it: a regular file of that size that begins with them (not a compressed file, a pipe or
+    ``-``); else None."""
+    name = os.fspath(path)
+    if name == "-" or not os.path.isfile(name):
+        return None
+    try:
+        with open(name, "rb") as handle:
+            source = FileSource.of(handle)
+            head = handle.read(64)
+    except OSError:
+        return None
+    same = source.size == data.shape[0] and head == data[:len(head)].tobytes()
+    return source if same else None
+
+
+class RecordRange(Sequence):
+    """Records ``first..first+count-1`` of a plain FASTA file (``source``), bytes ``start..stop-1``
+    of it, holding ``letters`` letters: a list of :class:`SeqRecord` that is read from the file
+    when first used (what travels to a worker process on this machine is where the records lie,
+    not their bytes: a stripe of 31 MB pickled in 0.1 s of the main process' interpreter lock).
+    The file must be as it was: one that changed is an :class:`InputError`."""
+
+    def __init__(self, source: FileSource, first: int, count: int, start: int, stop: int, letters: int) -> None:
+        self.source, self.first, self.count = source, first, count
+        self.start, self.stop, self.letters = start, stop, letters
+        self._records: list[SeqRecord] | None = None
+
+    @classmethod
+    def of(cls, records: Sequence[SeqRecord]) -> RecordRange | None:
+        """``records`` as a range of their file, when they are consecutive records parsed from a plain file."""
+        shared = _shared_letters(records)
+        if shared is None or shared[0].source is None:
+            return None
+        held, bounds = shared
+        # Every record holds a letter, so the letter bounds strictly increase: this finds the first.
+        first = int(np.searchsorted(held.bounds, bounds[0]))
+        return cls(held.source, first, len(records), int(held.starts[first]), int(held.starts[first + len(records)]),
+                   int(bounds[-1] - bounds[0]))
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_records": None}
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        return self.records()[index]
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def records(self) -> list[SeqRecord]:
+        """The records, read from the file (once)."""
+        if self._records is None:
+            self._records = self._read()
+        return self._records
+
+    def _read(self) -> list[SeqRecord]:
+        src = self.source
+        changed = InputError(f"{src.path}: the file changed while the scan was reading it; run the scan again")
+        try:
+            with open(src.path, "rb") as handle:
+                if FileSource.of(handle) != src:
+                    raise changed
+                data = np.empty(self.stop - self.start, np.uint8)
+                view, filled = memoryview(data), 0
+                while filled < data.shape[0]:
+                    got = os.preadv(handle.fileno(), [view[filled:]], self.start + filled)
+                    if not got:
+                        raise changed
+                    filled += got
+        except OSError as exc:
+            raise InputError(f"{src.path}: cannot read ({exc.strerror or exc})") from None
+        records = _parse_in_place(data, src.path)
+        if len(records) != self.count or sum(len(r) for r in records) != self.letters:
+            raise changed
+        return records
 
 
 def warn_duplicate_ids(records: list[SeqRecord], name: str) -> None:

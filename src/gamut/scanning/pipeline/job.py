@@ -20,7 +20,7 @@ from gamut.io.inputs import check_read_once, is_stream
 from gamut.io.outputs import check_compression, check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
 from gamut.numerals import number
-from gamut.scanning.fasta import SeqRecord, is_utf8, read_miranda_fasta, shown
+from gamut.scanning.fasta import RecordRange, SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.timeline import span
 from gamut.scanning.pipeline.pairs import ScanInput
@@ -204,12 +204,16 @@ class ScanJob:
             object.__setattr__(new, name, value)
         return new
 
-    def of_references(self, start: int, stop: int) -> ScanJob:
+    def of_references(self, start: int, stop: int, from_file: bool = False) -> ScanJob:
         """The same scan of references ``start..stop-1`` alone (one GPU's stripe: the references
-        indexed from 0 there), as a worker runs it; not checked again."""
+        indexed from 0 there), as a worker runs it; not checked again. ``from_file``: a worker on
+        this machine reads them from the reference file itself, when that is a plain file
+        (:class:`~gamut.scanning.fasta.RecordRange`; what it is sent is where they lie)."""
         new = copy.copy(self)
         new.__dict__.pop("scan_input", None)  # the sequences as this job's scan holds them
-        object.__setattr__(new, "references", list(self.references[start:stop]))
+        kept = list(self.references[start:stop])
+        ranged = RecordRange.of(kept) if from_file else None
+        object.__setattr__(new, "references", ranged if ranged is not None else kept)
         return new
 
     @cached_property

@@ -26,6 +26,7 @@ from gamut.progress import progress_bar
 from gamut.scanning.pipeline.gpu_pinned import run_pinned
 from gamut.scanning.pipeline.gpu_workers import WorkerError, workers_for
 from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import abandon_on_failure, chunk_stops
 from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, stripe_tasks
 from gamut.scanning.sinks.base import Sink
@@ -45,7 +46,8 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
     with span("plan stripes"):
-        tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS)
+        tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS,
+                             from_file=conn is None)
     if any(sink.regroups for sink in sinks):
         from gamut.scanning.engines.gpu_plan import chunk_sizes
 
@@ -67,14 +69,16 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
         for sink, out in zip(sinks, outs):
             sink.start(out)
         which = [formats.index(o.format) for o in job.targets]
-        writer = GroupWriter(tasks, lambda datas, stop: _write(sinks, which, len(formats), datas, stop), bar)
+        writer = GroupWriter(tasks, job.scan_input, lambda datas, stop: _write(sinks, which, len(formats), datas, stop),
+                             bar)
         if conn is None:
             _on_gpu_workers(tasks, pool, writer)
         else:
             _on_cluster(tasks, conn, lanes, writer, job.retries)
         writer.check_done()
-        for sink in sinks:
-            sink.close()
+        with span("sinks close"):
+            for sink in sinks:
+                sink.close()
 
 
 def _write(sinks: Sequence[Sink], which: list[int], formats: int, datas: list[Any], stop: int) -> None:
@@ -84,12 +88,13 @@ def _write(sinks: Sequence[Sink], which: list[int], formats: int, datas: list[An
 
 
 class GroupWriter:
-    """Takes the tiles of ``tasks``' stripes as they come (:meth:`deliver`) and calls
-    ``write(tiles, stop)`` for each group of queries in order once every stripe's tile of it has
-    come (``stop``: the output-order number after the group); :meth:`held` is how many of a
-    stripe's tiles wait to be written."""
+    """Takes the tiles of ``tasks``' stripes (of the scan ``whole``) as they come (:meth:`deliver`)
+    and calls ``write(tiles, stop)`` for each group of queries in order once every stripe's tile
+    of it has come (``stop``: the output-order number after the group); :meth:`held` is how many
+    of a stripe's tiles wait to be written. The sizes come from ``whole``, never from the tasks'
+    own jobs: a stripe a worker reads from the file is not read here."""
 
-    def __init__(self, tasks: list[StripeTask], write: Callable[[list[Any], int], None],
+    def __init__(self, tasks: list[StripeTask], whole: ScanInput, write: Callable[[list[Any], int], None],
                  progress: Callable[[int], None] = lambda n: None) -> None:
         self.groups = tasks[0].groups if tasks else ()
         self.n_refs = tasks[0].n_refs if tasks else 0
@@ -99,8 +104,9 @@ class GroupWriter:
         self.pending: dict[int, dict[int, Any]] = {}
         self.held_by = [0] * self.stripes
         self.next_group = 0
-        self.query_lengths = tasks[0].job.scan_input.query_lengths() if tasks else np.zeros(0, np.int64)
-        self.letters = [int(task.job.scan_input.reference_lengths().sum()) for task in tasks]
+        self.query_lengths = whole.query_lengths()
+        lengths = whole.reference_lengths()
+        self.letters = [int(lengths[task.stripe.r0:task.stripe.r1].sum()) for task in tasks]
 
     def held(self, stripe: int) -> int:
         return self.held_by[stripe]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -86,15 +87,16 @@ class StripeTask:
 
 
 def stripe_tasks(job: ScanJob, sinks: tuple[type, ...], make_engine: Callable[..., Any], count: int,
-                 tile_cells: int = TILE_CELLS) -> list[StripeTask]:
+                 tile_cells: int = TILE_CELLS, from_file: bool = False) -> list[StripeTask]:
     """The stripes of ``job`` (at most ``count``) as tasks for the workers (``job``: as the workers
-    run it, no cluster)."""
+    run it, no cluster; ``from_file``: workers of this machine, which read their stripe from a
+    plain reference file themselves: :meth:`~gamut.scanning.pipeline.job.ScanJob.of_references`)."""
     si = job.scan_input
     lengths = si.reference_lengths()
     stripes = plan_stripes(lengths, count)
     widest = max((int(lengths[s.r0:s.r1].sum()) for s in stripes), default=0)
     groups = tuple(plan_groups(si.query_lengths(), widest, tile_cells))
-    return [StripeTask(job.of_references(s.r0, s.r1), sinks, make_engine, s, len(si.references), groups)
+    return [StripeTask(job.of_references(s.r0, s.r1, from_file), sinks, make_engine, s, len(si.references), groups)
             for s in stripes]
 
 
@@ -148,6 +150,41 @@ def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterato
         if close is not None:
             close()
         results.close()
+
+
+#: The warm-up scan of a stripe worker (:func:`warm_worker`): miRNA-like queries of three row
+#: buckets of the GPU kernels (16, 24 and 32 rows: most miRNAs), and a reference holding a site of each.
+WARM_QUERIES = ("UGAGGUAGUAGGUUG", "UGAGGUAGUAGGUUGUAUAGUU", "UAGCAGCACGUAAAUAUUGGCGUUAA")
+
+
+def warm_worker() -> None:
+    """Scan a few pairs through a stripe worker's whole path once (the GPU engine, hits, energies, the
+    TSV and miRanda text of a tile), before the worker's stripe comes: what a process pays on its
+    first chunk (Numba's functions loaded from its cache and its target context made, the kernels'
+    modules loaded) is paid while the main process still reads the inputs, and not by the first
+    tile (0.5 s of the interpreter lock per worker on 2x H200). Best effort: a failure here
+    (no GPU) leaves it to the scan itself, which meets it again and reports it."""
+    import tempfile
+
+    from gamut.scanning.engines import make_engine
+    from gamut.scanning.fasta import SeqRecord
+    from gamut.scanning.params import ScanParams
+    from gamut.scanning.sinks import sink_class
+
+    pair = str.maketrans("ACGU", "UGCA")
+    site = "".join("AAGCUACGAU" + q.translate(pair)[::-1] for q in WARM_QUERIES) + "AAGCUACGAU"
+    queries = [SeqRecord(f"warm{k}", "", q.encode()) for k, q in enumerate(WARM_QUERIES)]
+    try:
+        with span("worker warms up"), tempfile.TemporaryDirectory(prefix="gamut-warm-") as folder:
+            formats = ("tsv", "miranda")  # (nothing is written: a tile is rendered in memory)
+            job = ScanJob(queries, [SeqRecord("site", "", site.encode())], ScanParams(), device="cuda", progress=False,
+                          outputs=[(os.path.join(folder, f"warm.{fmt}"), fmt) for fmt in formats])
+            task = StripeTask(job, tuple(sink_class(fmt) for fmt in formats), make_engine, Stripe(0, 0, 1), 1,
+                              ((0, len(queries)),))
+            for _ in compute_tiles(task, iter([(0, 0)])):
+                pass
+    except Exception:  # noqa: BLE001 (see above)
+        pass
 
 
 def compute_tile_run(task: StripeTask, groups: Sequence[int]) -> list[tuple[int, Any]]:
