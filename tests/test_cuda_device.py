@@ -184,3 +184,11 @@ def test_without_cupy_the_listing_is_not_taken(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     assert dev.discover_from_driver_listing() == ()
+
+
+def test_the_dask_preload_does_nothing_where_no_gpu_is_seen(monkeypatch):
+    from gamut import dask_preload
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(dev, "prewarm", lambda *a: pytest.fail("started CUDA without a GPU"))
+    dask_preload.dask_setup(None)

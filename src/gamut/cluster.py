@@ -315,6 +315,24 @@ def worker_addresses(conn: Connection) -> list[str]:
     return sorted(workers, key=lambda address: (str(workers[address].get("name", address)), address))
 
 
+def on_this_machine(addresses: Sequence[str]) -> bool:
+    """Whether every worker address (``tcp://HOST:PORT``, ``inproc://...``) is of this machine: a
+    loopback address, or this machine's own name or address; such workers read the same files."""
+    import socket
+    from urllib.parse import urlsplit
+
+    here = {"localhost", "127.0.0.1", "::1", socket.gethostname()}
+    with contextlib.suppress(OSError):
+        here.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    for address in addresses:
+        parts = urlsplit(address)
+        if parts.scheme == "inproc":
+            continue
+        if parts.hostname is None or (parts.hostname not in here and not parts.hostname.startswith("127.")):
+            return False
+    return bool(addresses)
+
+
 def run_pinned(
     conn: Connection,
     fn: Callable,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gamut.cluster import worker_addresses
+from gamut.cluster import on_this_machine, worker_addresses
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
 from gamut.scanning.pipeline.gpu_pinned import run_pinned
@@ -47,7 +47,7 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
     with span("plan stripes"):
         tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS,
-                             from_file=conn is None)
+                             from_file=conn is None or on_this_machine(lanes))
     if any(sink.regroups for sink in sinks):
         from gamut.scanning.engines.gpu_plan import chunk_sizes
 
