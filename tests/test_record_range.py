@@ -65,11 +65,22 @@ def test_a_changed_file_is_an_error(tmp_path):
     path.write_text(">a\nACGU\n>b\nGGCC\n>c\nUUAA\n")
     ranged = RecordRange.of(read_miranda_fasta(path)[1:])
     path.write_text(">a\nACGU\n>b\nGGCCA\n>c\nUUAA\n")
-    with pytest.raises(InputError, match="changed while the scan was reading it"):
+    with pytest.raises(InputError, match="not the file the scan read"):
         ranged.records()
     path.unlink()
     with pytest.raises(InputError, match="cannot read"):
         ranged.records()
+
+
+def test_a_relative_path_is_read_from_any_folder(tmp_path, monkeypatch):
+    """A worker (a Dask worker above all) may run in another folder than the one the path was given in."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "r.fa").write_text(">a\nACGU\n>b\nGGCC\n")
+    monkeypatch.chdir(tmp_path / "in")
+    records = read_miranda_fasta("r.fa")
+    ranged = pickle.loads(pickle.dumps(RecordRange.of(records[1:])))
+    monkeypatch.chdir(tmp_path)
+    assert list(ranged) == records[1:]
 
 
 def test_only_plain_files_give_ranges(tmp_path):

@@ -356,8 +356,8 @@ def _plain_source(path: str | os.PathLike, data: np.ndarray) -> FileSource | Non
     name = os.fspath(path)
     if name == "-" or not os.path.isfile(name):
         return None
-    try:
-        with open(name, "rb") as handle:
+    try:  # (by its absolute path: a worker process may run in another folder)
+        with open(os.path.abspath(name), "rb") as handle:
             source = FileSource.of(handle)
             head = handle.read(64)
     except OSError:
@@ -410,7 +410,8 @@ class RecordRange(Sequence):
 
     def _read(self) -> list[SeqRecord]:
         src = self.source
-        changed = InputError(f"{src.path}: the file changed while the scan was reading it; run the scan again")
+        changed = InputError(f"{src.path}: not the file the scan read (it changed since, or this worker sees another "
+                             "file there); run the scan again")
         try:
             with open(src.path, "rb") as handle:
                 if FileSource.of(handle) != src:
