@@ -152,7 +152,7 @@ def test_run_flushes_runs_exit_handlers_then_exits(monkeypatch, traced):
 
     events = []
     monkeypatch.setattr(heap, "reuse_large_buffers", lambda: events.append("heap") or True)
-    monkeypatch.setattr(cli, "main", lambda: events.append("main") or 3)
+    monkeypatch.setattr(cli, "main", lambda ending=False: events.append(("main", ending)) or 3)
     monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: events.append("atexit"))
     monkeypatch.setattr(os, "_exit", lambda code: events.append(("_exit", code)) or (_ for _ in ()).throw(SystemExit(code)))
     monkeypatch.setattr(sys, "gettrace", (lambda: print) if traced else (lambda: None))
@@ -161,7 +161,7 @@ def test_run_flushes_runs_exit_handlers_then_exits(monkeypatch, traced):
         cli.run()
     assert stop.value.code == 3
     # under a tracer (coverage, a debugger) the ordinary exit, so that it can report
-    assert events == (["heap", "main"] if traced else ["heap", "main", "atexit", ("_exit", 3)])
+    assert events == (["heap", ("main", True)] if traced else ["heap", ("main", True), "atexit", ("_exit", 3)])
 
 
 def test_reuse_large_buffers_raises_both_thresholds(monkeypatch):
