@@ -9,11 +9,12 @@ from gamut.errors import UsageError
 
 #: Worker processes per GPU of a scan on several distinct GPUs (``GAMUT_WORKERS_PER_GPU`` sets it).
 #: A stripe worker's own host work (its interpreter: task tables, hits, rendering), not its GPU,
-#: bounds it, so two per GPU overlap one's host work with the other's kernels: ``--gpus 0,1`` ran
-#: as ``0,0,1,1`` took 4.20 s after start-up instead of 5.45 s on 2x H200 (32 cores), and 4.82 s
-#: instead of 7.09 s on the 4x H200 host (64 cores; default mode 10.71 s instead of 16.34 s),
-#: outputs identical (bench/results/scan_scaling_nvidia-h200-x2-2026-11-28c-lanes.md,
-#: scan_scaling_nvidia-h200-x4-2026-11-28.md).
+#: bounds it, so two per GPU overlap one's host work with the other's kernels; but each process
+#: also creates a CUDA context, and those starts do not overlap across processes. Whole scans of the
+#: transcriptome set: on 2x H200, 4.77 s with two per GPU against 5.46 s with one and 4.87 s with
+#: three (bench/results/profile_stripes_nvidia-h200-x2-2026-11-28.md); on 4x H200, fast mode 4.63 s
+#: with two against 4.36 s with one and 5.64 s with three, default mode 8.36 s against 9.12 s and
+#: 9.43 s (workers_per_gpu_nvidia-h200-x4-2026-11-28c.md); outputs identical.
 WORKERS_PER_GPU = 2
 
 
