@@ -158,12 +158,24 @@ WARM_QUERIES = ("UGAGGUAGUAGGUUG", "UGAGGUAGUAGGUUGUAUAGUU", "UAGCAGCACGUAAAUAUU
 
 
 def warm_worker() -> None:
-    """Scan a few pairs through a stripe worker's whole path once (the GPU engine, hits, energies, the
-    TSV and miRanda text of a tile), before the worker's stripe comes: what a process pays on its
-    first chunk (Numba's functions loaded from its cache and its target context made, the kernels'
-    modules loaded) is paid while the main process still reads the inputs, and not by the first
-    tile (0.5 s of the interpreter lock per worker on 2x H200). Best effort: a failure here
-    (no GPU) leaves it to the scan itself, which meets it again and reports it."""
+    """Scan a few pairs through a stripe worker's whole path once (hits, energies, the TSV and miRanda
+    text of a tile), before the worker's stripe comes: what a process pays on its first chunk
+    (Numba's functions loaded from its cache and its target context made, the kernels' modules
+    loaded) is paid while the main process still reads the inputs, and not by the first tile (0.5 s
+    of the interpreter lock per worker on 2x H200). First on the CPU engine, while the CUDA context
+    is still being made (on a thread, without the interpreter lock: those starts do not overlap
+    across processes, and took until 2.4-3.9 s on 4x H200), then on the GPU engine. Best effort: a
+    failure here (no GPU) leaves it to the scan itself, which meets it again and reports it."""
+    for device in ("cpu", "cuda"):
+        try:
+            with span("worker warms up", device=device):
+                _warm_scan(device)
+        except Exception:  # noqa: BLE001 (see above)
+            pass
+
+
+def _warm_scan(device: str) -> None:
+    """The warm-up scan of :func:`warm_worker` on ``device``'s engine."""
     import tempfile
 
     from gamut.scanning.engines import make_engine
@@ -174,17 +186,14 @@ def warm_worker() -> None:
     pair = str.maketrans("ACGU", "UGCA")
     site = "".join("AAGCUACGAU" + q.translate(pair)[::-1] for q in WARM_QUERIES) + "AAGCUACGAU"
     queries = [SeqRecord(f"warm{k}", "", q.encode()) for k, q in enumerate(WARM_QUERIES)]
-    try:
-        with span("worker warms up"), tempfile.TemporaryDirectory(prefix="gamut-warm-") as folder:
-            formats = ("tsv", "miranda")  # (nothing is written: a tile is rendered in memory)
-            job = ScanJob(queries, [SeqRecord("site", "", site.encode())], ScanParams(), device="cuda", progress=False,
-                          outputs=[(os.path.join(folder, f"warm.{fmt}"), fmt) for fmt in formats])
-            task = StripeTask(job, tuple(sink_class(fmt) for fmt in formats), make_engine, Stripe(0, 0, 1), 1,
-                              ((0, len(queries)),))
-            for _ in compute_tiles(task, iter([(0, 0)])):
-                pass
-    except Exception:  # noqa: BLE001 (see above)
-        pass
+    with tempfile.TemporaryDirectory(prefix="gamut-warm-") as folder:
+        formats = ("tsv", "miranda")  # (nothing is written: a tile is rendered in memory)
+        job = ScanJob(queries, [SeqRecord("site", "", site.encode())], ScanParams(), device=device, threads=1,
+                      progress=False, outputs=[(os.path.join(folder, f"warm.{fmt}"), fmt) for fmt in formats])
+        task = StripeTask(job, tuple(sink_class(fmt) for fmt in formats), make_engine, Stripe(0, 0, 1), 1,
+                          ((0, len(queries)),))
+        for _ in compute_tiles(task, iter([(0, 0)])):
+            pass
 
 
 def compute_tile_run(task: StripeTask, groups: Sequence[int]) -> list[tuple[int, Any]]:
