@@ -5,6 +5,7 @@ a file that changed is an error, never other records."""
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 
 import pytest
@@ -131,3 +132,35 @@ def test_the_main_process_of_a_striped_scan_never_reads_a_stripe(tmp_path, monke
             run_in_process(job, make_sinks(job), host_engine_factory(lib))
         outs.append(out.read_bytes())
     assert outs[0] == outs[1] and outs[0].count(b"\n") > 10
+
+
+def test_a_file_changed_while_it_was_read_gives_no_range(tmp_path, monkeypatch):
+    """The identity is taken before the bytes are read and checked after: a file written to in
+    between is read as it came, but never again by a worker (its records travel instead)."""
+    from gamut.scanning import fasta
+
+    path = tmp_path / "r.fa"
+    path.write_text(">a\nACGU\n>b\nGGCC\n")
+    read = fasta._read_bytes
+
+    def read_then_change(name):
+        data = read(name)
+        path.write_text(">a\nACGU\n>b\nGGCA\n")
+        return data
+
+    monkeypatch.setattr(fasta, "_read_bytes", read_then_change)
+    records = read_miranda_fasta(path)
+    assert records[1].sequence == b"GGCC" and RecordRange.of(records) is None
+
+
+def test_a_stripe_that_no_longer_parses_says_the_file_changed(tmp_path):
+    path = tmp_path / "r.fa"
+    path.write_text(">a\nACGU\n>b\nGGCC\n>c\nUUAA\n")
+    ranged = RecordRange.of(read_miranda_fasta(path)[1:])
+    source = ranged.source
+    with open(path, "r+b") as handle:  # the same size and times, other bytes: an illegal letter
+        handle.seek(12)
+        handle.write(b"!")
+    os.utime(path, ns=(source.mtime_ns, source.mtime_ns))
+    with pytest.raises(InputError, match="not the file the scan read"):
+        ranged.records()

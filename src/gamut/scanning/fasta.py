@@ -61,11 +61,12 @@ class FileSource:
     inode: int
     size: int
     mtime_ns: int
+    ctime_ns: int  # (any write changes it, and no one can set it back)
 
     @classmethod
     def of(cls, handle) -> FileSource:
         st = os.fstat(handle.fileno())
-        return cls(os.fspath(handle.name), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return cls(os.fspath(handle.name), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,29 +342,42 @@ def read_miranda_fasta(path: str | os.PathLike) -> list[SeqRecord]:
     error. Records with the same id are scanned each, as miRanda does: a one-line warning names the
     first such id."""
     shown_path = os.fspath(path)
+    before = _regular_file(path)
     data = _read_bytes(path)
-    records = _parse_in_place(data, shown_path, _plain_source(path, data))
+    records = _parse_in_place(data, shown_path, _plain_source(before, data))
     if not records:
         raise InputError(f"{shown_path}: no FASTA records found")
     warn_duplicate_ids(records, shown_path)
     return records
 
 
-def _plain_source(path: str | os.PathLike, data: np.ndarray) -> FileSource | None:
-    """``path`` as a :class:`FileSource` when ``data`` (before parsing) is its bytes as they lie in
-    it: a regular file of that size that begins with them (not a compressed file, a pipe or
-    ``-``); else None."""
+def _regular_file(path: str | os.PathLike) -> FileSource | None:
+    """``path`` as it is now, when it is a regular file (not ``-``, a pipe or a device); else None.
+    Named by its absolute path: a worker process may run in another folder."""
     name = os.fspath(path)
     if name == "-" or not os.path.isfile(name):
         return None
-    try:  # (by its absolute path: a worker process may run in another folder)
+    try:
         with open(os.path.abspath(name), "rb") as handle:
-            source = FileSource.of(handle)
+            return FileSource.of(handle)
+    except OSError:
+        return None
+
+
+def _plain_source(before: FileSource | None, data: np.ndarray) -> FileSource | None:
+    """``before`` (the file as it was before ``data`` was read from it) when ``data`` (not yet
+    parsed) is its bytes as they lie in it: the file is still the same (so the bytes read are the
+    ones it holds), of that size, and begins with them (not compressed); else None."""
+    if before is None:
+        return None
+    try:
+        with open(before.path, "rb") as handle:
+            after = FileSource.of(handle)
             head = handle.read(64)
     except OSError:
         return None
-    same = source.size == data.shape[0] and head == data[:len(head)].tobytes()
-    return source if same else None
+    same = after == before and before.size == data.shape[0] and head == data[:len(head)].tobytes()
+    return before if same else None
 
 
 class RecordRange(Sequence):
@@ -423,9 +437,14 @@ class RecordRange(Sequence):
                     if not got:
                         raise changed
                     filled += got
+                if FileSource.of(handle) != src:  # (written to while it was read)
+                    raise changed
         except OSError as exc:
             raise InputError(f"{src.path}: cannot read ({exc.strerror or exc})") from None
-        records = _parse_in_place(data, src.path)
+        try:
+            records = _parse_in_place(data, src.path)
+        except InputError:  # (the whole file parsed when the scan began)
+            raise changed from None
         if len(records) != self.count or sum(len(r) for r in records) != self.letters:
             raise changed
         return records
