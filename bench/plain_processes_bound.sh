@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# What N plain one-GPU processes can give at best (issue 45): the transcriptome set's references cut into
+# $N stripes of about equal letters (in order), each a separate `gamut scan` process on GPU k (of
+# $GPUS, dealt round-robin: "0 1 2 3", or "0 0 1 1" for two per GPU), all started together, nothing
+# merged; the wall until the last one ends, beside one process on the whole set and three one-pair
+# processes (start-up). Each process' own timeline goes to OUT (when its CUDA context was ready: do
+# context starts overlap across processes?). Run from the repository root with the data in .data/.
+set -u
+OUT=${OUT:-/tmp/ppb}
+W=${W:-/tmp/ppb_work}
+read -r -a gpus <<< "${GPUS:-0 1 2 3}"
+n=${#gpus[@]}
+mkdir -p "$OUT" "$W"
+python3 - "$W" "$n" <<'PY'
+import sys
+from pathlib import Path
+import numpy as np
+sys.path.insert(0, "bench")
+import scan_e2e
+w, n, data = Path(sys.argv[1]), int(sys.argv[2]), Path(".data")
+mirs = [r for r in scan_e2e.read_fasta(data / "mirbase" / "mature.fa.gz") if r[0].startswith("hsa-")]
+scan_e2e.write_fasta(w / "hsa.fa", mirs)
+scan_e2e.write_fasta(w / "q1.fa", mirs[:1])
+scan_e2e.write_fasta(w / "r1.fa", [("site", scan_e2e.complementary_site(mirs[0][1]))])
+refs = scan_e2e.transcriptome_references(data)
+scan_e2e.write_fasta(w / "tx.fa", refs)
+cum = np.cumsum([len(s) for _, s in refs])
+cuts = [0] + [int(np.searchsorted(cum, cum[-1] * k / n)) + 1 for k in range(1, n)] + [len(refs)]
+for k in range(n):
+    scan_e2e.write_fasta(w / f"stripe{k}.fa", refs[cuts[k]:cuts[k + 1]])
+PY
+FLAGS=${FLAGS:---noenergy --score-threshold 160}
+TIMEFORMAT="%R"
+scan() { python3 -m gamut scan "$W/hsa.fa" "$@" --device cuda 2>/dev/null; }
+scan "$W/r1.fa" $FLAGS -o "$W/warm.tsv"
+echo "one process, whole set: $( { time scan "$W/tx.fa" $FLAGS -o "$W/whole.tsv"; } 2>&1 ) s"
+wall=$( { time {
+  for k in $(seq 0 $((n - 1))); do
+    CUDA_VISIBLE_DEVICES=${gpus[$k]} GAMUT_TIMELINE="$OUT/timeline_stripe$k.jsonl" scan "$W/stripe$k.fa" $FLAGS -o "$W/s$k.tsv" &
+  done
+  wait; }; } 2>&1 )
+echo "$n plain processes on GPUs ${gpus[*]}, a stripe each, at once: $wall s"
+for k in 1 2 3; do echo "one pair: $( { time scan "$W/q1.fa" "$W/r1.fa" -o "$W/o1.tsv"; } 2>&1 ) s"; done
