@@ -40,4 +40,6 @@ wall=$( { time {
   done
   wait; }; } 2>&1 )
 echo "$n plain processes on GPUs ${gpus[*]}, a stripe each, at once: $wall s"
-for k in 1 2 3; do echo "one pair: $( { time scan "$W/q1.fa" "$W/r1.fa" -o "$W/o1.tsv"; } 2>&1 ) s"; done
+for k in 1 2 3; do
+  echo "one pair: $( { time python3 -m gamut scan "$W/q1.fa" "$W/r1.fa" --device cuda -o "$W/o1.tsv" 2>/dev/null; } 2>&1 ) s"
+done
