@@ -135,20 +135,23 @@ def test_the_main_process_of_a_striped_scan_never_reads_a_stripe(tmp_path, monke
 
 
 def test_a_file_changed_while_it_was_read_gives_no_range(tmp_path, monkeypatch):
-    """The identity is taken before the bytes are read and checked after: a file written to in
+    """The file's status is taken before its bytes are read and checked after: a file written to in
     between is read as it came, but never again by a worker (its records travel instead)."""
-    from gamut.scanning import fasta
+    import io
+
+    from gamut.io import inputs
 
     path = tmp_path / "r.fa"
     path.write_text(">a\nACGU\n>b\nGGCC\n")
-    read = fasta._read_bytes
 
-    def read_then_change(name):
-        data = read(name)
-        path.write_text(">a\nACGU\n>b\nGGCA\n")
-        return data
+    class ChangedWhileRead(io.BufferedReader):
+        def readinto(self, buffer):
+            got = super().readinto(buffer)
+            if got:
+                path.write_text(">a\nACGU\n>b\nGGCA\n")
+            return got
 
-    monkeypatch.setattr(fasta, "_read_bytes", read_then_change)
+    monkeypatch.setattr(inputs, "open_input", lambda name: ChangedWhileRead(io.FileIO(name, "rb")))
     records = read_miranda_fasta(path)
     assert records[1].sequence == b"GGCC" and RecordRange.of(records) is None
 

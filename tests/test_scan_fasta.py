@@ -197,6 +197,7 @@ def test_a_file_is_read_whole_whatever_size_it_reported(reported, tmp_path, monk
 
     class Stat:
         st_size = reported
+        st_dev = st_ino = st_mtime_ns = st_ctime_ns = 0
 
     monkeypatch.setattr(inputs.os, "fstat", lambda fd: Stat if fd == opened[0] else true_stat(fd))
     opened = [None]

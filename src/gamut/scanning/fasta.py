@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from gamut.errors import InputError
-from gamut.io.inputs import read_input_array
+from gamut.io.inputs import read_input_file
 from gamut.io.textout import header_text, raw_text
 from gamut.scanning.alphabet import CLASS_OF, encode
 from gamut.scanning.sequences import SequenceSet
@@ -64,9 +64,8 @@ class FileSource:
     ctime_ns: int  # (any write changes it, and no one can set it back)
 
     @classmethod
-    def of(cls, handle) -> FileSource:
-        st = os.fstat(handle.fileno())
-        return cls(os.fspath(handle.name), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    def of(cls, path: str, st: os.stat_result) -> FileSource:
+        return cls(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,13 +153,15 @@ def _parsed_records(ids: list[str], descriptions: list[str], held: Letters, boun
     return records
 
 
-def _read_bytes(path: str | os.PathLike) -> np.ndarray:
+def _read_bytes(path: str | os.PathLike) -> tuple[np.ndarray, FileSource | None]:
     """The file's bytes (writable uint8), decompressed when it is gzip, bzip2, xz or zstd (told by
-    its content)."""
+    its content), and, for a plain file, what it was as they were read (by its absolute path: a
+    worker process may run in another folder)."""
     try:
-        return read_input_array(path)
+        data, st = read_input_file(path)
     except InputError as exc:  # miRanda's wording for a file it cannot open
         raise InputError(f"cannot open file {exc}") from None
+    return data, None if st is None else FileSource.of(os.path.abspath(path), st)
 
 
 # What the compiled pass sees in a byte: a class code (0..4) for a letter, or one of these.
@@ -342,42 +343,12 @@ def read_miranda_fasta(path: str | os.PathLike) -> list[SeqRecord]:
     error. Records with the same id are scanned each, as miRanda does: a one-line warning names the
     first such id."""
     shown_path = os.fspath(path)
-    before = _regular_file(path)
-    data = _read_bytes(path)
-    records = _parse_in_place(data, shown_path, _plain_source(before, data))
+    data, source = _read_bytes(path)
+    records = _parse_in_place(data, shown_path, source)
     if not records:
         raise InputError(f"{shown_path}: no FASTA records found")
     warn_duplicate_ids(records, shown_path)
     return records
-
-
-def _regular_file(path: str | os.PathLike) -> FileSource | None:
-    """``path`` as it is now, when it is a regular file (not ``-``, a pipe or a device); else None.
-    Named by its absolute path: a worker process may run in another folder."""
-    name = os.fspath(path)
-    if name == "-" or not os.path.isfile(name):
-        return None
-    try:
-        with open(os.path.abspath(name), "rb") as handle:
-            return FileSource.of(handle)
-    except OSError:
-        return None
-
-
-def _plain_source(before: FileSource | None, data: np.ndarray) -> FileSource | None:
-    """``before`` (the file as it was before ``data`` was read from it) when ``data`` (not yet
-    parsed) is its bytes as they lie in it: the file is still the same (so the bytes read are the
-    ones it holds), of that size, and begins with them (not compressed); else None."""
-    if before is None:
-        return None
-    try:
-        with open(before.path, "rb") as handle:
-            after = FileSource.of(handle)
-            head = handle.read(64)
-    except OSError:
-        return None
-    same = after == before and before.size == data.shape[0] and head == data[:len(head)].tobytes()
-    return before if same else None
 
 
 class RecordRange(Sequence):
@@ -428,7 +399,7 @@ class RecordRange(Sequence):
                              "file there); run the scan again")
         try:
             with open(src.path, "rb") as handle:
-                if FileSource.of(handle) != src:
+                if FileSource.of(src.path, os.fstat(handle.fileno())) != src:
                     raise changed
                 data = np.empty(self.stop - self.start, np.uint8)
                 view, filled = memoryview(data), 0
@@ -437,7 +408,7 @@ class RecordRange(Sequence):
                     if not got:
                         raise changed
                     filled += got
-                if FileSource.of(handle) != src:  # (written to while it was read)
+                if FileSource.of(src.path, os.fstat(handle.fileno())) != src:  # (written to while it was read)
                     raise changed
         except OSError as exc:
             raise InputError(f"{src.path}: cannot read ({exc.strerror or exc})") from None
