@@ -14,7 +14,7 @@ def dask_setup(worker: Any = None) -> None:
 
     if visible_gpu_count() == 0:
         return
-    prewarm(0).join()
+    prewarm(0)  # (the warm-up's CPU part runs while the context is made, as in gamut's own workers)
     from gamut.scanning.pipeline.stripes import warm_worker
 
     warm_worker()
