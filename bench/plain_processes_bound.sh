@@ -11,24 +11,7 @@ W=${W:-/tmp/ppb_work}
 read -r -a gpus <<< "${GPUS:-0 1 2 3}"
 n=${#gpus[@]}
 mkdir -p "$OUT" "$W"
-python3 - "$W" "$n" <<'PY'
-import sys
-from pathlib import Path
-import numpy as np
-sys.path.insert(0, "bench")
-import scan_e2e
-w, n, data = Path(sys.argv[1]), int(sys.argv[2]), Path(".data")
-mirs = [r for r in scan_e2e.read_fasta(data / "mirbase" / "mature.fa.gz") if r[0].startswith("hsa-")]
-scan_e2e.write_fasta(w / "hsa.fa", mirs)
-scan_e2e.write_fasta(w / "q1.fa", mirs[:1])
-scan_e2e.write_fasta(w / "r1.fa", [("site", scan_e2e.complementary_site(mirs[0][1]))])
-refs = scan_e2e.transcriptome_references(data)
-scan_e2e.write_fasta(w / "tx.fa", refs)
-cum = np.cumsum([len(s) for _, s in refs])
-cuts = [0] + [int(np.searchsorted(cum, cum[-1] * k / n)) + 1 for k in range(1, n)] + [len(refs)]
-for k in range(n):
-    scan_e2e.write_fasta(w / f"stripe{k}.fa", refs[cuts[k]:cuts[k + 1]])
-PY
+python3 bench/transcriptome_inputs.py "$W" --stripes "$n"
 FLAGS=${FLAGS:---noenergy --score-threshold 160}
 TIMEFORMAT="%R"
 scan() { python3 -m gamut scan "$W/hsa.fa" "$@" --device cuda 2>/dev/null; }

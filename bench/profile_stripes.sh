@@ -8,22 +8,7 @@ set -u
 OUT=${OUT:-/tmp/profile_out}
 W=${W:-/tmp/pw}
 mkdir -p "$OUT" "$W"
-python3 - "$W" <<'PY'
-import sys
-from pathlib import Path
-sys.path.insert(0, "bench")
-import scan_e2e
-w = Path(sys.argv[1])
-data = Path(".data")
-mirs = [r for r in scan_e2e.read_fasta(data / "mirbase" / "mature.fa.gz") if r[0].startswith("hsa-")]
-scan_e2e.write_fasta(w / "hsa.fa", mirs)
-refs = scan_e2e.transcriptome_references(data)
-scan_e2e.write_fasta(w / "tx.fa", refs)
-half = len(refs) // 2
-scan_e2e.write_fasta(w / "tx_a.fa", refs[:half])
-scan_e2e.write_fasta(w / "tx_b.fa", refs[half:])
-scan_e2e.write_fasta(w / "warm.fa", scan_e2e.utr_references(data, 30))
-PY
+python3 bench/transcriptome_inputs.py "$W" --stripes 2
 FAST="--noenergy --score-threshold 160 --device cuda"
 scan() { python3 -m gamut scan "$W/hsa.fa" "$@"; }
 for g in 0 0,1; do scan "$W/warm.fa" $FAST --gpus $g -o "$W/warm.tsv"; done
@@ -47,6 +32,6 @@ for per in ${PER_GPU:-}; do
   cmp "$W/o_0.tsv" "$W/o_per$per.tsv" || echo "OUTPUT DIFFERS"
 done
 echo "== halves at once, one plain process per GPU"
-time { CUDA_VISIBLE_DEVICES=0 scan "$W/tx_a.fa" $FAST -o "$W/ha.tsv" & CUDA_VISIBLE_DEVICES=1 scan "$W/tx_b.fa" $FAST -o "$W/hb.tsv" & wait; }
-echo "== one pair (start-up)"; head -2 "$W/hsa.fa" > "$W/q1.fa"; t scan "$W/q1.fa" "$W/warm.fa" --device cuda -o "$W/o1.tsv"
+time { CUDA_VISIBLE_DEVICES=0 scan "$W/stripe0.fa" $FAST -o "$W/ha.tsv" & CUDA_VISIBLE_DEVICES=1 scan "$W/stripe1.fa" $FAST -o "$W/hb.tsv" & wait; }
+echo "== one pair (start-up)"; t python3 -m gamut scan "$W/q1.fa" "$W/r1.fa" --device cuda -o "$W/o1.tsv"
 cmp "$W/o_0.tsv" "$W/o_0-1.tsv" && echo "outputs identical"

@@ -9,19 +9,7 @@ set -u
 OUT=${OUT:-/tmp/wpg}
 W=${W:-/tmp/wpg_work}
 mkdir -p "$OUT" "$W"
-[ -s "$W/tx.fa" ] || python3 - "$W" <<'PY'
-import sys
-from pathlib import Path
-sys.path.insert(0, "bench")
-import scan_e2e
-w, data = Path(sys.argv[1]), Path(".data")
-mirs = [r for r in scan_e2e.read_fasta(data / "mirbase" / "mature.fa.gz") if r[0].startswith("hsa-")]
-scan_e2e.write_fasta(w / "hsa.fa", mirs)
-scan_e2e.write_fasta(w / "q1.fa", mirs[:1])
-scan_e2e.write_fasta(w / "r1.fa", [("site", scan_e2e.complementary_site(mirs[0][1]))])
-scan_e2e.write_fasta(w / "tx.fa", scan_e2e.transcriptome_references(data))
-scan_e2e.write_fasta(w / "warm.fa", scan_e2e.utr_references(data, 30))
-PY
+python3 bench/transcriptome_inputs.py "$W"
 GPUS=${GPUS:-0,1,2,3}
 TIMEFORMAT="%R"
 scan() { python3 -m gamut scan "$W/hsa.fa" "$@" 2>/dev/null; }
