@@ -356,3 +356,23 @@ def test_parquet_row_groups_follow_the_single_process_chunks(tmp_path, monkeypat
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert pq.ParquetFile(tmp_path / "hits0.parquet").num_row_groups > 3
+
+
+def test_a_scheduler_address_is_joined_on_a_thread_and_let_go_if_unused(local_cluster):
+    """``gamut scan --cluster tcp://...`` joins the cluster while it reads its inputs: the connection is
+    made on a thread, taken once, and closed by ``discard`` when the command never used it."""
+    from gamut.cluster import PendingConnection, connect, connect_soon
+
+    pending = connect_soon(local_cluster.address)
+    assert isinstance(pending, PendingConnection) and str(pending) == local_cluster.address
+    conn = connect(pending)
+    try:
+        assert conn.n_workers == 2
+        with pytest.raises(RuntimeError, match="taken already"):
+            pending.result()
+    finally:
+        conn.close()
+    unused = connect_soon(local_cluster.address)
+    unused.discard()
+    assert unused._outcome[0].client.status == "closed"
+    assert connect_soon("local:2") == "local:2" and connect_soon(None) is None

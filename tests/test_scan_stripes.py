@@ -54,6 +54,8 @@ def test_a_rectangle_knows_its_place_in_the_output_order():
 
     pairs = PairRun.of_rect(3, 5, 0, 2)  # queries 3..4 x the stripe's references 0..1 (5..6 of 9)
     assert pairs.tolist() == [[3, 0], [3, 1], [4, 0], [4, 1]]
+    assert PairRun.of_rect(7, 9, 4, 7).tolist() == [[7, 4], [7, 5], [7, 6], [8, 4], [8, 5], [8, 6]]
+    assert PairRun.of_rect(7, 7, 4, 7).shape == PairRun.of_rect(7, 9, 4, 4).shape == (0, 2)
     layout = rect_layout(pairs, 5, 9)
     assert layout.ordinals(np.arange(4)).tolist() == [32, 33, 41, 42]
     assert layout.row_starts.tolist() == [0, 2] and layout.query_starts().size == 0

@@ -31,6 +31,67 @@ class ClusterError(GamutError):
         self.reason = reason
 
 
+def check_dask_installed() -> None:
+    """A clear error when Dask's ``distributed`` is not installed, without importing it (0.5 s)."""
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        raise UsageError(f"--cluster needs Dask's distributed scheduler: {DASK_HINT}")
+
+
+class PendingConnection:
+    """A :func:`connect` to a scheduler address made on a thread, beside this process' own work (a scan
+    command reads its inputs meanwhile: importing Dask and joining the cluster took 0.5 s before
+    the inputs were read); :func:`connect` given one returns its connection, raising its error."""
+
+    def __init__(self, address: str, **options: Any) -> None:
+        import threading
+
+        self.address = address
+        self._options = options
+        self._taken = False
+        self._outcome: list[Any] = []
+        self._thread = threading.Thread(target=self._connect, name="gamut-dask-connect", daemon=True)
+        self._thread.start()
+
+    def _connect(self) -> None:
+        try:
+            self._outcome.append(connect(self.address, **self._options))
+        except BaseException as exc:  # noqa: BLE001 (raised by result(), in the caller's thread)
+            self._outcome.append(exc)
+
+    def result(self) -> Connection:
+        """The connection (once: its owner closes it), or the error of making it."""
+        self._thread.join()
+        if self._taken:
+            raise RuntimeError(f"the connection to {self.address} was taken already")
+        self._taken = True
+        outcome = self._outcome[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def discard(self) -> None:
+        """Close the connection if nobody took it (the command ended before it ran anything)."""
+        if not self._taken:
+            self._thread.join()
+            self._taken = True
+            if isinstance(self._outcome[0], Connection):
+                self._outcome[0].close()
+
+    def __str__(self) -> str:
+        return self.address
+
+
+def connect_soon(cluster: Any) -> Any:
+    """``cluster``, or for a scheduler address (``tcp://HOST:PORT``, ...) a :class:`PendingConnection`
+    to it, started now (a local cluster is started when it is needed)."""
+    if not isinstance(cluster, str) or cluster == "local" or cluster.startswith("local:") or "://" not in cluster:
+        return cluster
+    check_dask_installed()
+    return PendingConnection(cluster)
+
+
 def require_dask():
     """The ``distributed`` module, or a clear error when Dask is not installed."""
     try:
@@ -97,6 +158,8 @@ def connect(cluster: Any, *, device: str = "auto", gpus: str | Sequence[int] | N
     """A :class:`Connection` for ``cluster``: ``"local"``/``"local:N"`` (a local cluster of worker
     processes started here), a scheduler address (``tcp://HOST:PORT``, ``tls://...``), a
     ``distributed.Client`` or a cluster object (``LocalCluster``, dask-jobqueue, dask-kubernetes)."""
+    if isinstance(cluster, PendingConnection):
+        return cluster.result()
     distributed = require_dask()
     if isinstance(cluster, distributed.Client):
         return Connection(cluster, f"cluster {cluster.scheduler.address}")

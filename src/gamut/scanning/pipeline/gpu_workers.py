@@ -75,7 +75,10 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
     conn.send(("ready", None))
     from gamut.scanning.pipeline.stripes import warm_worker
 
-    warm_worker()  # while this process' parent reads the inputs (its first request waits in the pipe)
+    # The warm-up runs while this process' parent reads the inputs, and while this thread takes
+    # its shared object (a stripe: its references are read meanwhile); a stream waits for its end.
+    warming = threading.Thread(target=warm_worker, name="gamut-warm-up", daemon=True)
+    warming.start()
     shared = None
     while True:
         try:
@@ -91,6 +94,7 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
                 shared, warm = message[1], message[2]
                 _reply(conn, ("ok", warm(shared) if warm is not None else None))
             else:
+                warming.join()
                 inbox = _Inbox(conn)
                 for key, value in message[1](shared, inbox):
                     fds: list[int] = []

@@ -119,9 +119,9 @@ class ScanJob:
         check_read_once((query_path, reference_path, job.annotation))
         check_outputs([path for path, _ in job.targets], (query_path, reference_path, job.annotation))
         if job.cluster is not None:
-            from gamut.cluster import require_dask
+            from gamut.cluster import check_dask_installed
 
-            require_dask()
+            check_dask_installed()
         with span("read inputs"):
             return dataclasses.replace(job, queries=read_miranda_fasta(query_path),
                                        references=read_miranda_fasta(reference_path))

@@ -28,7 +28,8 @@ from gamut.scanning.pipeline.gpu_workers import WorkerError, workers_for
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import abandon_on_failure, chunk_stops
-from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, stripe_tasks
+from gamut.scanning.pipeline.stripes import (TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, read_stripe,
+                                             stripe_tasks)
 from gamut.scanning.sinks.base import Sink
 from gamut.timeline import span
 
@@ -133,7 +134,8 @@ def _on_gpu_workers(tasks: list[StripeTask], pool, writer: GroupWriter) -> None:
     """Worker k scans stripe k, its tiles one after the other through one pipeline."""
     streams = [[((g, k), g) for g in range(len(writer.groups))] for k in range(len(tasks))]
     try:
-        for (group, stripe), data in run_pinned(pool, compute_tiles, tasks, streams, held=writer.held, label="tile"):
+        for (group, stripe), data in run_pinned(pool, compute_tiles, tasks, streams, held=writer.held, label="tile",
+                                                     prepare=read_stripe):
             writer.deliver(group, stripe, data)
     except WorkerError as exc:
         raise exc.advised("run it again (or on one GPU)") from None

@@ -108,6 +108,13 @@ def rect_layout(pairs: np.ndarray, r0: int, n_refs: int) -> RectLayout:
     return RectLayout(q0, q1 - q0, r0 + a, b - a, n_refs)
 
 
+def read_stripe(task: StripeTask) -> None:
+    """Read and encode the stripe's references: a worker does it as its task arrives, while it
+    still warms up (:func:`warm_worker`), so that its first tile starts as the warm-up ends."""
+    with span("stripe read", stripe=task.stripe.index):
+        task.job.scan_input.reference_set  # noqa: B018  (kept by the job's scan input)
+
+
 def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterator[tuple[Any, Any]]:
     """The data of each tile ``(key, group index)`` of ``taken`` (this worker's stripe), as ``(key,
     data)`` in that order, through one pipeline (the next tile's first rectangles align while
