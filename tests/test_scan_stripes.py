@@ -152,3 +152,17 @@ def test_stripes_on_a_dask_cluster_match_one_process(host_lib, tmp_path, monkeyp
     run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
     for (striped_out, fmt), (alone, _) in zip(outs, single):
         assert Path(striped_out).read_bytes() == Path(alone).read_bytes(), fmt
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 80), max_size=60), st.integers(1, 500), st.integers(1, 20_000))
+def test_a_tiles_rectangles_cover_it_evenly_in_no_more_chunks_than_greedy_ones(lengths, letters, cells):
+    from gamut.scanning.pipeline.pairs import even_row_runs, row_runs
+
+    runs = even_row_runs(np.array(lengths, np.int64), letters, cells)
+    if not lengths:
+        assert runs == []
+        return
+    assert runs[0][0] == 0 and runs[-1][1] == len(lengths)
+    assert all(a < b for a, b in runs) and all(x[1] == y[0] for x, y in zip(runs, runs[1:]))
+    assert len(runs) <= len(row_runs(np.array(lengths, np.int64), letters, cells))
