@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from gamut.io.memfd_array import joined
 from gamut.io.textcols import TextBuilder
 from gamut.io.textout import WriteBehind, raw_text, write_bytes
 from gamut.io.threads import Parallel
@@ -114,8 +115,9 @@ class TextSink:
     def write_part(self, part: Partition, data: bytes) -> None:
         self._writes.write(lambda: data)
 
-    def render_tile(self, chunks: Chunks) -> tuple[bytes, np.ndarray]:
-        """A tile's text and where each of its rows (a query against the stripe) begins, with the
+    def render_tile(self, chunks: Chunks) -> tuple[np.ndarray, np.ndarray]:
+        """A tile's text (uint8, in a memfd's pages where the system has them: a worker hands it over
+        without a copy) and where each of its rows (a query against the stripe) begins, with the
         end last: row k is ``text[offsets[k]:offsets[k+1]]``. A chunk is rendered on a thread of
         its own while the next is built."""
         pieces: list[np.ndarray] = []
@@ -130,7 +132,7 @@ class TextSink:
             if pending is not None:
                 _collect(pending.result(), pieces, starts)
         size = sum(p.shape[0] for p in pieces)
-        return b"".join(pieces), np.concatenate([*starts, np.array([size], np.int64)])
+        return joined(pieces), np.concatenate([*starts, np.array([size], np.int64)])
 
     def write_rows(self, tiles: Sequence[tuple[Any, np.ndarray]], stop: int) -> None:
         views = [memoryview(text) for text, _ in tiles]
