@@ -166,3 +166,30 @@ def test_a_tiles_rectangles_cover_it_evenly_in_no_more_chunks_than_greedy_ones(l
     assert runs[0][0] == 0 and runs[-1][1] == len(lengths)
     assert all(a < b for a, b in runs) and all(x[1] == y[0] for x, y in zip(runs, runs[1:]))
     assert len(runs) <= len(row_runs(np.array(lengths, np.int64), letters, cells))
+
+
+def test_a_cluster_workers_stripe_pipeline_is_kept_between_its_runs(host_lib, tmp_path):
+    """``compute_tile_run`` keeps a stripe's pipeline between consecutive runs of a worker: runs give the
+    tiles of one run of every group; a run that is not the next (a retry) starts its own pipeline,
+    and the last run lets the pipeline go."""
+    from gamut.scanning.pipeline import stripes
+    from gamut.scanning.sinks import sink_class
+
+    job = _job("real_trim", [(str(tmp_path / "s.tsv"), "tsv")])
+    tasks = stripes.stripe_tasks(job.where(progress=False), (sink_class("tsv"),), host_engine_factory(host_lib), 2,
+                                 tile_cells=150_000)
+    task = tasks[1]
+    count = len(task.groups)
+    assert count >= 5
+
+    def text(tiles):
+        return [(g, bytes(memoryview(data[0]))) for g, data in tiles]
+
+    whole = text(stripes.compute_tile_run(task, range(count)))
+    assert [g for g, _ in whole] == list(range(count)) and not stripes._STREAMS._kept
+    runs = text(stripes.compute_tile_run(task, [0, 1])) + text(stripes.compute_tile_run(task, [2]))
+    assert (task.token, 1) in stripes._STREAMS._kept  # kept for the next run
+    again = text(stripes.compute_tile_run(task, [1, 2]))  # not the next: a pipeline of its own
+    rest = text(stripes.compute_tile_run(task, range(3, count)))
+    assert runs + rest == whole and again == whole[1:3]
+    assert not stripes._STREAMS._kept  # the last run let it go
