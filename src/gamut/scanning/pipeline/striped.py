@@ -40,15 +40,16 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     each), or on the workers of the Dask cluster ``conn`` (one stripe per worker); each of
     ``sinks`` writes its output (``job.targets``)."""
     lanes = worker_addresses(conn) if conn is not None else list(gpus)
+    here = conn is None or on_this_machine(lanes)
     threads = job.threads
-    if threads is None and conn is None:
+    if threads is None and here:  # workers of this machine share its cores
         threads = max(1, (os.cpu_count() or 1) // len(lanes))
     worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=None, progress=False)
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
     with span("plan stripes"):
         tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), job.partition_cells or TILE_CELLS,
-                             from_file=conn is None or on_this_machine(lanes))
+                             from_file=here)
     if any(sink.regroups for sink in sinks):
         from gamut.scanning.engines.gpu_plan import chunk_sizes
 
