@@ -1,0 +1,26 @@
+# Issue 45's closing measurements on one host (2026-11-28, night): the scaling run with the golden miRanda
+# cases on every GPU set and the Dask cluster, issue 45's GPU tests, and the small cases of scan_e2e.py
+# (acceptance 5). Run on the GPU machine from the repository root, with .whl and .data; KIND names the results.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests:$PWD/bench NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONUNBUFFERED=1 GAMUT_SERVER=off PYTHONPYCACHEPREFIX=/tmp/pycache PATH=/tmp/site/bin:$PATH
+unset PYTHONDONTWRITEBYTECODE
+R=$OUT/r; mkdir -p $R
+KIND=${KIND:-nvidia-h200-x2-2026-11-28l}
+SETS=${SETS:-0 0,1}
+GOLDEN=${GOLDEN---golden tests/data/miranda}
+python3 bench/scan_scaling.py --data .data --gpu-sets $SETS --dask --modes fast,default --repeat ${REPEAT:-1} --timeline \
+  --small-copies ${SMALL:-1} $GOLDEN --kind $KIND --out $R 2>&1 | tail -12
+if [ -n "${TESTS-1}" ]; then
+  { echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader | uniq -c | xargs) ($KIND)"
+    echo "# command: python3 -m pytest -q -m gpu tests/test_scan_gpu.py tests/test_scan_gpu_workers.py tests/test_serve.py tests/test_cuda_device.py tests/test_record_range.py tests/test_energy_gpu.py tests/test_scan_extreme_params.py; then python3 -m pytest -q tests/test_scan_stripes.py tests/test_handoff.py"
+    python3 -m pytest -q -m gpu tests/test_scan_gpu.py tests/test_scan_gpu_workers.py tests/test_serve.py tests/test_cuda_device.py \
+      tests/test_record_range.py tests/test_energy_gpu.py tests/test_scan_extreme_params.py -p no:cacheprovider 2>&1 | tail -4
+    python3 -m pytest -q tests/test_scan_stripes.py tests/test_handoff.py -p no:cacheprovider 2>&1 | tail -2
+  } > $R/pytest_gpu_$KIND.log 2>&1
+  tail -3 $R/pytest_gpu_$KIND.log
+fi
+if [ -n "${E2E-1}" ]; then
+  python3 bench/scan_e2e.py --device cuda --cases clip,sars --clip 20000 --modes default --repeat 3 --data .data \
+    --kind $KIND --out $R --gpus 0 2>&1 | tail -6
+fi
+cd $OUT && tar czf r.tgz r && rm -rf r
