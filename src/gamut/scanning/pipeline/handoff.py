@@ -16,7 +16,6 @@ import socket
 from typing import Any
 
 from gamut.io.descriptors import receive_fds
-from gamut.io.memfd_array import MemfdArray
 
 
 class _Shared:
@@ -34,6 +33,8 @@ def share(value: Any, fds: list[int], share_from: int) -> Any:
     the system has no memfd, ``value`` as it is."""
     if isinstance(value, tuple):
         return tuple(share(item, fds, share_from) for item in value)
+    from gamut.io.memfd_array import MemfdArray  # (here: a worker imports this module before NumPy and Numba)
+
     if isinstance(value, MemfdArray) and value.fd is not None and value.nbytes >= max(share_from, 1):
         fds.append(os.dup(value.fd))  # already in a memfd's pages: no copy (the caller closes this one)
         return _Shared(int(value.nbytes))
