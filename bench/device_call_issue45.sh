@@ -1,9 +1,6 @@
 # One device call of issue 45's work (2026-11-28, night): the scaling run at this commit, then py-spy of
 # default mode (one GPU; --gpus 0,1). Run on a GPU machine from the repository root, with .whl and .data.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests:$PWD/bench NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONUNBUFFERED=1 GAMUT_SERVER=off PYTHONPYCACHEPREFIX=/tmp/pycache PATH=/tmp/site/bin:$PATH
-unset PYTHONDONTWRITEBYTECODE
-R=$OUT/r; mkdir -p $R
+. bench/device_env.sh
 KIND=${KIND:-nvidia-h200-x2-2026-11-28j}
 SETS=${SETS:-0 0,1}
 python3 bench/scan_scaling.py --data .data --gpu-sets $SETS --dask --modes fast,default --repeat ${REPEAT:-2} --timeline \

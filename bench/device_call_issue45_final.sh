@@ -1,10 +1,7 @@
 # Issue 45's closing measurements on one host (2026-11-28, night): the scaling run with the golden miRanda
 # cases on every GPU set and the Dask cluster, issue 45's GPU tests, and the small cases of scan_e2e.py
 # (acceptance 5). Run on the GPU machine from the repository root, with .whl and .data; KIND names the results.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests:$PWD/bench NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONUNBUFFERED=1 GAMUT_SERVER=off PYTHONPYCACHEPREFIX=/tmp/pycache PATH=/tmp/site/bin:$PATH
-unset PYTHONDONTWRITEBYTECODE
-R=$OUT/r; mkdir -p $R
+. bench/device_env.sh
 KIND=${KIND:-nvidia-h200-x2-2026-11-28l}
 SETS=${SETS:-0 0,1}
 GOLDEN=${GOLDEN---golden tests/data/miranda}

@@ -1,10 +1,7 @@
 # Issue 45 on 4x H200 in one device call (2026-11-28, night): do CUDA context starts overlap; what four plain
 # one-GPU processes on a stripe each can give (fast and default mode); the scaling run at this commit; and
 # one worker per GPU. Run on the GPU machine from the repository root, with .whl and .data.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH=/tmp/site:$PWD/src:$PWD/tests:$PWD/bench NUMBA_CACHE_DIR=/tmp/numba-cache PYTHONUNBUFFERED=1 GAMUT_SERVER=off PYTHONPYCACHEPREFIX=/tmp/pycache PATH=/tmp/site/bin:$PATH
-unset PYTHONDONTWRITEBYTECODE
-R=$OUT/r; mkdir -p $R
+. bench/device_env.sh
 nproc; nvidia-smi --query-gpu=name --format=csv,noheader | uniq -c
 echo "== context starts"
 for g in 0,1,2,3 0,0,1,1,2,2,3,3; do python3 bench/cuda_context_starts.py --gpus $g; done 2>&1 | tee $R/ctx.jsonl
