@@ -232,12 +232,21 @@ def even_row_runs(query_lengths: np.ndarray, letters: int, cells: int) -> list[t
     remainder, and a GPU chunk's cost is nearly fixed up to its preferred size (a stripe worker ran
     205 rectangles where one GPU ran 161 chunks for the same cells, 2x H200)."""
     lengths = np.asarray(query_lengths, np.int64)
-    n = int(lengths.shape[0])
-    if n == 0:
+    if lengths.shape[0] == 0:
         return []
-    cum = np.cumsum(lengths) * max(int(letters), 1)
-    total = int(cum[-1])
+    total = int(lengths.sum()) * max(int(letters), 1)
     parts = min(len(row_runs(lengths, letters, cells)), max(1, -(-total // max(int(cells) + int(cells) // 8, 1))))
+    return even_parts(lengths, parts)
+
+
+def even_parts(weights: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """At most ``parts`` consecutive ranges ``(a, b)`` of the items of ``weights``, none empty, each
+    of about an equal share of the total weight (fewer ranges when there are fewer items)."""
+    weights = np.asarray(weights, np.int64)
+    n = int(weights.shape[0])
+    parts = max(1, min(int(parts), n))
+    cum = np.cumsum(weights)
+    total = int(cum[-1]) if n else 0
     bounds = [0]
     for k in range(1, parts):
         cut = int(np.searchsorted(cum, total * k / parts, side="left")) + 1

@@ -28,7 +28,7 @@ import numpy as np
 
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pair_run import rect_of
-from gamut.scanning.pipeline.pairs import ScanInput, row_runs
+from gamut.scanning.pipeline.pairs import ScanInput, even_parts, row_runs
 from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sinks
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.timeline import mark, span
@@ -52,17 +52,7 @@ class Stripe:
 def plan_stripes(lengths: np.ndarray, count: int) -> list[Stripe]:
     """At most ``count`` stripes of consecutive references with about equal letters each (none
     empty: fewer when there are fewer references)."""
-    lengths = np.asarray(lengths, np.int64)
-    n = int(lengths.shape[0])
-    count = max(1, min(int(count), n))
-    cum = np.cumsum(lengths)
-    total = int(cum[-1]) if n else 0
-    bounds = [0]
-    for k in range(1, count):
-        cut = int(np.searchsorted(cum, total * k / count, side="left")) + 1
-        bounds.append(min(max(cut, bounds[-1] + 1), n - (count - k)))
-    bounds.append(n)
-    return [Stripe(k, a, b) for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    return [Stripe(k, a, b) for k, (a, b) in enumerate(even_parts(lengths, count))]
 
 
 def plan_groups(query_lengths: np.ndarray, stripe_letters: int, tile_cells: int = TILE_CELLS) -> list[tuple[int, int]]:
