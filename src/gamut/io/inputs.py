@@ -14,6 +14,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
 from xopen import xopen
@@ -242,12 +243,13 @@ def read_input_array(path: str | os.PathLike) -> np.ndarray:
     return read_input_file(path)[0]
 
 
-def read_input_file(path: str | os.PathLike) -> tuple[np.ndarray, os.stat_result | None]:
+def read_input_file(path: str | os.PathLike) -> tuple[np.ndarray, FileSource | None]:
     """All bytes of input ``path``, decompressed (see :func:`open_input`), as a writable uint8 array
-    (for a parser that works in place), and, for a regular uncompressed file, its status while it
-    was read (None for a compressed file, a stream, or a file written to meanwhile: the array is
-    then what was read, but not the file as it is). Such a file is read straight into the array:
-    no bytes object between, and NumPy's large arrays take huge pages, which are faster to fill."""
+    (for a parser that works in place), and, for a regular uncompressed file, what it was while it
+    was read (by its absolute path; None for a compressed file, a stream, or a file written to
+    meanwhile: the array is then what was read, but not the file as it is). Such a file is read
+    straight into the array: no bytes object between, and NumPy's large arrays take huge pages,
+    which are faster to fill."""
     import numpy as np  # here: the command line starts without NumPy
 
     with open_input(path) as handle:
@@ -255,22 +257,33 @@ def read_input_file(path: str | os.PathLike) -> tuple[np.ndarray, os.stat_result
             raw = getattr(handle, "raw", None)
             if not isinstance(raw, io.FileIO):  # compressed, or a stream
                 return np.frombuffer(handle.read(), np.uint8).copy(), None
-            before = os.fstat(raw.fileno())
-            array = np.empty(before.st_size + 1, np.uint8)  # a byte more: the end is the read that returns none
+            where = os.path.abspath(path)
+            before = FileSource.of(where, os.fstat(raw.fileno()))
+            array = np.empty(before.size + 1, np.uint8)  # a byte more: the end is the read that returns none
             view = memoryview(array)
             filled = 0
             while filled < array.shape[0] and (got := handle.readinto(view[filled:])):
                 filled += got
             if filled == array.shape[0]:  # the file grew while it was read
                 return np.concatenate([array, np.frombuffer(handle.read(), np.uint8)]), None
-            unchanged = filled == before.st_size and _same_file(before, os.fstat(raw.fileno()))
+            unchanged = filled == before.size and FileSource.of(where, os.fstat(raw.fileno())) == before
             return array[:filled], before if unchanged else None
         except READ_ERRORS as exc:
             raise InputError(f"{os.fspath(path)}: cannot read ({reason(exc)})") from None
 
 
-def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
-    """Whether two statuses are of one file, not written to between them (its ctime changes on any
-    write, and no one can set it back)."""
-    keys = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
-    return all(getattr(a, key) == getattr(b, key) for key in keys)
+@dataclass(frozen=True)
+class FileSource:
+    """A regular file as it was when it was read: two are equal only for one file that nobody wrote
+    to between them (a write changes its ctime, and no one can set that back)."""
+
+    path: str
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: str, st: os.stat_result) -> FileSource:
+        return cls(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

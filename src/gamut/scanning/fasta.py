@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from gamut.errors import InputError
-from gamut.io.inputs import read_input_file
+from gamut.io.inputs import FileSource, read_input_file
 from gamut.io.textout import header_text, raw_text
 from gamut.scanning.alphabet import CLASS_OF, encode
 from gamut.scanning.sequences import SequenceSet
@@ -49,23 +49,6 @@ def is_utf8(text: str) -> bool:
 def shown(text: str) -> str:
     """Header text for a message: bytes that are not UTF-8 written as ``\\xNN``."""
     return raw_text(text).decode("utf-8", "backslashreplace")
-
-
-@dataclass(frozen=True)
-class FileSource:
-    """A plain (uncompressed) regular file that records were read from, as it was then: a
-    :class:`RecordRange` reads some of them again, and knows the file changed if it did."""
-
-    path: str
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int  # (any write changes it, and no one can set it back)
-
-    @classmethod
-    def of(cls, path: str, st: os.stat_result) -> FileSource:
-        return cls(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,10 +141,9 @@ def _read_bytes(path: str | os.PathLike) -> tuple[np.ndarray, FileSource | None]
     its content), and, for a plain file, what it was as they were read (by its absolute path: a
     worker process may run in another folder)."""
     try:
-        data, st = read_input_file(path)
+        return read_input_file(path)
     except InputError as exc:  # miRanda's wording for a file it cannot open
         raise InputError(f"cannot open file {exc}") from None
-    return data, None if st is None else FileSource.of(os.path.abspath(path), st)
 
 
 # What the compiled pass sees in a byte: a class code (0..4) for a letter, or one of these.
