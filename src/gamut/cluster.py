@@ -44,11 +44,10 @@ class PendingConnection:
     command reads its inputs meanwhile: importing Dask and joining the cluster took 0.5 s before
     the inputs were read); :func:`connect` given one returns its connection, raising its error."""
 
-    def __init__(self, address: str, **options: Any) -> None:
+    def __init__(self, address: str) -> None:
         import threading
 
         self.address = address
-        self._options = options
         self._taken = False
         self._outcome: list[Any] = []
         self._thread = threading.Thread(target=self._connect, name="gamut-dask-connect", daemon=True)
@@ -56,7 +55,7 @@ class PendingConnection:
 
     def _connect(self) -> None:
         try:
-            self._outcome.append(connect(self.address, **self._options))
+            self._outcome.append(connect(self.address))
         except BaseException as exc:  # noqa: BLE001 (raised by result(), in the caller's thread)
             self._outcome.append(exc)
 

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     pairs = restrict_lines(args.restrict) if args.restrict else None
     if pairs is not None:
         params = dataclasses.replace(params, restrict=frozenset(pairs))
-    from gamut.cluster import connect_soon
+    from gamut.cluster import PendingConnection, connect_soon
 
     # A scheduler address is joined on a thread while the inputs are read.
     options["cluster"] = cluster = connect_soon(args.cluster)
@@ -194,6 +194,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
             warn_unknown_pairs(args.restrict, pairs, job.queries, job.references)
         run_job(job)
     finally:
-        if hasattr(cluster, "discard"):
+        if isinstance(cluster, PendingConnection):
             cluster.discard()
     return 0
