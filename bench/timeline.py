@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 COLOURS = {"align": "#4c72b0", "read inputs": "#dd8452", "engine and stripe ready": "#55a868",
-           "worker receives": "#c44e52", "write group": "#8172b3", "plan stripes": "#937860"}
+           "worker receives": "#c44e52", "write group": "#8172b3", "plan stripes": "#937860",
+           "hits": "#da8bc3", "chunk text": "#8c8c8c", "chunk built": "#ccb974"}
 
 
 def load(path: Path) -> list[dict]:

@@ -31,27 +31,34 @@ class MemfdArray(np.ndarray):
 
 
 def joined(pieces: Sequence[np.ndarray]) -> np.ndarray:
-    """``pieces`` (uint8 arrays) end to end: a :class:`MemfdArray` where the system has memfds,
-    else a plain array. One copy, made without the interpreter lock."""
+    """``pieces`` (uint8 arrays) end to end: a :class:`MemfdArray` (read-only) where the system has
+    memfds, else a plain array. One copy, made without the interpreter lock: into the memfd by
+    ``write`` (the kernel fills its pages), which is then mapped. Copying into a mapping of it
+    instead faults each page in from user space: 3.8 s of each stripe worker's 17 s on 2x H200 in
+    default mode (1.1 GB of text each, four workers at once), 2.8x the ``write`` on the development
+    machine."""
+    pieces = [np.ascontiguousarray(p, np.uint8) for p in pieces]
     size = sum(int(p.shape[0]) for p in pieces)
     if size == 0 or not hasattr(os, "memfd_create"):
         out = np.empty(size, np.uint8)
-    else:
-        fd = os.memfd_create("gamut-tile", os.MFD_CLOEXEC)
-        try:
-            os.ftruncate(fd, size)
-            pages = mmap.mmap(fd, size)
-        except OSError:
-            os.close(fd)
-            raise
-        out = np.frombuffer(pages, np.uint8).view(MemfdArray)
-        out.fd = fd
-        weakref.finalize(out, os.close, fd)
-    at = 0
-    for piece in pieces:
-        piece = np.ascontiguousarray(piece, np.uint8)
-        _copy_into(out, piece, at)
-        at += piece.shape[0]
+        at = 0
+        for piece in pieces:
+            _copy_into(out, piece, at)
+            at += piece.shape[0]
+        return out
+    fd = os.memfd_create("gamut-tile", os.MFD_CLOEXEC)
+    try:
+        for piece in pieces:
+            view, written = memoryview(piece), 0
+            while written < len(view):
+                written += os.write(fd, view[written:])
+        pages = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    except OSError:
+        os.close(fd)
+        raise
+    out = np.frombuffer(pages, np.uint8).view(MemfdArray)
+    out.fd = fd
+    weakref.finalize(out, os.close, fd)
     return out
 
 

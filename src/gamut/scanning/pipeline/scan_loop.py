@@ -138,7 +138,7 @@ def scan_chunks(
         chunk, alignments, restart = got
         if restart is not None:
             counter = int(restart)
-        with numba_threads(threads):
+        with numba_threads(threads), span("hits"):
             hits = chunk_hits(queries, references, chunk, alignments, parallel=spare_cores)
             energies = hit_energies(hits, params, threads, engine.energy_device)
             hits.set_energies(energies, params.energy_cutoff, params.strict)

@@ -31,6 +31,7 @@ from gamut.io.memfd_array import joined
 from gamut.io.textcols import TextBuilder
 from gamut.io.textout import WriteBehind, raw_text, write_bytes
 from gamut.io.threads import Parallel
+from gamut.timeline import span
 
 if TYPE_CHECKING:
     from gamut.scanning.pipeline.pairs import Partition
@@ -98,7 +99,9 @@ class TextSink:
         self._writes = WriteBehind(out)  # a chunk is rendered and written while the next one is built
 
     def write(self, result: ChunkResult, spare_cores: Parallel) -> None:
-        self._writes.write(self.build(result, spare_cores).render_array)
+        with span("chunk built"):
+            builder = self.build(result, spare_cores)
+        self._writes.write(builder.render_array)
 
     def render(self, chunks: Chunks, prev_query: int) -> bytes:
         """A partition's text as bytes; ``prev_query`` is the query of the pair before it.
@@ -125,14 +128,17 @@ class TextSink:
         with ThreadPoolExecutor(1, thread_name_prefix="gamut-render") as renderer:
             pending = None
             for result, spare in chunks:
-                builder = self.build(result, spare)
+                with span("chunk built"):
+                    builder = self.build(result, spare)
                 if pending is not None:
                     _collect(pending.result(), pieces, starts)
                 pending = renderer.submit(builder.render_cut, result.layout.row_starts)
             if pending is not None:
                 _collect(pending.result(), pieces, starts)
         size = sum(p.shape[0] for p in pieces)
-        return joined(pieces), np.concatenate([*starts, np.array([size], np.int64)])
+        with span("tile joined"):
+            text = joined(pieces)
+        return text, np.concatenate([*starts, np.array([size], np.int64)])
 
     def write_rows(self, tiles: Sequence[tuple[Any, np.ndarray]], stop: int) -> None:
         views = [memoryview(text) for text, _ in tiles]
