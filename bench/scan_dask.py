@@ -62,7 +62,8 @@ def run(cmd: list[str], env: dict | None = None) -> float:
 class TcpCluster:
     """A scheduler and ``workers`` worker processes on 127.0.0.1 (each its own process group); with
     ``gpus``, one worker per GPU seeing it alone (``CUDA_VISIBLE_DEVICES``, named ``gpuN``, with
-    gamut's preload), as docs/cluster.md tells users to start a cluster of GPUs. ``env``: the processes' environment."""
+    gamut's preload), as docs/cluster.md tells users to start a cluster of GPUs, with ``threads`` threads each
+    (a CPU worker takes one task at a time: the command's ``--threads`` sets its cores). ``env``: the processes' environment."""
 
     def __init__(self, workers: int, threads: int, folder: Path, gpus: list[int] | None = None,
                  env: dict | None = None) -> None:
@@ -81,7 +82,7 @@ class TcpCluster:
             pinned = (({"CUDA_VISIBLE_DEVICES": str(gpus[k])}, "--name", f"gpu{gpus[k]}", "--preload", "gamut.dask_preload")
                       if gpus else ({},))
             self._start("distributed.cli.dask_worker", "--scheduler-file", str(sched_file), "--nworkers", "1",
-                        "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", *pinned[1:], extra=pinned[0])
+                        "--nthreads", str(threads) if gpus else "1", "--no-dashboard", "--host", "127.0.0.1", *pinned[1:], extra=pinned[0])
         self.address = json.loads(sched_file.read_text())["address"]
         from distributed import Client
 

@@ -90,6 +90,8 @@ def main() -> int:
     ap.add_argument("--gpu-sets", nargs="+", default=["0", "0,1", "0,1,2,3"])
     ap.add_argument("--modes", default="fast,default")
     ap.add_argument("--dask", action="store_true", help="also a Dask cluster of the largest set's GPUs (fast mode)")
+    ap.add_argument("--dask-threads", type=int, default=1,
+                    help="threads of each Dask worker (2 with GAMUT_STRIPES_PER_DASK_WORKER=2: two stripes a worker)")
     ap.add_argument("--copies", type=int, default=scan_e2e.TRANSCRIPTOME_COPIES)
     ap.add_argument("--small-copies", type=int, default=1, help="the small set timed on one GPU for linearity (0: none)")
     ap.add_argument("--repeat", type=int, default=2)
@@ -135,7 +137,7 @@ def main() -> int:
             if args.dask and sets:
                 largest = max(sets, key=lambda s: len(s.split(",")))
                 dask_timeline = tmp / "dask_timeline.jsonl"  # where the workers' spans go (--timeline)
-                cluster = TcpCluster(0, 1, tmp, gpus=[int(g) for g in largest.split(",")],
+                cluster = TcpCluster(0, args.dask_threads, tmp, gpus=[int(g) for g in largest.split(",")],
                                      env={**env, "GAMUT_TIMELINE": str(dask_timeline)})
                 report["dask"] = {"gpus": largest, "address": cluster.address}
             runs = [(mode, gpus, None) for mode in modes for gpus in sets]
