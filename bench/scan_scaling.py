@@ -91,7 +91,7 @@ def main() -> int:
     ap.add_argument("--modes", default="fast,default")
     ap.add_argument("--dask", action="store_true", help="also a Dask cluster of the largest set's GPUs (fast mode)")
     ap.add_argument("--dask-threads", type=int, default=1,
-                    help="threads of each Dask worker (2 with GAMUT_STRIPES_PER_DASK_WORKER=2: two stripes a worker)")
+                    help="threads of each GPU worker of the Dask cluster")
     ap.add_argument("--copies", type=int, default=scan_e2e.TRANSCRIPTOME_COPIES)
     ap.add_argument("--small-copies", type=int, default=1, help="the small set timed on one GPU for linearity (0: none)")
     ap.add_argument("--repeat", type=int, default=2)

@@ -468,17 +468,3 @@ def test_a_worker_process_starts_its_gpu_before_it_imports_numpy_or_numba():
             "print(sorted(m for m in ('numpy', 'numba', 'cupy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-
-
-def test_a_dask_worker_takes_as_many_stripes_as_asked(monkeypatch):
-    from gamut.errors import UsageError
-    from gamut.scanning.pipeline.lanes import cluster_lanes
-
-    monkeypatch.delenv("GAMUT_STRIPES_PER_DASK_WORKER", raising=False)
-    assert cluster_lanes(["tcp://a:1", "tcp://b:2"]) == ["tcp://a:1", "tcp://b:2"]
-    monkeypatch.setenv("GAMUT_STRIPES_PER_DASK_WORKER", "2")
-    assert cluster_lanes(["tcp://a:1", "tcp://b:2"]) == ["tcp://a:1", "tcp://a:1", "tcp://b:2", "tcp://b:2"]
-    for bad in ("0", "two"):
-        monkeypatch.setenv("GAMUT_STRIPES_PER_DASK_WORKER", bad)
-        with pytest.raises(UsageError, match="GAMUT_STRIPES_PER_DASK_WORKER"):
-            cluster_lanes(["tcp://a:1"])

@@ -126,9 +126,8 @@ def test_more_workers_than_references(host_lib, tmp_path):
     assert outs[0] == outs[1] and b"Scores for this hit" in outs[0]
 
 
-@pytest.mark.parametrize("per_worker", [1, 2])
-def test_stripes_on_a_dask_cluster_match_one_process(host_lib, tmp_path, monkeypatch, per_worker):
-    """A Dask cluster of two workers, ``per_worker`` stripes each, in runs of tiles
+def test_stripes_on_a_dask_cluster_match_one_process(host_lib, tmp_path, monkeypatch):
+    """A Dask cluster of two workers, a stripe each, in runs of tiles
     (``compute_tile_run``), gives every format byte for byte (the workers scan with the host build of
     the kernels)."""
     pytest.importorskip("distributed")
@@ -143,7 +142,6 @@ def test_stripes_on_a_dask_cluster_match_one_process(host_lib, tmp_path, monkeyp
     here = str(Path(__file__).parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
     monkeypatch.setattr(striped, "RUNS_PER_STRIPE", 3)
-    monkeypatch.setenv("GAMUT_STRIPES_PER_DASK_WORKER", str(per_worker))
     outs = [(str(tmp_path / f"s.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
     job = _job("real_trim", outs, partition_cells=150_000)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,

@@ -1,5 +1,5 @@
-"""How many worker processes a scan on several GPUs starts on each GPU, and how many stripes each worker
-of a GPU cluster takes (a module of its own, below the job and the runners, which both read it)."""
+"""How many worker processes a scan on several GPUs starts on each GPU (a module of its own, below the job
+and the runners, which both read it)."""
 from __future__ import annotations
 
 import os
@@ -27,20 +27,6 @@ def worker_lanes(gpus: Sequence[int]) -> list[int]:
         return gpus
     per = _count_from_env("GAMUT_WORKERS_PER_GPU", WORKERS_PER_GPU)
     return [g for g in gpus for _ in range(per)]
-
-
-#: Stripes of the references per worker of a Dask cluster of GPUs (``GAMUT_STRIPES_PER_DASK_WORKER``
-#: sets it): with two, a worker runs two stripes' pipelines, whose tasks alternate while each
-#: pipeline's alignments run on between them (an experiment: one worker per GPU is host-bound,
-#: 1.15-1.38x on 2x H200 where two processes per GPU give 1.8x; not yet measured, so one).
-STRIPES_PER_DASK_WORKER = 1
-
-
-def cluster_lanes(workers: Sequence[str]) -> list[str]:
-    """The worker of each stripe of a scan on a Dask cluster of GPUs: each worker
-    :data:`STRIPES_PER_DASK_WORKER` times, in order."""
-    per = _count_from_env("GAMUT_STRIPES_PER_DASK_WORKER", STRIPES_PER_DASK_WORKER)
-    return [w for w in workers for _ in range(per)]
 
 
 def _count_from_env(name: str, default: int) -> int:

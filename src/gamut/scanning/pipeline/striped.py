@@ -26,7 +26,6 @@ from gamut.progress import progress_bar
 from gamut.scanning.pipeline.gpu_pinned import run_pinned
 from gamut.scanning.pipeline.gpu_workers import WorkerError, workers_for
 from gamut.scanning.pipeline.job import ScanJob
-from gamut.scanning.pipeline.lanes import cluster_lanes
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import abandon_on_failure, chunk_stops
 from gamut.scanning.pipeline.stripes import (TILE_CELLS, StripeTask, compute_tile_run, compute_tiles, read_stripe,
@@ -40,7 +39,7 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     """Carry out ``job`` (unrestricted) in stripes: on GPU worker processes ``gpus`` (one stripe
     each), or on the workers of the Dask cluster ``conn`` (one stripe per worker); each of
     ``sinks`` writes its output (``job.targets``)."""
-    lanes = cluster_lanes(worker_addresses(conn)) if conn is not None else list(gpus)
+    lanes = worker_addresses(conn) if conn is not None else list(gpus)
     here = conn is None or on_this_machine(lanes)
     threads = job.threads
     if threads is None and here:  # workers of this machine share its cores
