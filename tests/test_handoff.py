@@ -28,6 +28,21 @@ def test_joined_pieces_are_the_pieces_end_to_end(parts):
     assert type(pickle.loads(pickle.dumps(text))) is np.ndarray  # a plain array elsewhere
 
 
+@needs_memfd
+def test_a_joined_tile_is_read_only_and_takes_any_pieces():
+    """Strided and empty pieces join as their bytes; the memfd's pages are mapped read-only."""
+    text = joined([np.arange(10, dtype=np.uint8)[::2], np.zeros(0, np.uint8), np.frombuffer(b"xyz", np.uint8)])
+    assert isinstance(text, MemfdArray) and text.tobytes() == bytes(range(0, 10, 2)) + b"xyz"
+    assert not text.flags.writeable
+    assert os.pread(text.fd, 16, 0) == text.tobytes()  # the memfd holds the bytes themselves
+
+
+def test_joined_without_memfds_is_a_plain_array(monkeypatch):
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    text = joined([np.frombuffer(b"ab", np.uint8), np.arange(10, dtype=np.uint8)[::2]])
+    assert type(text) is np.ndarray and text.tobytes() == b"ab" + bytes(range(0, 10, 2))
+
+
 def _round_trip(value, share_from: int):
     """``value`` through share() on one end of a pipe and unshare() on the other, as between a worker
     and its parent; also how many descriptors went along."""
