@@ -82,6 +82,34 @@ def _job(case: str, outputs, params: ScanParams | None = None, **extra) -> ScanJ
 FORMATS = {"miranda": "txt", "tsv": "tsv", "jsonl": "jsonl", "parquet": "parquet", "bed6": "bed6"}
 
 
+@pytest.mark.parametrize("lanes", ["1", "3", "4"])
+def test_any_number_of_gpu_lanes_gives_the_same_bytes(host_lib, tmp_path, monkeypatch, lanes):
+    """``GAMUT_GPU_LANES``: chunks aligned at once by the GPU engine (host build), in one process and
+    on stripe workers, every format the same bytes as two lanes."""
+    outs = lambda tag: [(str(tmp_path / f"{tag}.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
+    two = _job("real_trim", outs("two"), partition_cells=200_000)
+    run_in_process(two, make_sinks(two), host_engine_factory(host_lib))
+    monkeypatch.setenv("GAMUT_GPU_LANES", lanes)
+    assert host_engine_factory(host_lib)().concurrent_chunks == int(lanes)
+    here = _job("real_trim", outs("here"), partition_cells=200_000)
+    run_in_process(here, make_sinks(here), host_engine_factory(host_lib))
+    striped = _job("real_trim", outs("striped"), partition_cells=200_000)
+    run_partitioned(striped, make_sinks(striped), host_engine_factory(host_lib), gpu_workers=[0, 0])
+    for suffix in FORMATS.values():
+        expected = (tmp_path / f"two.{suffix}").read_bytes()
+        assert (tmp_path / f"here.{suffix}").read_bytes() == expected, suffix
+        assert (tmp_path / f"striped.{suffix}").read_bytes() == expected, suffix
+
+
+def test_gpu_lanes_must_be_a_count(host_lib, monkeypatch):
+    from gamut.errors import UsageError
+
+    for bad in ("0", "two", "17"):
+        monkeypatch.setenv("GAMUT_GPU_LANES", bad)
+        with pytest.raises(UsageError, match="GAMUT_GPU_LANES"):
+            host_engine_factory(host_lib)()
+
+
 @pytest.mark.parametrize("case, workers, tile_cells", [
     ("real_trim", 2, 200_000),  # many groups
     ("real_trim", 3, 10**12),  # one group
