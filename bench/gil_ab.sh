@@ -33,8 +33,8 @@ run() {  # name, env assignments..., -- scan flags
   if [ -z "$FIRST" ]; then FIRST=$name; mv $W/o.tsv $W/first.tsv; else cmp -s $W/first.tsv $W/o.tsv && same=same || same=DIFFERS; fi
   echo "$name rc=$rc wall=$(python3 -c "print(f'{$e-$s:.2f}')") $same"  | tee -a $R/runs.txt
 }
-run d1_k1 -- --gpus 0
-run d2_k1 -- --gpus 0,1
+run d1_k1 X=1 -- --gpus 0
+run d2_k1 X=1 -- --gpus 0,1
 run d1_k1_si05 GAMUT_BENCH_SWITCH_INTERVAL=0.0005 -- --gpus 0
 run d2_k1_si05 GAMUT_BENCH_SWITCH_INTERVAL=0.0005 -- --gpus 0,1
 run d1_k1_si01 GAMUT_BENCH_SWITCH_INTERVAL=0.0001 -- --gpus 0
@@ -42,10 +42,10 @@ run d2_k1_si01 GAMUT_BENCH_SWITCH_INTERVAL=0.0001 -- --gpus 0,1
 run d2_k1_w3 GAMUT_WORKERS_PER_GPU=3 -- --gpus 0,1
 run d2_k1_w4 GAMUT_WORKERS_PER_GPU=4 -- --gpus 0,1
 run d2_k1_w3_si05 GAMUT_WORKERS_PER_GPU=3 GAMUT_BENCH_SWITCH_INTERVAL=0.0005 -- --gpus 0,1
-run d2_k1_again -- --gpus 0,1
+run d2_k1_again X=1 -- --gpus 0,1
 FIRST=""
-run f1_k1 -- --noenergy --score-threshold 160 --gpus 0
-run f2_k1 -- --noenergy --score-threshold 160 --gpus 0,1
+run f1_k1 X=1 -- --noenergy --score-threshold 160 --gpus 0
+run f2_k1 X=1 -- --noenergy --score-threshold 160 --gpus 0,1
 run f2_k1_si05 GAMUT_BENCH_SWITCH_INTERVAL=0.0005 -- --noenergy --score-threshold 160 --gpus 0,1
 for g in 0 0,1; do
   py-spy record --subprocesses --gil --threads --nonblocking --format raw -r 200 -o $R/pyspy_gil_d${g/,/-}.txt -- \
