@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
 from decimal import Decimal
 from typing import Callable, Union
@@ -64,6 +65,13 @@ def number(value: object, option: str, *, whole: bool = False, at_least: Number 
         return parse_number(value, whole=whole, at_least=at_least, at_most=at_most)
     except NumberError as exc:
         raise UsageError(f"{option}: {exc}") from None
+
+
+def env_count(name: str, default: int, *, at_most: int | None = None) -> int:
+    """A whole count of at least 1 (and at most ``at_most``) from environment variable ``name``;
+    ``default`` when it is unset or empty; else a one-line :class:`UsageError` naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    return int(number(raw, name, whole=True, at_least=1, at_most=at_most)) if raw else default
 
 
 def number_type(*, whole: bool = False, at_least: Number | None = None,

@@ -1,4 +1,4 @@
-"""File descriptors received from another process over a Unix socket (``SCM_RIGHTS``)."""
+"""File descriptors: received from another process over a Unix socket (``SCM_RIGHTS``), written whole."""
 from __future__ import annotations
 
 import os
@@ -13,3 +13,10 @@ def receive_fds(sock: socket.socket, size: int, max_fds: int) -> tuple[bytes, li
     for fd in fds:
         os.set_inheritable(fd, False)
     return data, list(fds)
+
+
+def write_all(fd: int, data) -> None:
+    """Write every byte of ``data`` (any buffer) to ``fd`` (``os.write`` may write only some)."""
+    view, written = memoryview(data).cast("B"), 0
+    while written < len(view):
+        written += os.write(fd, view[written:])

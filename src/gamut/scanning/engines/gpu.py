@@ -22,7 +22,6 @@ when a :class:`GpuEngine` is created.
 from __future__ import annotations
 
 import functools
-import os
 import queue
 import threading
 import time
@@ -32,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from gamut.errors import DeviceError, InputError
+from gamut.numerals import env_count
 from gamut.scanning.alignments import ChunkAlignments
 from gamut.scanning.engines.common import QueryCache
 from gamut.scanning.engines.gpu_device import Collector, CupyBackend, DeviceRun, bucket_profiles, upload_references
@@ -52,19 +52,6 @@ from gamut.scanning.params import ScanParams, row_scheme, same_length_tables
 from gamut.scanning.sequences import SequenceSet
 
 
-def gpu_lanes(default: int) -> int:
-    """Chunks a GPU engine aligns at once: ``GAMUT_GPU_LANES`` if set, else ``default``. A measurement
-    knob for one process per GPU (a Dask worker, a one-GPU scan): in run n on 2x H200 (2026-11-28) such
-    a process kept its two chunks in flight 86% of the time and aligned 60 chunks a second, where the
-    two processes of two chunks each that ``--gpus`` runs on a GPU aligned 77 a second together."""
-    raw = os.environ.get("GAMUT_GPU_LANES", "").strip()
-    if not raw:
-        return default
-    from gamut.numerals import number
-
-    return int(number(raw, "GAMUT_GPU_LANES", whole=True, at_least=1, at_most=16))
-
-
 class GpuEngine:
     """miRanda-exact alignment on CUDA GPUs ``gpu_ids`` (pairs split evenly by cells).
 
@@ -77,13 +64,16 @@ class GpuEngine:
     occupies_cores = False
     #: Chunks the runner may align at once (each on threads and streams of its own): one chunk's
     #: host work (task tables, transfers, survivors, results) overlaps another's kernels.
-    #: ``GAMUT_GPU_LANES`` sets the count of an engine (a measurement knob, see :func:`gpu_lanes`).
+    #: ``GAMUT_GPU_LANES`` sets an engine's count (1-16), a measurement knob for one process per GPU
+    #: (a Dask worker, a one-GPU scan): in run n on 2x H200 (2026-11-28) such a process kept its two
+    #: chunks in flight 86% of the time and aligned 60 chunks a second, where the two processes of two
+    #: chunks each that ``--gpus`` runs on a GPU aligned 77 a second together.
     concurrent_chunks = 2
 
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:
         self.tuning = tuning or GpuTuning()
-        self.concurrent_chunks = gpu_lanes(type(self).concurrent_chunks)
+        self.concurrent_chunks = env_count("GAMUT_GPU_LANES", type(self).concurrent_chunks, at_most=16)
         if backends is None:
             if not gpu_ids:
                 raise DeviceError("no CUDA GPU selected for the GPU engine")

@@ -15,7 +15,7 @@ import os
 import socket
 from typing import Any
 
-from gamut.io.descriptors import receive_fds
+from gamut.io.descriptors import receive_fds, write_all
 
 
 class _Shared:
@@ -42,9 +42,7 @@ def share(value: Any, fds: list[int], share_from: int) -> Any:
         return value
     fd = os.memfd_create("gamut-result", os.MFD_CLOEXEC)
     fds.append(fd)
-    view, written = memoryview(value), 0
-    while written < len(view):
-        written += os.write(fd, view[written:])
+    write_all(fd, value)
     return _Shared(len(value))
 
 

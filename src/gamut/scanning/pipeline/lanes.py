@@ -2,10 +2,9 @@
 and the runners, which both read it)."""
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
-from gamut.errors import UsageError
+from gamut.numerals import env_count
 
 #: Worker processes per GPU of a scan on several distinct GPUs (``GAMUT_WORKERS_PER_GPU`` sets it).
 #: A stripe worker's own host work (its interpreter: task tables, hits, rendering), not its GPU,
@@ -25,17 +24,6 @@ def worker_lanes(gpus: Sequence[int]) -> list[int]:
     gpus = [int(g) for g in gpus]
     if len(gpus) < 2 or len(set(gpus)) < len(gpus):
         return gpus
-    per = _count_from_env("GAMUT_WORKERS_PER_GPU", WORKERS_PER_GPU)
+    per = env_count("GAMUT_WORKERS_PER_GPU", WORKERS_PER_GPU)
     return [g for g in gpus for _ in range(per)]
 
-
-def _count_from_env(name: str, default: int) -> int:
-    """A count of at least 1 from environment variable ``name`` (``default`` when unset or empty)."""
-    raw = os.environ.get(name, "").strip()
-    try:
-        count = int(raw) if raw else default
-    except ValueError:
-        raise UsageError(f"{name} must be a whole number, got '{raw}'") from None
-    if count < 1:
-        raise UsageError(f"{name} must be at least 1, got {count}")
-    return count
