@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 45: how many Numba threads each GPU worker process gets. A worker of this machine got its share of
+# the cores (cores / workers); on 2x H200, a Dask worker given all 32 instead of 16 built its chunks'
+# hits and rows 1.7x faster and ended its stripe 0.4 s sooner (bench/dask_ab.sh, run r). A/B on one host,
+# whole `gamut scan` processes on the transcriptome set, fast mode (--noenergy --score-threshold 160):
+# one GPU; --gpus ALL with --threads as given in THREADS ("" = the default); a Dask cluster of one
+# worker per GPU (as docs/cluster.md says) with DASK_THREADS; DEFAULT_MODE=1 adds default mode (TSV with
+# energies) on one GPU and on ALL with DEFAULT_THREADS. Two runs each; outputs compared with the first's
+# bytes; spans beside the results. Run on the GPU machine from the repository root, .whl and .data carried.
+set -u
+. bench/device_env.sh
+W=/tmp/w
+python3 bench/transcriptome_inputs.py $W >/dev/null
+N=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+ALL=$(seq -s, 0 $((N - 1)))
+echo "$N GPUs ($ALL), $(nproc) cores" | tee -a $R/runs.txt
+FAST="--noenergy --score-threshold 160"
+scan() { python3 -m gamut scan $W/hsa.fa "$@" --device cuda; }
+scan $W/warm.fa --gpus 0 -o $W/warm.tsv $FAST >/dev/null 2>&1; scan $W/warm.fa --gpus $ALL -o $W/warm.tsv $FAST
+for k in 1 2 3; do
+  s=$(date +%s.%N); scan $W/q1.fa --gpus 0 -o $W/one.tsv; e=$(date +%s.%N)
+  echo "startup $(python3 -c "print(f'{$e-$s:.2f}')")" | tee -a $R/runs.txt
+done
+declare -A FIRST
+run() {  # name, mode (fast|default), scan flags
+  local name=$1 mode=$2; shift 2
+  local flags=$FAST; [ $mode = default ] && flags=""
+  for k in 1 2; do
+    rm -f $W/o.tsv
+    local s=$(date +%s.%N)
+    GAMUT_TIMELINE=$R/tl_${name}_$k.jsonl scan $W/tx.fa "$@" $flags -o $W/o.tsv
+    local rc=$? e=$(date +%s.%N) same=first
+    if [ -z "${FIRST[$mode]-}" ]; then FIRST[$mode]=$name; mv $W/o.tsv $W/first_$mode.tsv
+    else cmp -s $W/first_$mode.tsv $W/o.tsv && same=same || same=DIFFERS; fi
+    echo "$name run$k rc=$rc wall=$(python3 -c "print(f'{$e-$s:.2f}')") $same" | tee -a $R/runs.txt
+  done
+}
+run one_gpu fast --gpus 0
+for t in ${THREADS-"" 16 32}; do run gpus${ALL//,/}_t${t:-default} fast --gpus $ALL ${t:+--threads $t}; done
+if [ -n "${DASK_THREADS-}" ]; then
+  rm -f $W/s.json
+  python3 -m distributed.cli.dask_scheduler --host 127.0.0.1 --port 0 --no-dashboard --scheduler-file $W/s.json \
+    >/dev/null 2>&1 & PIDS=($!)
+  while [ ! -s $W/s.json ]; do sleep 0.2; done; sleep 0.3
+  for ((g = 0; g < N; g++)); do
+    CUDA_VISIBLE_DEVICES=$g python3 -m distributed.cli.dask_worker --scheduler-file $W/s.json --nworkers 1 \
+      --nthreads 1 --name gpu$g --no-dashboard --host 127.0.0.1 --preload gamut.dask_preload >/dev/null 2>&1 & PIDS+=($!)
+  done
+  ADDR=$(python3 -c "
+import json; from distributed import Client
+c = Client(scheduler_file='$W/s.json', timeout=60); c.wait_for_workers($N, timeout=180)
+print(json.load(open('$W/s.json'))['address'])")
+  for t in $DASK_THREADS; do run dask${ALL//,/}_t$t fast --cluster $ADDR ${t:+--threads $t}; done
+  kill "${PIDS[@]}" 2>/dev/null; sleep 2; kill -9 "${PIDS[@]}" 2>/dev/null; pkill -9 -f distributed.cli 2>/dev/null
+fi
+if [ -n "${DEFAULT_MODE-}" ]; then
+  run one_gpu_default default --gpus 0
+  for t in ${DEFAULT_THREADS-""}; do run gpus${ALL//,/}_default_t${t:-default} default --gpus $ALL ${t:+--threads $t}; done
+fi
+for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
+rm -f $R/*.png
+cd $OUT && tar czf r.tgz r && rm -rf r
