@@ -5,6 +5,7 @@ the size of the tiles or the shape of the input."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -222,3 +223,26 @@ def test_a_cluster_workers_stripe_pipeline_is_kept_between_its_runs(host_lib, tm
     rest = text(stripes.compute_tile_run(task, range(3, count)))
     assert runs + rest == whole and again == whole[1:3]
     assert not stripes._STREAMS._kept  # the last run let it go
+
+
+def test_worker_threads_by_placement(tmp_path, monkeypatch):
+    """Without --threads, gamut's own GPU workers share this machine's cores, while a cluster's GPU worker
+    (one per GPU) keeps every core of its machine; --threads is every worker's count."""
+    import gamut.scanning.pipeline.striped as striped
+
+    seen = []
+
+    def planned(worker_job, *args, **kwargs):
+        seen.append(worker_job.threads)
+        raise KeyboardInterrupt  # enough: the plan's job is what is looked at
+
+    monkeypatch.setattr(striped, "stripe_tasks", planned)
+    monkeypatch.setattr(striped.os, "cpu_count", lambda: 32)
+    workers = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"gpu{k}"} for k in range(2)}
+    conn = SimpleNamespace(client=SimpleNamespace(scheduler_info=lambda: {"workers": workers}))
+    for threads in (None, 3):
+        job = _job("real_trim", [(str(tmp_path / "o.tsv"), "tsv")]).where(threads=threads)
+        for place in ({"gpus": [0, 0, 1, 1]}, {"conn": conn}):
+            with pytest.raises(KeyboardInterrupt):
+                striped.run_striped(job, make_sinks(job), host_engine_factory(None), **place)
+    assert seen == [8, None, 3, 3]

@@ -56,9 +56,9 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
         if gpu_workers:
             run_striped(job, sinks, make_engine, gpu_workers)
             return
-        conn, threads, gpus = _connect(job)
-        try:  # a GPU cluster: a stripe of the references per worker, as on several GPUs here
-            run_striped(job.where(threads=threads, gpus=gpus), sinks, make_engine, conn=conn)
+        conn, _, gpus = _connect(job)
+        try:  # a GPU cluster: a stripe of the references per worker, as on several GPUs here (threads: run_striped)
+            run_striped(job.where(gpus=gpus), sinks, make_engine, conn=conn)
         finally:
             conn.close()
         return
