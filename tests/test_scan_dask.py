@@ -98,7 +98,6 @@ def tcp_cluster(tmp_path_factory, kill_files):
     folder = tmp_path_factory.mktemp("scheduler")
     scheduler_file = folder / "scheduler.json"
     env = _env(GAMUT_TEST_KILL_WORKER=str(kill_files / "tcp"))
-    env["PYTHONPATH"] += os.pathsep + str(Path(__file__).parent)  # the tests' helpers, for tasks of tests
     procs: list[subprocess.Popen] = []
 
     def start(*args: str) -> None:
@@ -377,26 +376,3 @@ def test_a_scheduler_address_is_joined_on_a_thread_and_let_go_if_unused(local_cl
     unused.discard()
     assert unused._outcome[0].client.status == "closed"
     assert connect_soon("local:2") == "local:2" and connect_soon(None) is None
-
-
-def test_cluster_tasks_reuse_large_buffers(cluster):
-    """A worker started by Dask's nanny (MALLOC_TRIM_THRESHOLD_ set: glibc maps every buffer above
-    128 KiB afresh, as the first check shows in a process of its own) runs gamut's tasks with a heap
-    that keeps large buffers (gamut.io.heap), by either runner of the cluster."""
-    import heap_probe
-
-    from gamut.cluster import Connection, run_in_order, run_pinned, worker_addresses
-
-    probe = subprocess.run([PY, "-c", "import heap_probe; print(heap_probe.maps_afresh())"], capture_output=True,
-                           text=True, cwd=Path(__file__).parent,
-                           env={**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}, check=True).stdout.strip()
-    if probe == "None":
-        pytest.skip("no glibc mallinfo2 here")
-    assert probe == "True"
-    conn = Connection(cluster.client, "the test cluster")
-    assert [v for _, v in run_in_order(conn, heap_probe.maps_afresh, None, [(k, (8 << 20,)) for k in range(4)])] \
-        == [False] * 4
-    workers = worker_addresses(conn)
-    got = run_pinned(conn, heap_probe.maps_afresh, [None] * len(workers), [[((k, 0), (8 << 20,))] for k in
-                                                                            range(len(workers))], workers=workers)
-    assert [v for _, v in got] == [False] * len(workers)

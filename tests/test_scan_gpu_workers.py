@@ -468,21 +468,3 @@ def test_a_worker_process_starts_its_gpu_before_it_imports_numpy_or_numba():
             "print(sorted(m for m in ('numpy', 'numba', 'cupy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-
-
-def test_workers_reuse_large_buffers():
-    """gamut's own worker processes keep large buffers in their heap, as the command's process does
-    (gamut.io.heap): a buffer above glibc's default mmap threshold is not mapped afresh."""
-    import heap_probe
-
-    from gamut.scanning.pipeline.gpu_pinned import run_pinned
-    from gamut.scanning.pipeline.gpu_workers import GpuWorkers
-
-    if heap_probe.mallinfo2() is None:
-        pytest.skip("no glibc mallinfo2 here")
-    pool = GpuWorkers([0])
-    try:
-        got = list(run_pinned(pool, heap_probe.maps_afresh_stream, [None], [[(0, 64 << 20)]]))
-    finally:
-        pool.close()
-    assert got == [(0, False)]

@@ -320,8 +320,7 @@ def run_in_order(
             if item is None:
                 return
             key, args = item
-            future = client.submit(on_worker, fn, shared_future, *args, key=f"{key_prefix}-{key}", retries=retries,
-                                   pure=False)
+            future = client.submit(fn, shared_future, *args, key=f"{key_prefix}-{key}", retries=retries, pure=False)
             inflight[future.key] = (key, future)
             done.add(future)
 
@@ -339,17 +338,6 @@ def run_in_order(
             yield key, result
     finally:
         _let_go([future for _, future in inflight.values()], [shared_future])
-
-
-def on_worker(fn: Callable, *args: Any) -> Any:
-    """``fn(*args)`` as a task on a cluster worker, whose C heap first keeps large buffers for reuse
-    (:func:`gamut.io.heap.reuse_large_buffers`, as gamut's own processes do). Dask's nanny starts
-    its workers with ``MALLOC_TRIM_THRESHOLD_`` set, which also fixes glibc's mmap threshold at
-    128 KiB: every chunk's buffers above it were mapped afresh and faulted in page by page."""
-    from gamut.io.heap import reuse_large_buffers
-
-    reuse_large_buffers()
-    return fn(*args)
 
 
 def _finished(done, inflight: dict, refill: Callable[[], None], label: str,
@@ -441,8 +429,8 @@ def run_pinned(
                     todo[k] = lane = None
                     break
                 key, args = item
-                future = client.submit(on_worker, fn, futures_shared[k], *args, key=f"{key_prefix}-{key}",
-                                       retries=retries, pure=False, workers=[workers[k]], allow_other_workers=False)
+                future = client.submit(fn, futures_shared[k], *args, key=f"{key_prefix}-{key}", retries=retries,
+                                       pure=False, workers=[workers[k]], allow_other_workers=False)
                 inflight[future.key] = (key, future, k)
                 lanes_inflight[k] += 1
                 done.add(future)

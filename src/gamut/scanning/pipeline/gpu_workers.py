@@ -66,9 +66,6 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
     from gamut.timeline import mark
 
     mark("worker starts", gpu=gpu)
-    from gamut.io.heap import reuse_large_buffers
-
-    reuse_large_buffers()  # a process of its own, as the command's (see gamut.io.heap)
     from gamut.cuda.device import prewarm
 
     prewarm(0)
