@@ -283,3 +283,11 @@ def test_warm_up_makes_the_engine_and_reads_the_file_as_a_cluster_scan_does(tmp_
     key = lambda job: (job.device, job.threads, str(job.gpus))  # noqa: E731 (partitions.task_engine's key)
     assert key(warmed[0].job) == key(scanned[0])
     assert isinstance(warmed[0].job.references, RecordRange) and warmed[0].job.references.records()
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_the_warm_up_scan_runs(device):
+    """The warm-up scan itself, whose failures ``warm_worker`` hides (best effort): here they show."""
+    from gamut.scanning.pipeline.stripes import _warm_scan
+
+    _warm_scan(device)
