@@ -159,7 +159,8 @@ def main() -> int:
                     got.append(whole(cmd, env))
                 walls = sorted(g["wall_s"] for g in got)
                 row = {"mode": mode, "gpus": gpus, "dask": bool(address), "wall_s": walls[len(walls) // 2],
-                       "walls_s": walls, "after_startup_s": walls[len(walls) // 2] - startup,
+                       "walls_s": walls, "runs_s": [g["wall_s"] for g in got],  # (in the order run)
+                       "after_startup_s": walls[len(walls) // 2] - startup,
                        "main_peak_rss": max(g["main_peak_rss"] for g in got),
                        "tree_peak_rss": max(g["tree_peak_rss"] for g in got),
                        "output_bytes": out.stat().st_size, "checksum": digest(out)}
@@ -250,12 +251,15 @@ def write(report: dict, args, quiet: bool = False) -> None:
              f"{report.get('startups_s')}",
              "- fast: `--noenergy --score-threshold 160 -o hits.tsv`; default: energies, `-o hits.tsv`; wall: median "
              f"of {args.repeat}; after start-up: wall - start-up; speed-up: one GPU's after start-up / this one's",
-             "- RSS: the main process' own peak (VmHWM, sampled), and the largest of the process tree (ru_maxrss)", "",
-             "| mode | GPUs | where | wall s | after start-up s | speed-up | output | identical to 1 GPU | main peak RSS | tree peak RSS |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+             "- RSS: the main process' own peak (VmHWM, sampled), and the largest of the process tree (ru_maxrss)",
+             "- runs: each run's wall, in the order run (on the Dask cluster, the first is its first scan since it started)",
+             "",
+             "| mode | GPUs | where | wall s | runs s | after start-up s | speed-up | output | identical to 1 GPU | main peak RSS | tree peak RSS |",
+             "| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: |"]
     for r in report["rows"]:
         speed = f"{r['speedup']:.2f}x" if r["speedup"] else "-"
-        lines.append(f"| {r['mode']} | {r['gpus']} | {'Dask cluster' if r['dask'] else 'here'} | {r['wall_s']:.2f} | "
+        runs = ", ".join(f"{w:.2f}" for w in r.get("runs_s", r["walls_s"]))
+        lines.append(f"| {r['mode']} | {r['gpus']} | {'Dask cluster' if r['dask'] else 'here'} | {r['wall_s']:.2f} | {runs} | "
                      f"{r['after_startup_s']:.2f} | {speed} | {r['output_bytes'] / 1e9:.2f} GB | {r['same_output']} | "
                      f"{r['main_peak_rss'] / gib:.2f} GiB | {r['tree_peak_rss'] / gib:.2f} GiB |")
     lines += ["", "Checksums:", ""] + [f"- {r['mode']} {r['gpus']}{' (Dask)' if r['dask'] else ''}: `{r['checksum']}`"
