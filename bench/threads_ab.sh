@@ -9,6 +9,7 @@
 # bytes; spans beside the results. Run on the GPU machine from the repository root, .whl and .data carried.
 set -u
 . bench/device_env.sh
+. bench/gpu_cluster.sh
 W=/tmp/w
 python3 bench/transcriptome_inputs.py $W >/dev/null
 N=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
@@ -38,20 +39,9 @@ run() {  # name, mode (fast|default), scan flags
 run one_gpu fast --gpus 0
 for t in ${THREADS-"" 16 32}; do run gpus${ALL//,/}_t${t:-default} fast --gpus $ALL ${t:+--threads $t}; done
 if [ -n "${DASK_THREADS-}" ]; then
-  rm -f $W/s.json
-  python3 -m distributed.cli.dask_scheduler --host 127.0.0.1 --port 0 --no-dashboard --scheduler-file $W/s.json \
-    >/dev/null 2>&1 & PIDS=($!)
-  while [ ! -s $W/s.json ]; do sleep 0.2; done; sleep 0.3
-  for ((g = 0; g < N; g++)); do
-    CUDA_VISIBLE_DEVICES=$g python3 -m distributed.cli.dask_worker --scheduler-file $W/s.json --nworkers 1 \
-      --nthreads 1 --name gpu$g --no-dashboard --host 127.0.0.1 --preload gamut.dask_preload >/dev/null 2>&1 & PIDS+=($!)
-  done
-  ADDR=$(python3 -c "
-import json; from distributed import Client
-c = Client(scheduler_file='$W/s.json', timeout=60); c.wait_for_workers($N, timeout=180)
-print(json.load(open('$W/s.json'))['address'])")
+  start_gpu_cluster 1 X=1 --
   for t in $DASK_THREADS; do run dask${ALL//,/}_t$t fast --cluster $ADDR ${t:+--threads $t}; done
-  kill "${PIDS[@]}" 2>/dev/null; sleep 2; kill -9 "${PIDS[@]}" 2>/dev/null; pkill -9 -f distributed.cli 2>/dev/null
+  stop_gpu_cluster
 fi
 if [ -n "${DEFAULT_MODE-}" ]; then
   run one_gpu_default default --gpus 0

@@ -17,7 +17,7 @@ from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitioned import run_partitioned
 from gamut.scanning.pipeline.runners import make_sinks, run_in_process
-from gamut.scanning.pipeline.stripes import plan_groups, plan_stripes, rect_layout
+from gamut.scanning.pipeline.stripes import plan_groups, plan_stripes, rect_layout, stripe_tasks
 
 DATA = Path(__file__).parent / "data" / "miranda"
 
@@ -225,26 +225,40 @@ def test_a_cluster_workers_stripe_pipeline_is_kept_between_its_runs(host_lib, tm
     assert not stripes._STREAMS._kept  # the last run let it go
 
 
+def _stop_at_the_plan(monkeypatch) -> list:
+    """``run_striped`` stops (KeyboardInterrupt) once it has planned its stripe tasks; the list gets
+    each plan's tasks."""
+    import gamut.scanning.pipeline.striped as striped
+
+    plans = []
+
+    def planned(*args, **kwargs):
+        plans.append(stripe_tasks(*args, **kwargs))
+        raise KeyboardInterrupt  # enough: the plan is what is looked at
+
+    monkeypatch.setattr(striped, "stripe_tasks", planned)
+    return plans
+
+
+def _cluster_here(workers: int = 2) -> SimpleNamespace:
+    """A stand-in connection to a cluster of ``workers`` workers on this machine (its scheduler's view)."""
+    info = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"gpu{k}"} for k in range(workers)}
+    return SimpleNamespace(client=SimpleNamespace(scheduler_info=lambda: {"workers": info}))
+
+
 def test_worker_threads_by_placement(tmp_path, monkeypatch):
     """Without --threads, gamut's own GPU workers share this machine's cores, while a cluster's GPU worker
     (one per GPU) keeps every core of its machine; --threads is every worker's count."""
     import gamut.scanning.pipeline.striped as striped
 
-    seen = []
-
-    def planned(worker_job, *args, **kwargs):
-        seen.append(worker_job.threads)
-        raise KeyboardInterrupt  # enough: the plan's job is what is looked at
-
-    monkeypatch.setattr(striped, "stripe_tasks", planned)
+    plans = _stop_at_the_plan(monkeypatch)
     monkeypatch.setattr(striped.os, "cpu_count", lambda: 32)
-    workers = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"gpu{k}"} for k in range(2)}
-    conn = SimpleNamespace(client=SimpleNamespace(scheduler_info=lambda: {"workers": workers}))
     for threads in (None, 3):
         job = _job("real_trim", [(str(tmp_path / "o.tsv"), "tsv")]).where(threads=threads)
-        for place in ({"gpus": [0, 0, 1, 1]}, {"conn": conn}):
+        for place in ({"gpus": [0, 0, 1, 1]}, {"conn": _cluster_here()}):
             with pytest.raises(KeyboardInterrupt):
                 striped.run_striped(job, make_sinks(job), host_engine_factory(None), **place)
+    seen = [tasks[0].job.threads for tasks in plans]
     assert seen == [8, None, 3, 3]
 
 
@@ -256,7 +270,7 @@ def test_warm_up_makes_the_engine_and_reads_the_file_as_a_cluster_scan_does(tmp_
     import gamut.scanning.pipeline.stripes as stripes
     from gamut.scanning.fasta import RecordRange
 
-    warmed, scanned = [], []
+    warmed = []
 
     def tiles(task, taken):
         warmed.append(task)
@@ -266,22 +280,16 @@ def test_warm_up_makes_the_engine_and_reads_the_file_as_a_cluster_scan_does(tmp_
     monkeypatch.setattr(stripes, "compute_tiles", tiles)
     stripes._warm_scan("cuda")
 
-    def planned(worker_job, *args, **kwargs):
-        scanned.append(worker_job)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(stripes, "read_stripe", lambda task: None)
     import gamut.scanning.pipeline.striped as striped
+    from gamut.scanning.engines import make_engine
+    from gamut.scanning.pipeline.partitions import engine_key
 
-    monkeypatch.setattr(striped, "stripe_tasks", planned)
-    workers = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"gpu{k}"} for k in range(2)}
-    conn = SimpleNamespace(client=SimpleNamespace(scheduler_info=lambda: {"workers": workers}))
+    plans = _stop_at_the_plan(monkeypatch)
     job = ScanJob.from_files(str(DATA / "real_trim" / "query.fa"), str(DATA / "real_trim" / "reference.fa"),
                              ScanParams(), outputs=[(str(tmp_path / "o.tsv"), "tsv")], device="cuda", progress=False)
     with pytest.raises(KeyboardInterrupt):
-        striped.run_striped(job, make_sinks(job), warmed[0].make_engine, conn=conn)
-    key = lambda job: (job.device, job.threads, str(job.gpus))  # noqa: E731 (partitions.task_engine's key)
-    assert key(warmed[0].job) == key(scanned[0])
+        striped.run_striped(job, make_sinks(job), make_engine, conn=_cluster_here())
+    assert engine_key(warmed[0]) == engine_key(plans[0][0])
     assert isinstance(warmed[0].job.references, RecordRange) and warmed[0].job.references.records()
 
 

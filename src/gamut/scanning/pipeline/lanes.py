@@ -26,4 +26,3 @@ def worker_lanes(gpus: Sequence[int]) -> list[int]:
         return gpus
     per = env_count("GAMUT_WORKERS_PER_GPU", WORKERS_PER_GPU)
     return [g for g in gpus for _ in range(per)]
-

@@ -85,11 +85,18 @@ _ENGINES: dict[tuple, Any] = {}
 _SINKS: dict[str, list] = {}
 
 
-def task_engine(task: PartitionTask):
+def engine_key(task: PartitionTask) -> tuple:
+    """What a process keeps its engines by: the task's engine factory and its job's device, threads
+    and GPUs (a stripe worker's warm-up makes the engine of this key that its scans will ask for)."""
     job = task.job
-    key = (task.make_engine, job.device, job.threads, str(job.gpus))
+    return (task.make_engine, job.device, job.threads, str(job.gpus))
+
+
+def task_engine(task: PartitionTask):
+    key = engine_key(task)
     engine = _ENGINES.get(key)
     if engine is None:
+        job = task.job
         engine = _ENGINES[key] = task.make_engine(job.device, job.threads, job.gpus)
     return engine
 

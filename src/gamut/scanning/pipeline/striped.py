@@ -42,12 +42,11 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     lanes = worker_addresses(conn) if conn is not None else list(gpus)
     here = conn is None or on_this_machine(lanes)
     threads = job.threads
-    if threads is None and here and conn is None:
-        threads = max(1, (os.cpu_count() or 1) // len(lanes))  # gamut's workers (two per GPU) share the cores
-    # A cluster's GPU worker (one per GPU) keeps every core of its machine, unless --threads says otherwise:
-    # on 2x H200 (32 cores), two Dask workers of 32 threads built their chunks' hits and rows 1.7x faster
-    # than of 16 and the scan ended 0.5-0.8 s sooner (4.54-5.31 s against 5.30-5.79 s), where gamut's own four
-    # workers were fastest with their share (8 threads: 4.18-4.29 s; 16: 6.23-6.25 s; 32: 4.47-4.69 s).
+    if threads is None and conn is None:  # gamut's workers (two per GPU) share this machine's cores
+        threads = max(1, (os.cpu_count() or 1) // len(lanes))
+    # A cluster's GPU worker (one per GPU) keeps every core of its machine unless --threads is given: two
+    # Dask workers of 32 threads ended the scan 0.5-0.8 s sooner than of 16 on 2x H200, where gamut's own
+    # four workers were fastest with their share (docs/scan_gpu.md, "A Dask worker's threads").
     worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=None, progress=False)
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
