@@ -30,6 +30,8 @@ class HostBackend:
         self.xp = np
         self.device_id = -1
         self.peak_bytes = 0
+        #: The packed pass 1 runs here as on a Hopper GPU (``GpuTuning.packed`` turns it off).
+        self.packed_lanes = True
 
     def device(self):
         return nullcontext()

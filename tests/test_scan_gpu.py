@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import shutil
+import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +28,12 @@ from gamut.scanning.engines.gpu import GpuEngine
 from gamut.scanning.engines.gpu_device import suppress_sorted
 from gamut.scanning.engines.gpu_plan import (
     MAX_GPU_QUERY,
+    PACKED_ROWS,
     ROW_BUCKETS,
     GpuTuning,
     bucket_for,
     dense_slots,
+    fits_16_bits,
     gap_scalars,
     gather_sequences,
     split_over_devices,
@@ -212,6 +216,84 @@ def test_host_kernels_match_cpu_engine(host_lib, data):
                                         GpuTuning(suppress_limit=2), GpuTuning(device_suppress=False)]))
     engine = host_engine(host_lib, tuning)
     assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
+
+
+def test_packed_pass1_only_where_every_score_fits_16_bits():
+    assert fits_16_bits(32, 10**6, ScanParams())  # miRanda's scores do not grow with the reference
+    assert not fits_16_bits(32, 10**4, ScanParams(scale=-4.0, gap_open=-2))  # seed gaps gain 8 per letter
+    assert not fits_16_bits(64, 100, ScanParams(scale=100.0))
+
+
+class _ZeroedNumpy:
+    """NumPy whose ``empty`` is ``zeros``: state buffers that pass 1 leaves unwritten compare equal."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(*args, **kwargs):
+        return np.zeros(*args, **kwargs)
+
+
+class _Pass1Recorder(HostBackend):
+    """The host build, keeping what each pass-1 launch of a grid chunk wrote: its checkpoints, entry
+    states and candidates (sorted)."""
+
+    def __init__(self, lib: str) -> None:
+        super().__init__(lib)
+        self.xp = _ZeroedNumpy()
+        self.written: dict = {}
+        self.lock = threading.Lock()
+
+    def launch(self, name, rows, n, args, block, plain=False):
+        super().launch(name, rows, n, args, block, plain)
+        if name.startswith("scan_pass1_grid"):
+            cp, entry, count, cands = args[-5], args[-4], args[-3], args[-1]
+            got = cands[: int(count[0])] if int(count[0]) <= cands.shape[0] else None  # None: overflowed, run again
+            with self.lock:  # row buckets run on threads of their own: kept by bucket, in launch order
+                self.written.setdefault(rows, []).append(
+                    (name, cp.copy(), entry.copy(), None if got is None else got[np.lexsort(got.T[::-1])]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_host_packed_pass1_writes_what_the_int32_pass1_writes(host_lib, data):
+    """Pass 1 two queries per thread in 16-bit lanes (scan_pass1_grid2): the same checkpoints, entry
+    states and candidates as scan_pass1_grid, launch by launch (odd query counts, partial rows, every
+    bucket of 9..64 rows, tiny segments with warm-ups too short to be right), and the same results as
+    the CPU engine; parameters whose scores could leave 16 bits keep the int32 pass 1."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    qs, refs, pairs = random_case(rng, nq=data.draw(st.integers(1, 5)), nr=data.draw(st.integers(1, 3)),
+                                  qlen=(9, 64), rlen=(0, 900), odd=data.draw(st.sampled_from([0.0, 0.05])))
+    params = data.draw(st.sampled_from([ScanParams(score_threshold=60), ScanParams(score_threshold=-2),
+                                        ScanParams(score_threshold=40, gap_extend=0, scale=6.3),
+                                        ScanParams(scale=-4.0, gap_open=-2)]))
+    tuning = data.draw(st.sampled_from([TINY, GpuTuning(cpint=16, warm=8, min_seg=32, max_seg=64, target_tasks=10**9),
+                                        GpuTuning(max_tasks=7, max_state_bytes=20_000, scratch_bytes=4096)]))
+    chunk = data.draw(st.sampled_from([None, 1, 4]))
+    runs = []
+    for packed in (True, False):
+        backend = _Pass1Recorder(host_lib)
+        engine = GpuEngine([], threads=1, backends=[backend], tuning=replace(tuning, packed=packed))
+        got = []
+        for lo in range(0, len(pairs), chunk or len(pairs)):
+            got += align_pairs(engine, qs, refs, pairs[lo: lo + (chunk or len(pairs))], params)
+        runs.append((got, [(rows, *w) for rows in sorted(backend.written) for w in backend.written[rows]],
+                     engine.stats.get("packed_tasks", 0)))
+    (got, written, packed_tasks), (want, written32, _) = runs
+    assert_same(got, want, pairs)
+    assert_same(got, align_pairs(CpuEngine(1), qs, refs, pairs, params), pairs)
+    assert len(written) == len(written32)
+    for (rows, name, cp, entry, cands), (rows32, name32, cp32, entry32, cands32) in zip(written, written32):
+        assert rows == rows32 and name32 == "scan_pass1_grid"
+        if rows not in PACKED_ROWS:
+            assert name == "scan_pass1_grid"
+        elif params.scale > 0:  # scores this small fit in 16 bits (a negative scale's grow with the reference)
+            assert name == "scan_pass1_grid2"
+        assert np.array_equal(cp, cp32) and np.array_equal(entry, entry32)
+        assert (cands is None) == (cands32 is None)
+        assert cands is None or np.array_equal(cands, cands32)
+    assert (packed_tasks > 0) == any(w[1] == "scan_pass1_grid2" for w in written)
 
 
 def test_host_kernels_exercise_repair_and_fallback(host_lib):
@@ -434,6 +516,27 @@ def test_gpu_matches_cpu_engine(data):
     tuning = data.draw(st.sampled_from([GpuTuning(), TINY, GpuTuning(suppress_limit=2)]))
     engine = GpuEngine([0], threads=2, tuning=tuning)
     assert_same(align_pairs(engine, qs, refs, pairs, params), align_pairs(CpuEngine(2), qs, refs, pairs, params), pairs)
+
+
+@pytest.mark.gpu
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_gpu_packed_pass1_matches_the_int32_pass1(data):
+    """On the device: pass 1 two queries per thread in 16-bit lanes gives what the int32 pass 1 and
+    the CPU engine give (odd query counts, every bucket of 9..64 rows), and runs on a Hopper GPU
+    wherever a query's bucket takes it."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    qs, refs, pairs = random_case(rng, nq=data.draw(st.integers(1, 7)), nr=3, qlen=(9, 64), rlen=(1, 5_000))
+    params = data.draw(st.sampled_from([ScanParams(score_threshold=60), ScanParams(), ScanParams(score_threshold=-2)]))
+    tuning = data.draw(st.sampled_from([GpuTuning(), TINY]))
+    packed = GpuEngine([0], threads=2, tuning=tuning)
+    got = align_pairs(packed, qs, refs, pairs, params)
+    assert_same(got, align_pairs(GpuEngine([0], threads=2, tuning=replace(tuning, packed=False)), qs, refs, pairs,
+                                 params), pairs)
+    assert_same(got, align_pairs(CpuEngine(2), qs, refs, pairs, params), pairs)
+    in_packed_rows = np.isin(bucket_for(np.array([q.codes.shape[0] for q in qs])), PACKED_ROWS).any()
+    if packed.backends[0].packed_lanes and in_packed_rows:
+        assert packed.stats.get("packed_tasks", 0) > 0
 
 
 @pytest.mark.gpu

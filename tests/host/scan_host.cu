@@ -11,8 +11,24 @@ struct int4 {
     int x, y, z, w;
 };
 static inline int4 make_int4(int x, int y, int z, int w) { return int4{x, y, z, w}; }
+struct uint4 {
+    unsigned int x, y, z, w;
+};
 static inline int __viaddmax_s32(int a, int b, int c) { return std::max(a + b, c); }
 static inline int __vimax3_s32(int a, int b, int c) { return std::max(a, std::max(b, c)); }
+// DPX's packed forms: each 16-bit half on its own (sums wrap to 16 bits, as the kernels never let them).
+static inline int half_of(unsigned int v, int k) { return (short)(k ? v >> 16 : v & 0xffffu); }
+static inline unsigned int halves(int lo, int hi) { return ((unsigned int)lo & 0xffffu) | ((unsigned int)hi << 16); }
+static inline unsigned int __viaddmax_s16x2(unsigned int a, unsigned int b, unsigned int c) {
+    int r[2];
+    for (int k = 0; k < 2; ++k) r[k] = std::max((int)(short)(half_of(a, k) + half_of(b, k)), half_of(c, k));
+    return halves(r[0], r[1]);
+}
+static inline unsigned int __vimax3_s16x2(unsigned int a, unsigned int b, unsigned int c) {
+    int r[2];
+    for (int k = 0; k < 2; ++k) r[k] = std::max(half_of(a, k), std::max(half_of(b, k), half_of(c, k)));
+    return halves(r[0], r[1]);
+}
 template <typename T>
 static inline T atomicAdd(T* p, T v) {
     T old = *p;
@@ -48,6 +64,16 @@ using std::min;
         for (long long t = 0; t < n_tasks; ++t)                                                          \
             scan_pass1_grid_task<LM>(t, n_rt, rt_ref, rt_seg, g_slot, g_lo, g_hi, ref_cp0, cp_per_q, a, cp, \
                                      entry, cand_count, cand_cap, cands);                                \
+    }                                                                                                    \
+    extern "C" void host_scan_pass1_grid2_##LM(long long n_threads, int nq, int n_rt, const int* rt_ref,         \
+                                               const int* rt_seg, const int* g_lo, const int* g_hi,              \
+                                               const long long* ref_cp0, long long cp_per_q,                     \
+                                               const ScanPair* prof2, const int* pad2, SCAN_ARGS_PARAMS, int* cp, \
+                                               int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) { \
+        SCAN_ARGS_MAKE(a);                                                                               \
+        for (long long u = 0; u < n_threads; ++u)                                                        \
+            scan_pass1_grid2_task<LM>(u, nq, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, prof2, pad2, a, \
+                                      cp, entry, cand_count, cand_cap, cands);                           \
     }                                                                                                    \
     extern "C" void host_scan_repair_##LM(int n, const int* rp_pair, const int* rp_seg,                  \
                                           const long long* pair_task0, const int* pair_tasks,            \

@@ -21,10 +21,12 @@
 #define SCAN_GLOBAL __global__
 #define SCAN_DEV __device__ __forceinline__
 #define SCAN_LDG(p) __ldg(p)
+#define SCAN_RARE __device__ __noinline__
 #else
 #define SCAN_GLOBAL
 #define SCAN_DEV inline
 #define SCAN_LDG(p) (*(p))
+#define SCAN_RARE static
 #endif
 
 #define SCAN_NEG_INF (-2147483647 - 1)
@@ -260,6 +262,237 @@ SCAN_DEV void scan_pass1_grid_task(long long t, int n_rt, const int* rt_ref, con
     if (rr < g_lo[qi] || rr >= g_hi[qi]) return;
     scan_pass1_segment<LM>(g_slot[qi], rr, rt_seg[rt], qi * cp_per_q + ref_cp0[rr], entry + t * 2 * LM, (int)t, a,
                            cp, cand_count, cand_cap, cands);
+}
+
+// Pass 1 over a grid, two queries per thread (queries of at least 9 letters, LM >= 16). Lane 0 (the low
+// half of every register) and lane 1 (the high half) hold the same row of queries 2m and 2m + 1 of a batch
+// against the same reference segment, so that Hopper's DPX instructions (__viaddmax_s16x2,
+// __vimax3_s16x2) update both in one. The host uses it only where every value of the DP stays within
+// +-2^14 (gpu_plan.fits_16_bits: scores, gap sums and the 16-bit padding score SCAN_PAD16), so each
+// lane computes exactly what scan_pass1_grid computes for its query; the states it stores (checkpoints,
+// entries) and its candidates are that kernel's, lane by lane, so the checks, repairs and tracebacks
+// that follow are the same.
+typedef unsigned int ScanPair;
+
+#define SCAN_PAIR_MIN 0x80008000u  // -32768 in both lanes
+#define SCAN_PAIR_M1 0xffffffffu   // -1 in both lanes
+
+SCAN_DEV ScanPair scan_pack(int lo, int hi) { return ((unsigned)lo & 0xffffu) | ((unsigned)hi << 16); }
+SCAN_DEV int scan_lane(ScanPair v, int k) { return k ? ((int)v >> 16) : (int)(short)(v & 0xffffu); }
+SCAN_DEV ScanPair scan_addmax2(ScanPair a, ScanPair b, ScanPair c) { return __viaddmax_s16x2(a, b, c); }
+SCAN_DEV ScanPair scan_add2(ScanPair a, ScanPair b) { return __viaddmax_s16x2(a, b, SCAN_PAIR_MIN); }  // no wrap
+SCAN_DEV ScanPair scan_max3_2(ScanPair a, ScanPair b, ScanPair c) { return __vimax3_s16x2(a, b, c); }
+
+// The packed sweep's rare steps (a column with a cell >= T, a state to store) run in functions of their
+// own, called with the state copied to the stack (`st`: D then Bn), so that their registers never add to
+// the sweep's: the sweep itself holds two states of LM pairs and the gap costs, and nothing else.
+
+// Lane k's gap costs of rows 0..7: 0 in its unused top rows (r < P_k), as scan_sweep's GO/GE.
+struct ScanPairGaps {
+    ScanPair GO[8], GE[8];
+    ScanPair go, ge, sgo, sge;
+};
+
+SCAN_DEV void scan_pair_gaps(ScanPairGaps& g, int P0, int P1, int go, int ge, int sgo, int sge) {
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        g.GO[r] = scan_pack(r < P0 ? 0 : go, r < P1 ? 0 : go);
+        g.GE[r] = scan_pack(r < P0 ? 0 : ge, r < P1 ? 0 : ge);
+    }
+    g.go = scan_pack(go, go);
+    g.ge = scan_pack(ge, ge);
+    g.sgo = scan_pack(sgo, sgo);
+    g.sge = scan_pack(sge, sge);
+}
+
+// What the packed sweep's rare steps need: both lanes' padding and task (-1: the lane is off), where
+// lane k's state goes (entry: its speculative entry state, null when none; cp: its first checkpoint).
+struct ScanPairTask {
+    int P[2], task[2];
+    int* entry[2];
+    int* cp[2];
+    int go, ge, sgo, sge, T, cpint;
+    ScanCount* cand_count;
+    int cand_cap;
+    ScanCand* cands;
+};
+
+// Lane k's state from st into out (scan_store_state's layout: D then Bn).
+template <int LM>
+SCAN_DEV void scan_store_lane(const ScanPair* st, int k, int* out) {
+#pragma unroll
+    for (int r = 0; r < 2 * LM; r += 4)
+        *reinterpret_cast<int4*>(out + r) =
+            make_int4(scan_lane(st[r], k), scan_lane(st[r + 1], k), scan_lane(st[r + 2], k), scan_lane(st[r + 3], k));
+}
+
+// Store both lanes' states: at their entries (cp_at < 0) or at their checkpoint cp_at.
+template <int LM>
+SCAN_RARE void scan_store_pair(const ScanPair* st, const ScanPairTask& pt, long long cp_at) {
+    for (int k = 0; k < 2; ++k) {
+        if (pt.task[k] < 0) continue;
+        int* out = cp_at < 0 ? pt.entry[k] : pt.cp[k] + cp_at * 2 * LM;
+        if (out) scan_store_lane<LM>(st, k, out);
+    }
+}
+
+// scan_emit_column for both lanes (state of column j-1 in st): lane k emits for its task from rows r >= P[k].
+template <int LM>
+SCAN_RARE void scan_emit_column2(const ScanPair* st, const uint4* pc, int j, const ScanPairTask& pt) {
+    ScanPairGaps g;
+    scan_pair_gaps(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
+    const ScanPair* ps = reinterpret_cast<const ScanPair*>(pc);
+    ScanPair dold = 0, aup = 0, cup = 0;
+    for (int r = 0; r < LM; ++r) {
+        const bool seed = SCAN_SEED_ROW(r, LM);
+        const ScanPair rgo = seed ? g.sgo : (r < 8 ? g.GO[r & 7] : g.go);
+        const ScanPair rge = seed ? g.sge : (r < 8 ? g.GE[r & 7] : g.ge);
+        const ScanPair A = scan_addmax2(dold, SCAN_LDG(ps + r), 0u);
+        const ScanPair C = seed ? SCAN_PAIR_M1 : scan_addmax2(aup, rgo, scan_add2(cup, rge));
+        const ScanPair B = st[LM + r];
+        dold = st[r];
+        const ScanPair best = scan_max3_2(A, B, C);
+        aup = A;
+        cup = C;
+        for (int k = 0; k < 2; ++k) {
+            const int bk = scan_lane(best, k), ak = scan_lane(A, k), Bk = scan_lane(B, k), ck = scan_lane(C, k);
+            if (pt.task[k] >= 0 && r >= pt.P[k] && bk >= pt.T && !(Bk > ak && Bk >= ck)) {
+                const ScanCount slot = atomicAdd(pt.cand_count, 1ull);
+                if (slot < (ScanCount)pt.cand_cap) {
+                    ScanCand cd;
+                    cd.task = pt.task[k]; cd.i = r - pt.P[k] + 1; cd.j = j; cd.score = bk;
+                    pt.cands[slot] = cd;
+                }
+            }
+        }
+    }
+}
+
+// The state (D, Bn) copied to the stack for a rare step.
+template <int LM>
+SCAN_DEV void scan_spill_state(const ScanPair (&D)[LM], const ScanPair (&Bn)[LM], ScanPair* st) {
+#pragma unroll
+    for (int r = 0; r < LM; ++r) {
+        st[r] = D[r];
+        st[LM + r] = Bn[r];
+    }
+}
+
+// scan_column for both lanes (LM >= 16: rows r < 8 are never seed rows, and unused rows run as copies of
+// row 0 in either lane). Returns the column's largest max(A, C) of each lane.
+template <int LM>
+SCAN_DEV ScanPair scan_column2(const ScanPair (&Din)[LM], const ScanPair (&Bin)[LM], ScanPair (&Dout)[LM],
+                               ScanPair (&Bout)[LM], const uint4* pc, const ScanPairGaps& g) {
+    ScanPair dold = 0, aup = 0, cup = 0;
+    ScanPair gm = SCAN_PAIR_MIN;
+#pragma unroll
+    for (int r4 = 0; r4 < LM / 4; ++r4) {
+        const uint4 s4 = SCAN_LDG(pc + r4);
+        const ScanPair sv[4] = {s4.x, s4.y, s4.z, s4.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const int r = r4 * 4 + k;
+            const bool seed = SCAN_SEED_ROW(r, LM);
+            const ScanPair rgo = seed ? g.sgo : (r < 8 ? g.GO[r & 7] : g.go);
+            const ScanPair rge = seed ? g.sge : (r < 8 ? g.GE[r & 7] : g.ge);
+            const ScanPair A = scan_addmax2(dold, sv[k], 0u);
+            const ScanPair C = seed ? SCAN_PAIR_M1 : scan_addmax2(aup, rgo, scan_add2(cup, rge));
+            const ScanPair B = Bin[r];
+            dold = Din[r];
+            Dout[r] = scan_max3_2(A, B, C);
+            Bout[r] = scan_addmax2(A, rgo, scan_add2(B, rge));
+            aup = A;
+            cup = C;
+            gm = scan_max3_2(gm, A, C);
+        }
+    }
+    return gm;
+}
+
+SCAN_DEV int scan_pair_max(ScanPair v) { return max(scan_lane(v, 0), scan_lane(v, 1)); }
+
+// The rare steps after column j (state of column j-1 in (Dp, Bp), of column j in (D, Bn)) of a segment
+// that starts at column s: its candidates, its entry state (column s - 1), its checkpoints.
+template <int LM>
+SCAN_DEV void scan_after_column2(const ScanPair (&Dp)[LM], const ScanPair (&Bp)[LM], const ScanPair (&D)[LM],
+                                 const ScanPair (&Bn)[LM], ScanPair gm, const uint4* pc, int j, int s, int& next_cp,
+                                 const ScanPairTask& pt) {
+    if (j >= s && scan_pair_max(gm) >= pt.T) {
+        ScanPair st[2 * LM];
+        scan_spill_state<LM>(Dp, Bp, st);
+        scan_emit_column2<LM>(st, pc, j, pt);
+    }
+    if (j == s - 1 || j == next_cp) {
+        ScanPair st[2 * LM];
+        scan_spill_state<LM>(D, Bn, st);
+        if (j == s - 1) scan_store_pair<LM>(st, pt, -1);
+        if (j == next_cp) {
+            if (j >= s) scan_store_pair<LM>(st, pt, j / pt.cpint - 1);
+            next_cp += pt.cpint;
+        }
+    }
+}
+
+// scan_sweep for both lanes over segment s..e from the all-zero column at w (w < s): candidates and
+// checkpoints from column s on, the state after column s - 1 at the lanes' entries.
+template <int LM>
+SCAN_DEV void scan_sweep2(const signed char* ref, int w, int s, int e, const ScanPair* prof, const ScanPairTask& pt) {
+    ScanPairGaps g;
+    scan_pair_gaps(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
+    ScanPair D[LM], Bn[LM], D2[LM], B2[LM];
+    const int bn = max(pt.go, pt.ge), sbn = max(pt.sgo, pt.sge);
+#pragma unroll
+    for (int r = 0; r < LM; ++r) {  // scan_zero_state, lane by lane
+        const int b = SCAN_SEED_ROW(r, LM) ? sbn : bn;
+        D[r] = 0;
+        Bn[r] = scan_pack(r >= pt.P[0] ? b : 0, r >= pt.P[1] ? b : 0);
+    }
+    int next_cp = (w / pt.cpint + 1) * pt.cpint;
+    for (int j = w + 1; j <= e; j += 2) {
+        const uint4* pc = reinterpret_cast<const uint4*>(prof + ref[j - 1] * LM);
+        ScanPair gm = scan_column2<LM>(D, Bn, D2, B2, pc, g);
+        scan_after_column2<LM>(D, Bn, D2, B2, gm, pc, j, s, next_cp, pt);
+        if (j == e) break;
+        const uint4* pc2 = reinterpret_cast<const uint4*>(prof + ref[j] * LM);
+        gm = scan_column2<LM>(D2, B2, D, Bn, pc2, g);
+        scan_after_column2<LM>(D2, B2, D, Bn, gm, pc2, j + 1, s, next_cp, pt);
+    }
+}
+
+// Thread u of scan_pass1_grid2: queries qi = 2m, 2m + 1 (m = u / n_rt; the second absent when qi = nq)
+// against reference task rt = u % n_rt, each as task qi * n_rt + rt of scan_pass1_grid (same
+// checkpoints, entry states and candidates). prof2: query pair m's packed profile at m * 5 * LM;
+// pad2[qi]: query qi's padding.
+template <int LM>
+SCAN_DEV void scan_pass1_grid2_task(long long u, int nq, int n_rt, const int* rt_ref, const int* rt_seg,
+                                    const int* g_lo, const int* g_hi, const long long* ref_cp0, long long cp_per_q,
+                                    const ScanPair* prof2, const int* pad2, const ScanTaskArgs& a, int* cp,
+                                    int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
+    const long long m = u / n_rt;
+    const int rt = (int)(u - m * n_rt);
+    const int rr = rt_ref[rt];
+    const int k = rt_seg[rt];
+    ScanPairTask pt;
+    bool any = false;
+#pragma unroll
+    for (int l = 0; l < 2; ++l) {
+        const long long qi = 2 * m + l;
+        const bool on = qi < nq && rr >= g_lo[qi] && rr < g_hi[qi];
+        any = any || on;
+        const long long t = qi * n_rt + rt;
+        pt.P[l] = pad2[qi < nq ? qi : 2 * m];
+        pt.task[l] = on ? (int)t : -1;
+        pt.entry[l] = on && k > 0 ? entry + t * 2 * LM : nullptr;
+        pt.cp[l] = on ? cp + (qi * cp_per_q + ref_cp0[rr]) * 2 * LM : nullptr;
+    }
+    if (!any) return;
+    pt.go = a.go; pt.ge = a.ge; pt.sgo = a.sgo; pt.sge = a.sge; pt.T = a.T; pt.cpint = a.cpint;
+    pt.cand_count = cand_count; pt.cand_cap = cand_cap; pt.cands = cands;
+    const int R = a.ref_len[rr];
+    const int s = k * a.seglen + 1;
+    const int e = min(s - 1 + a.seglen, R);
+    const int w = max(0, s - 1 - a.warm);
+    scan_sweep2<LM>(a.refs + a.ref_off[rr], w, s, e, prof2 + m * 5 * LM, pt);
 }
 
 // The grid's exactness check: flag x = qi * n_later + l (l-th reference task of a segment > 0) when
@@ -628,6 +861,26 @@ scan_pass1_grid(long long n_tasks, int n_rt, const int* rt_ref, const int* rt_se
     SCAN_ARGS_MAKE(a);
     scan_pass1_grid_task<LM>(t, n_rt, rt_ref, rt_seg, g_slot, g_lo, g_hi, ref_cp0, cp_per_q, a, cp, entry, cand_count,
                              cand_cap, cands);
+}
+
+// Blocks of 128 threads per multiprocessor the register budget is set for: 3 (168 registers) holds the
+// sweep of LM <= 32 without spills; on an H200 (bench/pass1_kernel_ab.py, 2026-11-29) it ran LM = 24 at
+// 2.66 T cells/s (4 blocks: 2.61; the int32 kernel: 1.54) and LM = 32 at 2.04 (4 blocks, spilling: 0.90;
+// int32: 1.07). -DSCAN_PACKED_BLOCKS(LM)=n sets another.
+#ifndef SCAN_PACKED_BLOCKS
+#define SCAN_PACKED_BLOCKS(LM) ((LM) <= 32 ? 3 : 2)
+#endif
+
+template <int LM>
+SCAN_GLOBAL void __launch_bounds__(128, SCAN_PACKED_BLOCKS(LM))
+scan_pass1_grid2(long long n_threads, int nq, int n_rt, const int* rt_ref, const int* rt_seg, const int* g_lo,
+                 const int* g_hi, const long long* ref_cp0, long long cp_per_q, const ScanPair* prof2, const int* pad2,
+                 SCAN_ARGS_PARAMS, int* cp, int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
+    const long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= n_threads) return;
+    SCAN_ARGS_MAKE(a);
+    scan_pass1_grid2_task<LM>(u, nq, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, prof2, pad2, a, cp, entry,
+                              cand_count, cand_cap, cands);
 }
 
 extern "C" SCAN_GLOBAL void scan_verify_grid(long long n, int n_later, const int* later_rt, int n_rt, const int* rt_ref,

@@ -22,10 +22,12 @@ when a :class:`GpuEngine` is created.
 from __future__ import annotations
 
 import functools
+import os
 import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -73,6 +75,8 @@ class GpuEngine:
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:
         self.tuning = tuning or GpuTuning()
+        if os.environ.get("GAMUT_GPU_PACKED") == "0":  # a measurement knob: the int32 pass 1 everywhere
+            self.tuning = replace(self.tuning, packed=False)
         self.concurrent_chunks = env_count("GAMUT_GPU_LANES", type(self).concurrent_chunks, at_most=16)
         if backends is None:
             if not gpu_ids:

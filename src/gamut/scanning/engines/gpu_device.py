@@ -18,6 +18,8 @@ from numba import njit
 from gamut.errors import DeviceError
 from gamut.scanning.alignments import DIAGONAL_WINDOW, ChunkAlignments
 from gamut.scanning.engines.gpu_plan import (
+    PACKED_LIMIT,
+    PACKED_ROWS,
     GpuTuning,
     counting_order,
     dense_slots,
@@ -35,7 +37,7 @@ MAX_CANDIDATES = 2**31 - 1
 #: Profile score of the unused top rows of a bucket (keeps their A at 0; see scan_dp.cu).
 PAD_SCORE = -(1 << 28)
 #: Kernels instantiated per row bucket (``name<rows>``).
-TEMPLATE_KERNELS = ("scan_pass1", "scan_pass1_grid", "scan_repair", "scan_trace")
+TEMPLATE_KERNELS = ("scan_pass1", "scan_pass1_grid", "scan_pass1_grid2", "scan_repair", "scan_trace")
 
 
 @njit(cache=True, nogil=True)
@@ -139,6 +141,12 @@ class CupyBackend:
     def device(self):
         return self.cp.cuda.Device(self.device_id)
 
+    @property
+    def packed_lanes(self) -> bool:
+        """Whether the device runs DPX's packed 16-bit instructions natively (compute capability 9.0+;
+        older devices emulate them, slower than the int32 pass 1)."""
+        return int(self.cp.cuda.Device(self.device_id).compute_capability) >= 90
+
     def stream(self, index: int):
         """Non-blocking stream ``index`` of this backend, kept for reuse: CuPy's memory pool keeps
         freed blocks per stream, so fresh streams per call would strand memory."""
@@ -169,7 +177,7 @@ class CupyBackend:
         """Launch kernel ``name<rows>`` (or the extern "C" kernel ``name`` when ``plain``) on n threads."""
         from gamut.cuda import load_module
 
-        kernels = tuple(f"{k}<{rows}>" for k in TEMPLATE_KERNELS)
+        kernels = tuple(f"{k}<{rows}>" for k in TEMPLATE_KERNELS if k != "scan_pass1_grid2" or rows in PACKED_ROWS)
         module = load_module(KERNEL_FILE, name_expressions=kernels, device_id=self.device_id)
         fn = module.get_function(name if plain else f"{name}<{rows}>")
         if n > 0:
@@ -538,6 +546,16 @@ def bucket_profiles(qtabs: dict, queries: np.ndarray, rows: int) -> tuple[np.nda
         pad[s] = rows - L
         prof[s, :, rows - L:] = profile[:, 1:]
     return prof, pad
+
+
+def pair_profiles(prof: np.ndarray) -> np.ndarray:
+    """The profiles ``prof`` of :func:`bucket_profiles` two by two, as ``scan_pass1_grid2`` reads
+    them: ((n + 1) // 2, 5, rows) uint32 whose low 16 bits are query 2m's score and high 16 bits
+    query 2m + 1's (query n - 1 twice when n is odd); the padding score becomes -PACKED_LIMIT."""
+    p = np.where(prof == PAD_SCORE, -PACKED_LIMIT, prof).astype(np.int64)
+    if p.shape[0] % 2:
+        p = np.concatenate([p, p[-1:]])
+    return ((p[0::2] & 0xFFFF) | ((p[1::2] & 0xFFFF) << 16)).astype(np.uint32)
 
 
 def upload_references(backend, references: SequenceSet, which: np.ndarray):

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from numba import njit
 
-from gamut.scanning.engines.gpu_device import Collector, DeviceRun, KernelArgs, TaskPairs
+from gamut.scanning.engines.gpu_device import Collector, DeviceRun, KernelArgs, TaskPairs, pair_profiles
+from gamut.scanning.engines.gpu_plan import PACKED_ROWS, fits_16_bits
 
 
 @njit(cache=True, nogil=True)
@@ -212,13 +213,18 @@ class GridRun(DeviceRun):
         budget = min(t.max_state_bytes, be.free_bytes() // 3)
         batch = max(1, min(t.max_tasks // tasks.n, budget // state_bytes // max(per_query, 1),
                            (2**31 - 1) // tasks.n))
+        packed = (t.packed and rows in PACKED_ROWS and getattr(be, "packed_lanes", False)
+                  and fits_16_bits(rows, int(refs.lengths.max()), self.params))
         self._lap("setup_s", began)
         for a in range(0, prof.shape[0], batch):
             b = min(prof.shape[0], a + batch)
-            self._grid_batch(rows, a, b, lo, hi, refs, tasks, dev, kargs, first_pair, results)
+            self._grid_batch(rows, a, b, lo, hi, refs, tasks, dev, kargs, first_pair, results,
+                             (prof[a:b], pad[a:b]) if packed else None)
 
     def _grid_batch(self, rows, a, b, lo, hi, refs: DeviceRefs, tasks: RefTasks, dev: dict, kargs: KernelArgs,
-                    first_pair, results) -> None:
+                    first_pair, results, packed: tuple | None) -> None:
+        """Queries (profile slots) ``a..b-1`` against the chunk's references; ``packed``: their
+        profiles and paddings, for pass 1 two queries per thread (``scan_pass1_grid2``)."""
         xp, be, t = self.xp, self.be, self.t
         began = time.perf_counter()
         nq, n_rt, n_later, n_r = b - a, tasks.n, int(tasks.later.shape[0]), int(refs.lengths.shape[0])
@@ -232,9 +238,17 @@ class GridRun(DeviceRun):
         grid = [np.int32(n_rt), dev["rt_ref"], dev["rt_seg"], d_slot, d_lo, d_hi, dev["ref_cp0"], np.int64(cp_per_q)]
         self.stats["tasks"] += n_tasks
         clock = self._lap("tasks_s", began)
-        cands = self._collect("scan_pass1_grid", rows, n_tasks,
-                              [np.int64(n_tasks), *grid, *kargs.args(), d_cp, d_entry], [],
-                              max(4096, min(n_tasks, 1 << 22)))
+        cap = max(4096, min(n_tasks, 1 << 22))
+        if packed is None:
+            cands = self._collect("scan_pass1_grid", rows, n_tasks,
+                                  [np.int64(n_tasks), *grid, *kargs.args(), d_cp, d_entry], [], cap)
+        else:
+            n_threads = (nq + 1) // 2 * n_rt
+            cands = self._collect("scan_pass1_grid2", rows, n_threads,
+                                  [np.int64(n_threads), np.int32(nq), *grid[:3], d_lo, d_hi, *grid[6:],
+                                   be.asarray(pair_profiles(packed[0])), be.asarray(packed[1]), *kargs.args(), d_cp,
+                                   d_entry], [], cap)
+            self.stats["packed_tasks"] = self.stats.get("packed_tasks", 0) + n_tasks
         clock = self._lap("pass1_s", clock)
         if n_later:
             flags = xp.zeros(nq * n_later, np.uint8)

@@ -43,7 +43,9 @@ class GpuTuning:
     traceback window covers; ``max_tasks``/``max_state_bytes``: batch limits per launch;
     ``scratch_bytes``: trace-window memory per pass-2 launch; ``device_suppress``: diagonal
     suppression on the device (pairs of more than ``suppress_limit`` candidates on the host);
-    ``bucket_threads``: row buckets aligned at once on a device (each on its own stream).
+    ``bucket_threads``: row buckets aligned at once on a device (each on its own stream);
+    ``packed``: pass 1 of chunks of consecutive pairs two queries per thread in 16-bit lanes where
+    the scores fit (:func:`fits_16_bits`) and the device has DPX instructions (compute capability 9.0+).
     """
 
     cpint: int = 128
@@ -59,6 +61,7 @@ class GpuTuning:
     device_suppress: bool = True
     suppress_limit: int = 4096
     bucket_threads: int = 2
+    packed: bool = True
 
     def segment_length(self, columns: int) -> int:
         """Reference columns per task for ``columns`` columns in all: about ``target_tasks`` tasks,
@@ -72,19 +75,41 @@ def bucket_for(lengths):
     return np.array(ROW_BUCKETS + (0,))[np.searchsorted(np.array(ROW_BUCKETS), lengths)]
 
 
-def check_int32_scores(query_length: int, ref_length: int, params: ScanParams) -> None:
-    """Refuse parameters whose scores could leave the kernels' int32 cells (the CPU engine widens
-    its lanes instead): a bound from the best row score, the query length and the gap rise."""
+def score_range(query_length: int, ref_length: int, params: ScanParams) -> tuple[int, int]:
+    """Bounds (low, high) on every value the kernels' DP holds or sums for a query of
+    ``query_length`` rows against a reference of ``ref_length`` letters: from the best row score,
+    the query length and the gap rise."""
     z = float(params.scale)
     best_row = max(5, c_trunc(5 * z), c_trunc(-3 * z), c_trunc(-z), c_trunc(z))
     rise = gap_rise(params)
     high = score_bound(query_length * best_row, rise, ref_length) + max(best_row, rise)
     low = 2 * min(params.gap_open, params.gap_extend, c_trunc(z * params.gap_open), c_trunc(z * params.gap_extend),
                   -3 * max(1, c_trunc(abs(z))) - 1)
+    return low, high
+
+
+def check_int32_scores(query_length: int, ref_length: int, params: ScanParams) -> None:
+    """Refuse parameters whose scores could leave the kernels' int32 cells (the CPU engine widens
+    its lanes instead)."""
+    low, high = score_range(query_length, ref_length, params)
     limit = 2**31 - 3
     if high >= limit or low <= -limit:
         raise UsageError(f"with these scoring parameters scores could reach {max(high, -low):,}, beyond the GPU "
                          f"engine's 32-bit cells (limit {limit:,}); use --device cpu, which widens them")
+
+
+#: The packed pass 1 (``scan_pass1_grid2``: two queries per thread, 16-bit lanes) needs every value
+#: within +-PACKED_LIMIT; its unused top rows score -PACKED_LIMIT (their A stays 0, no sum wraps).
+PACKED_LIMIT = 2**14
+#: Row buckets that take the packed pass 1: it holds their two states in registers (1.7-1.9x the int32
+#: kernel's cells per second for 24 and 32 rows on an H200); taller buckets would spill.
+PACKED_ROWS = (16, 24, 32)
+
+
+def fits_16_bits(query_length: int, ref_length: int, params: ScanParams) -> bool:
+    """Whether the packed pass 1 computes exactly what the int32 one does for these sizes."""
+    low, high = score_range(query_length, ref_length, params)
+    return high < PACKED_LIMIT and low > -PACKED_LIMIT
 
 
 def small_unique(ids: np.ndarray, bound: int | None = None) -> np.ndarray:
