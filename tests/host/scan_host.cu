@@ -65,16 +65,6 @@ using std::min;
             scan_pass1_grid_task<LM>(t, n_rt, rt_ref, rt_seg, g_slot, g_lo, g_hi, ref_cp0, cp_per_q, a, cp, \
                                      entry, cand_count, cand_cap, cands);                                \
     }                                                                                                    \
-    extern "C" void host_scan_pass1_grid2_##LM(long long n_threads, int nq, int n_rt, const int* rt_ref,         \
-                                               const int* rt_seg, const int* g_lo, const int* g_hi,              \
-                                               const long long* ref_cp0, long long cp_per_q,                     \
-                                               const ScanPair* prof2, const int* pad2, SCAN_ARGS_PARAMS, int* cp, \
-                                               int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) { \
-        SCAN_ARGS_MAKE(a);                                                                               \
-        for (long long u = 0; u < n_threads; ++u)                                                        \
-            scan_pass1_grid2_task<LM>(u, nq, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, prof2, pad2, a, \
-                                      cp, entry, cand_count, cand_cap, cands);                           \
-    }                                                                                                    \
     extern "C" void host_scan_repair_##LM(int n, const int* rp_pair, const int* rp_seg,                  \
                                           const long long* pair_task0, const int* pair_tasks,            \
                                           SCAN_ARGS_PARAMS, int* cp, const int* entry,                   \
@@ -142,3 +132,20 @@ extern "C" void host_scan_verify_grid_0(long long n, int n_later, const int* lat
         scan_verify_grid_one(x, n_later, later_rt, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, seglen, cpint,
                              width, cp, entry, bad);
 }
+
+// The packed pass 1, for the buckets that take it (gpu_plan.PACKED_ROWS).
+#define SCAN_HOST_PACKED(LM)                                                                             \
+    extern "C" void host_scan_pass1_grid2_##LM(long long n_threads, int nq, int n_rt, const int* rt_ref,         \
+                                               const int* rt_seg, const int* g_lo, const int* g_hi,              \
+                                               const long long* ref_cp0, long long cp_per_q,                     \
+                                               const ScanPair* prof2, const int* pad2, SCAN_ARGS_PARAMS, int* cp, \
+                                               int* entry, ScanCount* cand_count, int cand_cap, ScanCand* cands) { \
+        SCAN_ARGS_MAKE(a);                                                                               \
+        for (long long u = 0; u < n_threads; ++u)                                                        \
+            scan_pass1_grid2_task<LM>(u, nq, n_rt, rt_ref, rt_seg, g_lo, g_hi, ref_cp0, cp_per_q, prof2, pad2, a, \
+                                      cp, entry, cand_count, cand_cap, cands);                           \
+    }
+
+SCAN_HOST_PACKED(16)
+SCAN_HOST_PACKED(24)
+SCAN_HOST_PACKED(32)

@@ -43,17 +43,74 @@ typedef unsigned long long ScanCount;
 // Seed rows (miRNA positions 2..8) in the bottom-aligned layout; row LM-1 is row L (normal).
 #define SCAN_SEED_ROW(r, LM) ((r) >= (LM) - 8 && (r) <= (LM) - 2)
 
-SCAN_DEV int scan_addmax(int a, int b, int c) { return __viaddmax_s32(a, b, c); }  // max(a+b, c)
-SCAN_DEV int scan_max3(int a, int b, int c) { return __vimax3_s32(a, b, c); }
+// The score-only sweep's values: one int32 cell per register (ScanI32), or one cell of each of two
+// queries in the 16-bit halves of a register (ScanP16, scan_pass1_grid2: Hopper's packed DPX
+// instructions update both). `of(lo, hi)` makes a value from the two lanes' numbers (ScanI32 keeps lo).
+typedef unsigned int ScanPair;
 
-// Set the state to that of an all-zero column: D = 0, Bn = B of the next column.
-template <int LM>
-SCAN_DEV void scan_zero_state(int (&D)[LM], int (&Bn)[LM], int P, int go, int ge, int sgo, int sge) {
+struct ScanI32 {
+    typedef int V;
+    typedef int4 V4;
+    static constexpr int kMin = SCAN_NEG_INF;
+    static constexpr int kMinusOne = -1;
+    static SCAN_DEV int of(int lo, int) { return lo; }
+    static SCAN_DEV int addmax(int a, int b, int c) { return __viaddmax_s32(a, b, c); }  // max(a + b, c)
+    static SCAN_DEV int add(int a, int b) { return a + b; }
+    static SCAN_DEV int max3(int a, int b, int c) { return __vimax3_s32(a, b, c); }
+};
+
+struct ScanP16 {
+    typedef ScanPair V;
+    typedef uint4 V4;
+    static constexpr ScanPair kMin = 0x80008000u;      // -32768 in both lanes
+    static constexpr ScanPair kMinusOne = 0xffffffffu;  // -1 in both lanes
+    static SCAN_DEV ScanPair of(int lo, int hi) { return ((unsigned)lo & 0xffffu) | ((unsigned)hi << 16); }
+    static SCAN_DEV ScanPair addmax(ScanPair a, ScanPair b, ScanPair c) { return __viaddmax_s16x2(a, b, c); }
+    static SCAN_DEV ScanPair add(ScanPair a, ScanPair b) { return __viaddmax_s16x2(a, b, kMin); }  // never wraps
+    static SCAN_DEV ScanPair max3(ScanPair a, ScanPair b, ScanPair c) { return __vimax3_s16x2(a, b, c); }
+};
+
+// Lane k (0: low half) of a packed value, sign-extended.
+SCAN_DEV int scan_lane(ScanPair v, int k) { return k ? ((int)v >> 16) : (int)(short)(v & 0xffffu); }
+
+// Gap costs: go/ge in normal rows, sgo/sge in seed rows, and GO/GE for rows 0..7, which are 0 in a
+// lane's unused top rows (r < P of that lane).
+template <class O>
+struct ScanGaps {
+    typename O::V GO[8], GE[8], go, ge, sgo, sge;
+};
+
+template <class O>
+SCAN_DEV void scan_gaps(ScanGaps<O>& g, int P0, int P1, int go, int ge, int sgo, int sge) {
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+        g.GO[r] = O::of(r < P0 ? 0 : go, r < P1 ? 0 : go);
+        g.GE[r] = O::of(r < P0 ? 0 : ge, r < P1 ? 0 : ge);
+    }
+    g.go = O::of(go, go);
+    g.ge = O::of(ge, ge);
+    g.sgo = O::of(sgo, sgo);
+    g.sge = O::of(sge, sge);
+}
+
+// Row r's gap open (ext = false) or extend cost. Buckets of LM = 8 skip their unused rows instead.
+template <int LM, class O>
+SCAN_DEV typename O::V scan_row_gap(const ScanGaps<O>& g, int r, bool ext) {
+    if (SCAN_SEED_ROW(r, LM)) return ext ? g.sge : g.sgo;
+    if (r < 8 && LM > 8) return ext ? g.GE[r & 7] : g.GO[r & 7];
+    return ext ? g.ge : g.go;
+}
+
+// Set the state to that of an all-zero column: D = 0, Bn = B of the next column (lanes padded P0, P1).
+template <int LM, class O>
+SCAN_DEV void scan_zero_state(typename O::V (&D)[LM], typename O::V (&Bn)[LM], int P0, int P1, int go, int ge,
+                              int sgo, int sge) {
+    const int bn = go > ge ? go : ge, sbn = sgo > sge ? sgo : sge;
 #pragma unroll
     for (int r = 0; r < LM; ++r) {
-        const bool seed = SCAN_SEED_ROW(r, LM);
+        const int b = SCAN_SEED_ROW(r, LM) ? sbn : bn;
         D[r] = 0;
-        Bn[r] = (r >= P) ? (seed ? (sgo > sge ? sgo : sge) : (go > ge ? go : ge)) : 0;
+        Bn[r] = O::of(r >= P0 ? b : 0, r >= P1 ? b : 0);
     }
 }
 
@@ -85,41 +142,43 @@ SCAN_DEV bool scan_state_equal(const int (&D)[LM], const int (&Bn)[LM], const in
     return eq;
 }
 
-// One column j of the score-only DP: (Din, Bin) hold the state of column j-1 and stay intact,
-// (Dout, Bout) receive that of column j. Returns the column's largest max(A, C): a cell can only
-// be a candidate (best >= T, not ending in B) when that is >= T, and then scan_emit_column
-// recomputes the column from (Din, Bin) and emits its candidates (a rare path).
+// One column j of the score-only DP, in values of O (one query, or two in 16-bit lanes): (Din, Bin)
+// hold the state of column j-1 and stay intact, (Dout, Bout) receive that of column j. Returns the
+// column's largest max(A, C) (of each lane): a cell can only be a candidate (best >= T, not ending
+// in B) when that is >= T, and then scan_emit_column(2) recomputes the column from (Din, Bin) and
+// emits its candidates (a rare path).
 //
 // Unused top rows (r < P <= 7 when LM >= 16) run branch-free as copies of row 0: their profile
 // scores are hugely negative (A = 0) and their gap costs 0 (GO/GE; then B = C = D = 0), so the
 // first real row sees exactly row 0. LM == 8 (queries of <= 8 letters) skips them with a branch.
-template <int LM>
-SCAN_DEV int scan_column(const int (&Din)[LM], const int (&Bin)[LM], int (&Dout)[LM], int (&Bout)[LM],
-                         const int4* pc, int P, const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo,
-                         int sge) {
+template <int LM, class O>
+SCAN_DEV typename O::V scan_column(const typename O::V (&Din)[LM], const typename O::V (&Bin)[LM],
+                                   typename O::V (&Dout)[LM], typename O::V (&Bout)[LM],
+                                   const typename O::V4* pc, int P, const ScanGaps<O>& g) {
+    typedef typename O::V V;
     constexpr bool kBranchFree = LM > 8;
-    int dold = 0, aup = 0, cup = 0;  // row 0: all zero
-    int gm = SCAN_NEG_INF;
+    V dold = 0, aup = 0, cup = 0;  // row 0: all zero
+    V gm = O::kMin;
 #pragma unroll
     for (int r4 = 0; r4 < LM / 4; ++r4) {
-        const int4 s4 = SCAN_LDG(pc + r4);
-        const int sv[4] = {s4.x, s4.y, s4.z, s4.w};
+        const typename O::V4 s4 = SCAN_LDG(pc + r4);
+        const V sv[4] = {s4.x, s4.y, s4.z, s4.w};
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const int r = r4 * 4 + k;
             const bool seed = SCAN_SEED_ROW(r, LM);
-            const int rgo = seed ? sgo : (r < 8 && kBranchFree ? GO[r & 7] : go);
-            const int rge = seed ? sge : (r < 8 && kBranchFree ? GE[r & 7] : ge);
+            const V rgo = scan_row_gap<LM, O>(g, r, false);
+            const V rge = scan_row_gap<LM, O>(g, r, true);
             if (kBranchFree || r >= P) {
-                const int A = scan_addmax(dold, sv[k], 0);
-                const int C = seed ? -1 : scan_addmax(aup, rgo, cup + rge);
-                const int B = Bin[r];
+                const V A = O::addmax(dold, sv[k], 0);
+                const V C = seed ? O::kMinusOne : O::addmax(aup, rgo, O::add(cup, rge));
+                const V B = Bin[r];
                 dold = Din[r];
-                Dout[r] = scan_max3(A, B, C);
-                Bout[r] = scan_addmax(A, rgo, B + rge);
+                Dout[r] = O::max3(A, B, C);
+                Bout[r] = O::addmax(A, rgo, O::add(B, rge));
                 aup = A;
                 cup = C;
-                gm = scan_max3(gm, A, C);
+                gm = O::max3(gm, A, C);
             } else {
                 Dout[r] = Din[r];
                 Bout[r] = Bin[r];
@@ -132,21 +191,22 @@ SCAN_DEV int scan_column(const int (&Din)[LM], const int (&Bin)[LM], int (&Dout)
 // Emit the candidates of column j (state of column j-1 in Din/Bin): same arithmetic as scan_column.
 template <int LM>
 SCAN_DEV void scan_emit_column(const int (&Din)[LM], const int (&Bin)[LM], const int4* pc, int j, int P,
-                               const int (&GO)[8], const int (&GE)[8], int go, int ge, int sgo, int sge, int T,
-                               int task, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
+                               const ScanGaps<ScanI32>& g, int T, int task, ScanCount* cand_count, int cand_cap,
+                               ScanCand* cands) {
+    typedef ScanI32 O;
     const int* ps = reinterpret_cast<const int*>(pc);
     int dold = 0, aup = 0, cup = 0;
 #pragma unroll
     for (int r = 0; r < LM; ++r) {  // compile-time r keeps the state arrays in registers
         if (r < P) continue;
         const bool seed = SCAN_SEED_ROW(r, LM);
-        const int rgo = seed ? sgo : (r < 8 ? GO[r & 7] : go);
-        const int rge = seed ? sge : (r < 8 ? GE[r & 7] : ge);
-        const int A = scan_addmax(dold, ps[r], 0);
-        const int C = seed ? -1 : scan_addmax(aup, rgo, cup + rge);
+        const int rgo = scan_row_gap<LM, O>(g, r, false);
+        const int rge = scan_row_gap<LM, O>(g, r, true);
+        const int A = O::addmax(dold, ps[r], 0);
+        const int C = seed ? -1 : O::addmax(aup, rgo, O::add(cup, rge));
         const int B = Bin[r];
         dold = Din[r];
-        const int best = scan_max3(A, B, C);
+        const int best = O::max3(A, B, C);
         aup = A;
         cup = C;
         if (best >= T && !(B > A && B >= C)) {
@@ -171,18 +231,14 @@ SCAN_DEV void scan_sweep(int (&D)[LM], int (&Bn)[LM], const signed char* ref, in
                          int* cp_base, const int* prof, int P, int go, int ge, int sgo, int sge,
                          int T, int task, ScanCount* cand_count, int cand_cap, ScanCand* cands) {
     int next_cp = ((jfrom - 1) / cpint + 1) * cpint;  // next column that is a multiple of cpint
-    int GO[8], GE[8];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        GO[r] = r < P ? 0 : go;
-        GE[r] = r < P ? 0 : ge;
-    }
+    ScanGaps<ScanI32> g;
+    scan_gaps<ScanI32>(g, P, P, go, ge, sgo, sge);
     int D2[LM], B2[LM];
     for (int j = jfrom; j <= jto; j += 2) {
         const int4* pc = reinterpret_cast<const int4*>(prof + ref[j - 1] * LM);
-        int gm = scan_column<LM>(D, Bn, D2, B2, pc, P, GO, GE, go, ge, sgo, sge);
+        int gm = scan_column<LM, ScanI32>(D, Bn, D2, B2, pc, P, g);
         if (gm >= T && j >= emit_from)
-            scan_emit_column<LM>(D, Bn, pc, j, P, GO, GE, go, ge, sgo, sge, T, task, cand_count, cand_cap, cands);
+            scan_emit_column<LM>(D, Bn, pc, j, P, g, T, task, cand_count, cand_cap, cands);
         if (j == save_col) scan_store_state<LM>(D2, B2, save_out);
         if (j == next_cp) {
             if (j >= cp_from) scan_store_state<LM>(D2, B2, cp_base + (long long)(j / cpint - 1) * 2 * LM);
@@ -194,10 +250,9 @@ SCAN_DEV void scan_sweep(int (&D)[LM], int (&Bn)[LM], const signed char* ref, in
             break;
         }
         const int4* pc2 = reinterpret_cast<const int4*>(prof + ref[j] * LM);
-        gm = scan_column<LM>(D2, B2, D, Bn, pc2, P, GO, GE, go, ge, sgo, sge);
+        gm = scan_column<LM, ScanI32>(D2, B2, D, Bn, pc2, P, g);
         if (gm >= T && j + 1 >= emit_from)
-            scan_emit_column<LM>(D2, B2, pc2, j + 1, P, GO, GE, go, ge, sgo, sge, T, task, cand_count, cand_cap,
-                                 cands);
+            scan_emit_column<LM>(D2, B2, pc2, j + 1, P, g, T, task, cand_count, cand_cap, cands);
         if (j + 1 == save_col) scan_store_state<LM>(D, Bn, save_out);
         if (j + 1 == next_cp) {
             if (j + 1 >= cp_from) scan_store_state<LM>(D, Bn, cp_base + (long long)(j / cpint) * 2 * LM);
@@ -232,7 +287,7 @@ SCAN_DEV void scan_pass1_segment(int q, int rr, int k, long long cp_index, int* 
     const int e = min(s - 1 + a.seglen, R);
     const int w = max(0, s - 1 - a.warm);
     int D[LM], Bn[LM];
-    scan_zero_state<LM>(D, Bn, P, a.go, a.ge, a.sgo, a.sge);
+    scan_zero_state<LM, ScanI32>(D, Bn, P, P, a.go, a.ge, a.sgo, a.sge);
     scan_sweep<LM>(D, Bn, ref, w + 1, e, s, k > 0 ? s - 1 : -1, entry_out, s, a.cpint, cp + cp_index * 2 * LM,
                    a.prof + (long long)q * 5 * LM, P, a.go, a.ge, a.sgo, a.sge, a.T, task, cand_count, cand_cap,
                    cands);
@@ -268,42 +323,14 @@ SCAN_DEV void scan_pass1_grid_task(long long t, int n_rt, const int* rt_ref, con
 // half of every register) and lane 1 (the high half) hold the same row of queries 2m and 2m + 1 of a batch
 // against the same reference segment, so that Hopper's DPX instructions (__viaddmax_s16x2,
 // __vimax3_s16x2) update both in one. The host uses it only where every value of the DP stays within
-// +-2^14 (gpu_plan.fits_16_bits: scores, gap sums and the 16-bit padding score SCAN_PAD16), so each
+// +-2^14 (gpu_plan.fits_16_bits: scores, gap sums, and the padding score -2^14 of pair_profiles), so each
 // lane computes exactly what scan_pass1_grid computes for its query; the states it stores (checkpoints,
 // entries) and its candidates are that kernel's, lane by lane, so the checks, repairs and tracebacks
 // that follow are the same.
-typedef unsigned int ScanPair;
-
-#define SCAN_PAIR_MIN 0x80008000u  // -32768 in both lanes
-#define SCAN_PAIR_M1 0xffffffffu   // -1 in both lanes
-
-SCAN_DEV ScanPair scan_pack(int lo, int hi) { return ((unsigned)lo & 0xffffu) | ((unsigned)hi << 16); }
-SCAN_DEV int scan_lane(ScanPair v, int k) { return k ? ((int)v >> 16) : (int)(short)(v & 0xffffu); }
-SCAN_DEV ScanPair scan_addmax2(ScanPair a, ScanPair b, ScanPair c) { return __viaddmax_s16x2(a, b, c); }
-SCAN_DEV ScanPair scan_add2(ScanPair a, ScanPair b) { return __viaddmax_s16x2(a, b, SCAN_PAIR_MIN); }  // no wrap
-SCAN_DEV ScanPair scan_max3_2(ScanPair a, ScanPair b, ScanPair c) { return __vimax3_s16x2(a, b, c); }
-
+//
 // The packed sweep's rare steps (a column with a cell >= T, a state to store) run in functions of their
 // own, called with the state copied to the stack (`st`: D then Bn), so that their registers never add to
 // the sweep's: the sweep itself holds two states of LM pairs and the gap costs, and nothing else.
-
-// Lane k's gap costs of rows 0..7: 0 in its unused top rows (r < P_k), as scan_sweep's GO/GE.
-struct ScanPairGaps {
-    ScanPair GO[8], GE[8];
-    ScanPair go, ge, sgo, sge;
-};
-
-SCAN_DEV void scan_pair_gaps(ScanPairGaps& g, int P0, int P1, int go, int ge, int sgo, int sge) {
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        g.GO[r] = scan_pack(r < P0 ? 0 : go, r < P1 ? 0 : go);
-        g.GE[r] = scan_pack(r < P0 ? 0 : ge, r < P1 ? 0 : ge);
-    }
-    g.go = scan_pack(go, go);
-    g.ge = scan_pack(ge, ge);
-    g.sgo = scan_pack(sgo, sgo);
-    g.sge = scan_pack(sge, sge);
-}
 
 // What the packed sweep's rare steps need: both lanes' padding and task (-1: the lane is off), where
 // lane k's state goes (entry: its speculative entry state, null when none; cp: its first checkpoint).
@@ -339,19 +366,20 @@ SCAN_RARE void scan_store_pair(const ScanPair* st, const ScanPairTask& pt, long 
 // scan_emit_column for both lanes (state of column j-1 in st): lane k emits for its task from rows r >= P[k].
 template <int LM>
 SCAN_RARE void scan_emit_column2(const ScanPair* st, const uint4* pc, int j, const ScanPairTask& pt) {
-    ScanPairGaps g;
-    scan_pair_gaps(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
+    typedef ScanP16 O;
+    ScanGaps<O> g;
+    scan_gaps<O>(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
     const ScanPair* ps = reinterpret_cast<const ScanPair*>(pc);
     ScanPair dold = 0, aup = 0, cup = 0;
     for (int r = 0; r < LM; ++r) {
         const bool seed = SCAN_SEED_ROW(r, LM);
-        const ScanPair rgo = seed ? g.sgo : (r < 8 ? g.GO[r & 7] : g.go);
-        const ScanPair rge = seed ? g.sge : (r < 8 ? g.GE[r & 7] : g.ge);
-        const ScanPair A = scan_addmax2(dold, SCAN_LDG(ps + r), 0u);
-        const ScanPair C = seed ? SCAN_PAIR_M1 : scan_addmax2(aup, rgo, scan_add2(cup, rge));
+        const ScanPair rgo = scan_row_gap<LM, O>(g, r, false);
+        const ScanPair rge = scan_row_gap<LM, O>(g, r, true);
+        const ScanPair A = O::addmax(dold, SCAN_LDG(ps + r), 0u);
+        const ScanPair C = seed ? O::kMinusOne : O::addmax(aup, rgo, O::add(cup, rge));
         const ScanPair B = st[LM + r];
         dold = st[r];
-        const ScanPair best = scan_max3_2(A, B, C);
+        const ScanPair best = O::max3(A, B, C);
         aup = A;
         cup = C;
         for (int k = 0; k < 2; ++k) {
@@ -376,37 +404,6 @@ SCAN_DEV void scan_spill_state(const ScanPair (&D)[LM], const ScanPair (&Bn)[LM]
         st[r] = D[r];
         st[LM + r] = Bn[r];
     }
-}
-
-// scan_column for both lanes (LM >= 16: rows r < 8 are never seed rows, and unused rows run as copies of
-// row 0 in either lane). Returns the column's largest max(A, C) of each lane.
-template <int LM>
-SCAN_DEV ScanPair scan_column2(const ScanPair (&Din)[LM], const ScanPair (&Bin)[LM], ScanPair (&Dout)[LM],
-                               ScanPair (&Bout)[LM], const uint4* pc, const ScanPairGaps& g) {
-    ScanPair dold = 0, aup = 0, cup = 0;
-    ScanPair gm = SCAN_PAIR_MIN;
-#pragma unroll
-    for (int r4 = 0; r4 < LM / 4; ++r4) {
-        const uint4 s4 = SCAN_LDG(pc + r4);
-        const ScanPair sv[4] = {s4.x, s4.y, s4.z, s4.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const int r = r4 * 4 + k;
-            const bool seed = SCAN_SEED_ROW(r, LM);
-            const ScanPair rgo = seed ? g.sgo : (r < 8 ? g.GO[r & 7] : g.go);
-            const ScanPair rge = seed ? g.sge : (r < 8 ? g.GE[r & 7] : g.ge);
-            const ScanPair A = scan_addmax2(dold, sv[k], 0u);
-            const ScanPair C = seed ? SCAN_PAIR_M1 : scan_addmax2(aup, rgo, scan_add2(cup, rge));
-            const ScanPair B = Bin[r];
-            dold = Din[r];
-            Dout[r] = scan_max3_2(A, B, C);
-            Bout[r] = scan_addmax2(A, rgo, scan_add2(B, rge));
-            aup = A;
-            cup = C;
-            gm = scan_max3_2(gm, A, C);
-        }
-    }
-    return gm;
 }
 
 SCAN_DEV int scan_pair_max(ScanPair v) { return max(scan_lane(v, 0), scan_lane(v, 1)); }
@@ -437,24 +434,19 @@ SCAN_DEV void scan_after_column2(const ScanPair (&Dp)[LM], const ScanPair (&Bp)[
 // checkpoints from column s on, the state after column s - 1 at the lanes' entries.
 template <int LM>
 SCAN_DEV void scan_sweep2(const signed char* ref, int w, int s, int e, const ScanPair* prof, const ScanPairTask& pt) {
-    ScanPairGaps g;
-    scan_pair_gaps(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
+    static_assert(LM >= 16, "rows r < 8 of a packed bucket are never seed rows, and run as copies of row 0");
+    ScanGaps<ScanP16> g;
+    scan_gaps<ScanP16>(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
     ScanPair D[LM], Bn[LM], D2[LM], B2[LM];
-    const int bn = max(pt.go, pt.ge), sbn = max(pt.sgo, pt.sge);
-#pragma unroll
-    for (int r = 0; r < LM; ++r) {  // scan_zero_state, lane by lane
-        const int b = SCAN_SEED_ROW(r, LM) ? sbn : bn;
-        D[r] = 0;
-        Bn[r] = scan_pack(r >= pt.P[0] ? b : 0, r >= pt.P[1] ? b : 0);
-    }
+    scan_zero_state<LM, ScanP16>(D, Bn, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
     int next_cp = (w / pt.cpint + 1) * pt.cpint;
     for (int j = w + 1; j <= e; j += 2) {
         const uint4* pc = reinterpret_cast<const uint4*>(prof + ref[j - 1] * LM);
-        ScanPair gm = scan_column2<LM>(D, Bn, D2, B2, pc, g);
+        ScanPair gm = scan_column<LM, ScanP16>(D, Bn, D2, B2, pc, 0, g);
         scan_after_column2<LM>(D, Bn, D2, B2, gm, pc, j, s, next_cp, pt);
         if (j == e) break;
         const uint4* pc2 = reinterpret_cast<const uint4*>(prof + ref[j] * LM);
-        gm = scan_column2<LM>(D2, B2, D, Bn, pc2, g);
+        gm = scan_column<LM, ScanP16>(D2, B2, D, Bn, pc2, 0, g);
         scan_after_column2<LM>(D2, B2, D, Bn, gm, pc2, j + 1, s, next_cp, pt);
     }
 }
