@@ -171,3 +171,17 @@ def test_nan_after_an_option_is_refused_as_a_number(capsys):
 def test_whole_reals_are_floats_of_the_same_value(n):
     assert parse_number(str(n)) == n and isinstance(parse_number(str(n)), float)
     assert parse_number(f"{n}e-3") == float(f"{n}e-3")
+
+
+def test_env_switch_reads_on_and_off_words_and_refuses_others(monkeypatch):
+    from gamut.numerals import env_switch
+
+    monkeypatch.delenv("GAMUT_TEST_SWITCH", raising=False)
+    assert env_switch("GAMUT_TEST_SWITCH", True) is True and env_switch("GAMUT_TEST_SWITCH", False) is False
+    for word, want in (("0", False), ("Off", False), ("false", False), ("no", False), ("1", True), ("ON", True),
+                       ("yes", True), (" true ", True), ("", True)):
+        monkeypatch.setenv("GAMUT_TEST_SWITCH", word)
+        assert env_switch("GAMUT_TEST_SWITCH", True) is want, word
+    monkeypatch.setenv("GAMUT_TEST_SWITCH", "maybe")
+    with pytest.raises(UsageError, match="GAMUT_TEST_SWITCH"):
+        env_switch("GAMUT_TEST_SWITCH", True)

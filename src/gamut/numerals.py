@@ -74,6 +74,19 @@ def env_count(name: str, default: int, *, at_most: int | None = None) -> int:
     return int(number(raw, name, whole=True, at_least=1, at_most=at_most)) if raw else default
 
 
+def env_switch(name: str, default: bool) -> bool:
+    """An on/off setting from environment variable ``name`` (0/no/off/false or 1/yes/on/true, any
+    case); ``default`` when it is unset or empty; else a one-line :class:`UsageError` naming it."""
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("0", "no", "off", "false"):
+        return False
+    if raw in ("1", "yes", "on", "true"):
+        return True
+    raise UsageError(f"{name} must be 0/no/off/false or 1/yes/on/true, got '{os.environ[name]}'")
+
+
 def number_type(*, whole: bool = False, at_least: Number | None = None,
                 at_most: Number | None = None) -> Callable[[str], Number]:
     """An argparse ``type=`` reading the option's text with :func:`parse_number` (argparse names

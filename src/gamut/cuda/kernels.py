@@ -20,6 +20,8 @@ import threading
 from importlib import resources
 from pathlib import Path
 
+from gamut.numerals import env_switch
+
 #: Bump to drop every cached cubin (a change in how modules are built here).
 CACHE_FORMAT = 1
 _ELF = b"\x7fELF"
@@ -33,7 +35,7 @@ def kernel_source(filename: str) -> str:
 
 def kernel_cache_dir() -> Path | None:
     """Where compiled kernels are kept (None when ``GAMUT_KERNEL_CACHE=0``)."""
-    if os.environ.get("GAMUT_KERNEL_CACHE", "1").strip().lower() in ("0", "no", "off", "false"):
+    if not env_switch("GAMUT_KERNEL_CACHE", True):
         return None
     from gamut.cache import cache_root
 

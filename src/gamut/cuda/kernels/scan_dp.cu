@@ -114,6 +114,24 @@ SCAN_DEV void scan_zero_state(typename O::V (&D)[LM], typename O::V (&Bn)[LM], i
     }
 }
 
+// Down a column, row by row: row r's A and C from the row above (its D in the previous column,
+// dold, and its A and C in this one, aup and cup), as scan_column and the emits compute them.
+template <class O>
+struct ScanRowWalk {
+    typename O::V dold = 0, aup = 0, cup = 0;  // row 0: all zero
+
+    // Row r (seed: a seed row, whose C is fixed at -1) with profile score sv, gap costs rgo/rge and D of
+    // the previous column Dprev; A and C returned, and kept for the row below.
+    SCAN_DEV void step(bool seed, typename O::V sv, typename O::V rgo, typename O::V rge, typename O::V Dprev,
+                       typename O::V& A, typename O::V& C) {
+        A = O::addmax(dold, sv, 0);
+        C = seed ? O::kMinusOne : O::addmax(aup, rgo, O::add(cup, rge));
+        dold = Dprev;
+        aup = A;
+        cup = C;
+    }
+};
+
 template <int LM>
 SCAN_DEV void scan_store_state(const int (&D)[LM], const int (&Bn)[LM], int* out) {
 #pragma unroll
@@ -157,7 +175,7 @@ SCAN_DEV typename O::V scan_column(const typename O::V (&Din)[LM], const typenam
                                    const typename O::V4* pc, int P, const ScanGaps<O>& g) {
     typedef typename O::V V;
     constexpr bool kBranchFree = LM > 8;
-    V dold = 0, aup = 0, cup = 0;  // row 0: all zero
+    ScanRowWalk<O> walk;
     V gm = O::kMin;
 #pragma unroll
     for (int r4 = 0; r4 < LM / 4; ++r4) {
@@ -170,14 +188,11 @@ SCAN_DEV typename O::V scan_column(const typename O::V (&Din)[LM], const typenam
             const V rgo = scan_row_gap<LM, O>(g, r, false);
             const V rge = scan_row_gap<LM, O>(g, r, true);
             if (kBranchFree || r >= P) {
-                const V A = O::addmax(dold, sv[k], 0);
-                const V C = seed ? O::kMinusOne : O::addmax(aup, rgo, O::add(cup, rge));
+                V A, C;
+                walk.step(seed, sv[k], rgo, rge, Din[r], A, C);
                 const V B = Bin[r];
-                dold = Din[r];
                 Dout[r] = O::max3(A, B, C);
                 Bout[r] = O::addmax(A, rgo, O::add(B, rge));
-                aup = A;
-                cup = C;
                 gm = O::max3(gm, A, C);
             } else {
                 Dout[r] = Din[r];
@@ -195,20 +210,15 @@ SCAN_DEV void scan_emit_column(const int (&Din)[LM], const int (&Bin)[LM], const
                                ScanCand* cands) {
     typedef ScanI32 O;
     const int* ps = reinterpret_cast<const int*>(pc);
-    int dold = 0, aup = 0, cup = 0;
+    ScanRowWalk<O> walk;
 #pragma unroll
     for (int r = 0; r < LM; ++r) {  // compile-time r keeps the state arrays in registers
         if (r < P) continue;
-        const bool seed = SCAN_SEED_ROW(r, LM);
-        const int rgo = scan_row_gap<LM, O>(g, r, false);
-        const int rge = scan_row_gap<LM, O>(g, r, true);
-        const int A = O::addmax(dold, ps[r], 0);
-        const int C = seed ? -1 : O::addmax(aup, rgo, O::add(cup, rge));
+        int A, C;
+        walk.step(SCAN_SEED_ROW(r, LM), ps[r], scan_row_gap<LM, O>(g, r, false), scan_row_gap<LM, O>(g, r, true),
+                  Din[r], A, C);
         const int B = Bin[r];
-        dold = Din[r];
         const int best = O::max3(A, B, C);
-        aup = A;
-        cup = C;
         if (best >= T && !(B > A && B >= C)) {
             const ScanCount slot = atomicAdd(cand_count, 1ull);
             if (slot < (ScanCount)cand_cap) {
@@ -370,18 +380,13 @@ SCAN_RARE void scan_emit_column2(const ScanPair* st, const uint4* pc, int j, con
     ScanGaps<O> g;
     scan_gaps<O>(g, pt.P[0], pt.P[1], pt.go, pt.ge, pt.sgo, pt.sge);
     const ScanPair* ps = reinterpret_cast<const ScanPair*>(pc);
-    ScanPair dold = 0, aup = 0, cup = 0;
+    ScanRowWalk<O> walk;
     for (int r = 0; r < LM; ++r) {
-        const bool seed = SCAN_SEED_ROW(r, LM);
-        const ScanPair rgo = scan_row_gap<LM, O>(g, r, false);
-        const ScanPair rge = scan_row_gap<LM, O>(g, r, true);
-        const ScanPair A = O::addmax(dold, SCAN_LDG(ps + r), 0u);
-        const ScanPair C = seed ? O::kMinusOne : O::addmax(aup, rgo, O::add(cup, rge));
+        ScanPair A, C;
+        walk.step(SCAN_SEED_ROW(r, LM), SCAN_LDG(ps + r), scan_row_gap<LM, O>(g, r, false),
+                  scan_row_gap<LM, O>(g, r, true), st[r], A, C);
         const ScanPair B = st[LM + r];
-        dold = st[r];
         const ScanPair best = O::max3(A, B, C);
-        aup = A;
-        cup = C;
         for (int k = 0; k < 2; ++k) {
             const int bk = scan_lane(best, k), ak = scan_lane(A, k), Bk = scan_lane(B, k), ck = scan_lane(C, k);
             if (pt.task[k] >= 0 && r >= pt.P[k] && bk >= pt.T && !(Bk > ak && Bk >= ck)) {

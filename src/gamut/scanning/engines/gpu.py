@@ -22,7 +22,6 @@ when a :class:`GpuEngine` is created.
 from __future__ import annotations
 
 import functools
-import os
 import queue
 import threading
 import time
@@ -33,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from gamut.errors import DeviceError, InputError
-from gamut.numerals import env_count
+from gamut.numerals import env_count, env_switch
 from gamut.scanning.alignments import ChunkAlignments
 from gamut.scanning.engines.common import QueryCache
 from gamut.scanning.engines.gpu_device import Collector, CupyBackend, DeviceRun, bucket_profiles, upload_references
@@ -75,7 +74,7 @@ class GpuEngine:
     def __init__(self, gpu_ids: Sequence[int], threads: int | None = None, *, tuning: GpuTuning | None = None,
                  backends: Sequence[Any] | None = None) -> None:
         self.tuning = tuning or GpuTuning()
-        if os.environ.get("GAMUT_GPU_PACKED") == "0":  # a measurement knob: the int32 pass 1 everywhere
+        if not env_switch("GAMUT_GPU_PACKED", True):  # a measurement knob: the int32 pass 1 everywhere
             self.tuning = replace(self.tuning, packed=False)
         self.concurrent_chunks = env_count("GAMUT_GPU_LANES", type(self).concurrent_chunks, at_most=16)
         if backends is None:

@@ -219,12 +219,12 @@ class GridRun(DeviceRun):
         for a in range(0, prof.shape[0], batch):
             b = min(prof.shape[0], a + batch)
             self._grid_batch(rows, a, b, lo, hi, refs, tasks, dev, kargs, first_pair, results,
-                             (prof[a:b], pad[a:b]) if packed else None)
+                             prof[a:b] if packed else None)
 
     def _grid_batch(self, rows, a, b, lo, hi, refs: DeviceRefs, tasks: RefTasks, dev: dict, kargs: KernelArgs,
-                    first_pair, results, packed: tuple | None) -> None:
+                    first_pair, results, packed: np.ndarray | None) -> None:
         """Queries (profile slots) ``a..b-1`` against the chunk's references; ``packed``: their
-        profiles and paddings, for pass 1 two queries per thread (``scan_pass1_grid2``)."""
+        profiles, for pass 1 two queries per thread (``scan_pass1_grid2``)."""
         xp, be, t = self.xp, self.be, self.t
         began = time.perf_counter()
         nq, n_rt, n_later, n_r = b - a, tasks.n, int(tasks.later.shape[0]), int(refs.lengths.shape[0])
@@ -246,8 +246,8 @@ class GridRun(DeviceRun):
             n_threads = (nq + 1) // 2 * n_rt
             cands = self._collect("scan_pass1_grid2", rows, n_threads,
                                   [np.int64(n_threads), np.int32(nq), *grid[:3], d_lo, d_hi, *grid[6:],
-                                   be.asarray(pair_profiles(packed[0])), be.asarray(packed[1]), *kargs.args(), d_cp,
-                                   d_entry], [], cap)
+                                   be.asarray(pair_profiles(packed)), kargs.q_pad[a:b], *kargs.args(), d_cp, d_entry],
+                                  [], cap)
             self.stats["packed_tasks"] = self.stats.get("packed_tasks", 0) + n_tasks
         clock = self._lap("pass1_s", clock)
         if n_later:
