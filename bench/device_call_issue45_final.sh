@@ -7,15 +7,7 @@ SETS=${SETS:-0 0,1}
 GOLDEN=${GOLDEN---golden tests/data/miranda}
 python3 bench/scan_scaling.py --data .data --gpu-sets $SETS --dask --modes fast,default --repeat ${REPEAT:-1} --timeline \
   --small-copies ${SMALL:-1} $GOLDEN --kind $KIND --out $R 2>&1 | tail -12
-if [ -n "${TESTS-1}" ]; then
-  { echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader | uniq -c | xargs) ($KIND)"
-    echo "# command: python3 -m pytest -q -m gpu tests/test_scan_gpu.py tests/test_scan_gpu_workers.py tests/test_serve.py tests/test_cuda_device.py tests/test_record_range.py tests/test_energy_gpu.py tests/test_scan_extreme_params.py; then python3 -m pytest -q tests/test_scan_stripes.py tests/test_handoff.py"
-    python3 -m pytest -q -m gpu tests/test_scan_gpu.py tests/test_scan_gpu_workers.py tests/test_serve.py tests/test_cuda_device.py \
-      tests/test_record_range.py tests/test_energy_gpu.py tests/test_scan_extreme_params.py -p no:cacheprovider 2>&1 | tail -4
-    python3 -m pytest -q tests/test_scan_stripes.py tests/test_handoff.py -p no:cacheprovider 2>&1 | tail -2
-  } > $R/pytest_gpu_$KIND.log 2>&1
-  tail -3 $R/pytest_gpu_$KIND.log
-fi
+if [ -n "${TESTS-1}" ]; then . bench/gpu_tests.sh; gpu_tests $KIND; fi
 if [ -n "${E2E-1}" ]; then
   python3 bench/scan_e2e.py --device cuda --cases clip,sars --clip 20000 --modes default --repeat 3 --data .data \
     --kind $KIND --out $R --gpus 0 2>&1 | tail -6

@@ -186,9 +186,13 @@ def test_without_cupy_the_listing_is_not_taken(monkeypatch):
     assert dev.discover_from_driver_listing() == ()
 
 
-def test_the_dask_preload_does_nothing_where_no_gpu_is_seen(monkeypatch):
+def test_the_dask_preload_takes_the_heap_settings_and_starts_no_cuda_where_no_gpu_is_seen(monkeypatch):
+    import gamut.io.heap as heap
     from gamut import dask_preload
 
+    taken = []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(heap, "reuse_large_buffers", lambda: taken.append(True) or True)
     monkeypatch.setattr(dev, "prewarm", lambda *a: pytest.fail("started CUDA without a GPU"))
     dask_preload.dask_setup(None)
+    assert taken == [True]

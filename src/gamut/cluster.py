@@ -128,15 +128,19 @@ class Connection:
 
 
 def local_worker_specs(n: int | None, cuda: bool, gpus: Sequence[int]) -> dict[str, dict]:
-    """Nanny options of each local worker: one thread each; with CUDA, one worker per GPU,
-    pinned to it with ``CUDA_VISIBLE_DEVICES``."""
+    """Nanny options of each local worker: one thread each, and the heap settings of a streaming
+    process (:func:`gamut.io.heap.reuse_environ`); with CUDA, one worker per GPU, pinned to it with
+    ``CUDA_VISIBLE_DEVICES``."""
+    from gamut.io.heap import reuse_environ
+
+    heap = reuse_environ()
     if cuda:
         chosen = list(gpus) if n is None else list(gpus)[:n]
         if n is not None and len(chosen) < n:
             raise UsageError(f"--cluster local:{n} with --device cuda needs {n} GPUs ({len(gpus)} available)")
-        return {f"gamut-gpu{g}": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(g)}} for g in chosen}
+        return {f"gamut-gpu{g}": {"nthreads": 1, "env": {**heap, "CUDA_VISIBLE_DEVICES": str(g)}} for g in chosen}
     count = n if n is not None else (os.cpu_count() or 1)
-    return {f"gamut-{k}": {"nthreads": 1} for k in range(count)}
+    return {f"gamut-{k}": {"nthreads": 1, "env": dict(heap)} for k in range(count)}
 
 
 def parse_local(spec: str) -> int | None:

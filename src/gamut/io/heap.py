@@ -5,11 +5,19 @@ glibc serves each allocation above its mmap threshold (at most 32 MiB by default
 each) are faulted in page by page again, chunk after chunk. Raising the threshold (and the trim
 threshold, so that the freed top of the heap is kept) lets the next chunk reuse the same pages:
 filling a reused buffer costs no page faults, which a fresh one pays for every page it touches.
+
+Every process that streams chunks takes these settings: a command's (:func:`gamut.cli.run`), gamut's
+own GPU workers, and Dask workers (gamut's preload, and the local cluster's workers through their
+environment: Dask's nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536``, which pins the
+mmap threshold at 128 KiB, so that every larger buffer is mapped afresh). ``GAMUT_HEAP_REUSE=0``
+leaves the C library's defaults (a measurement knob).
 """
 from __future__ import annotations
 
 import ctypes
 import sys
+
+from gamut.numerals import env_switch
 
 #: mallopt parameters (glibc's malloc.h).
 M_TRIM_THRESHOLD = -1
@@ -24,7 +32,7 @@ def reuse_large_buffers(limit: int = REUSE_LIMIT) -> bool:
     """Let the C heap serve and keep allocations up to ``limit`` bytes (glibc on Linux); returns
     whether the settings took effect. Meant for a command's process (it is process-wide), not for
     library imports."""
-    if not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux") or not env_switch("GAMUT_HEAP_REUSE", True):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library the process already uses
@@ -33,3 +41,11 @@ def reuse_large_buffers(limit: int = REUSE_LIMIT) -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, int(limit))) and bool(mallopt(M_TRIM_THRESHOLD, 2 * int(limit)))
+
+
+def reuse_environ(limit: int = REUSE_LIMIT) -> dict[str, str]:
+    """The same settings as environment variables, for a process about to start (glibc reads
+    them as it starts; they replace those of Dask's nanny); none under ``GAMUT_HEAP_REUSE=0``."""
+    if not env_switch("GAMUT_HEAP_REUSE", True):
+        return {}
+    return {"MALLOC_MMAP_THRESHOLD_": str(int(limit)), "MALLOC_TRIM_THRESHOLD_": str(2 * int(limit))}

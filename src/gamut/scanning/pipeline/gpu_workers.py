@@ -54,7 +54,7 @@ class _Died(Exception):
 
 
 def _worker_main(conn, gpu: int, share_from: int) -> None:
-    """A worker process: see only GPU ``gpu``, start what every scan needs (CuPy and the CUDA
+    """A worker process: see only GPU ``gpu``, take the command's heap settings, start what every scan needs (CuPy and the CUDA
     context on a thread, the scan's modules here), say it is ready, then serve requests:
     ``("shared", obj, warm)`` keeps ``obj`` (and runs ``warm(obj)``), replying ``("ok", value)``;
     ``("stream", fn)`` replies ``("ok", key, value)`` for each ``(key, value)`` of
@@ -63,9 +63,11 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
     process. Results of ``share_from`` bytes or more come back in shared memory."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is this process's parent's to handle (it stops us)
+    from gamut.io.heap import reuse_large_buffers
     from gamut.timeline import mark
 
     mark("worker starts", gpu=gpu)
+    reuse_large_buffers()  # a streaming process of its own, as the command's (see gamut.io.heap)
     from gamut.cuda.device import prewarm
 
     prewarm(0)
