@@ -12,19 +12,8 @@
 set -u
 . bench/device_env.sh
 . bench/gpu_cluster.sh
-W=/tmp/w
 KIND=${KIND:-nvidia-h200-heap}
-python3 bench/transcriptome_inputs.py $W >/dev/null
-N=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
-ALL=$(seq -s, 0 $((N - 1)))
-echo "$N GPUs ($ALL), $(nproc) cores, $KIND" | tee -a $R/runs.txt
-FAST="--noenergy --score-threshold 160"
-scan() { python3 -m gamut scan $W/hsa.fa "$@" --device cuda; }
-scan $W/warm.fa --gpus 0 -o $W/warm.tsv $FAST >/dev/null 2>&1; scan $W/warm.fa --gpus $ALL -o $W/warm.tsv $FAST
-for k in 1 2 3; do
-  s=$(date +%s.%N); scan $W/q1.fa --gpus 0 -o $W/one.tsv; e=$(date +%s.%N)
-  echo "startup $(python3 -c "print(f'{$e-$s:.2f}')")" | tee -a $R/runs.txt
-done
+. bench/tx_setup.sh
 declare -A FIRST
 run() {  # name, mode (fast|default), ENV=VALUE..., --, scan flags (one run)
   local name=$1 mode=$2 envs=(); shift 2

@@ -212,7 +212,9 @@ def test_a_cluster_workers_stripe_pipeline_is_kept_between_its_runs(host_lib, tm
     count = len(task.groups)
     assert count >= 5
 
-    def text(tiles):
+    def text(run):
+        plan, tiles = run
+        assert plan == stripes.stripe_plan(task)
         return [(g, bytes(memoryview(data[0]))) for g, data in tiles]
 
     whole = text(stripes.compute_tile_run(task, range(count)))
@@ -299,3 +301,133 @@ def test_the_warm_up_scan_runs(device):
     from gamut.scanning.pipeline.stripes import _warm_scan
 
     _warm_scan(device)
+
+
+def test_a_gpu_cluster_job_leaves_a_plain_reference_file_unread(tmp_path):
+    """In stripes on a cluster of GPUs, a plain reference file is read when the runner needs it (after
+    its head start); otherwise, or for a compressed file, as the job is made."""
+    import gzip
+
+    from gamut.scanning.fasta import FileRecords, read_miranda_fasta
+
+    reference = DATA / "real_trim" / "reference.fa"
+    packed = tmp_path / "reference.fa.gz"
+    packed.write_bytes(gzip.compress(reference.read_bytes()))
+
+    def refs(path, **extra):
+        return ScanJob.from_files(str(DATA / "real_trim" / "query.fa"), str(path), ScanParams(**extra.pop("params", {})),
+                                  output=str(tmp_path / "o.tsv"), format="tsv", progress=False, **extra).references
+
+    unread = refs(reference, cluster="tcp://127.0.0.1:1", device="cuda")
+    assert isinstance(unread, FileRecords) and not unread.is_read
+    assert list(unread) == read_miranda_fasta(reference) and unread.is_read
+    for read in (refs(reference, cluster="tcp://127.0.0.1:1", device="cpu"), refs(reference, device="cuda"),
+                 refs(packed, cluster="tcp://127.0.0.1:1", device="cuda"),
+                 refs(reference, cluster="tcp://127.0.0.1:1", device="cuda", run_dir=str(tmp_path / "run"))):
+        assert not isinstance(read, FileRecords)
+
+
+def test_file_records_travel_unread_and_refuse_a_changed_file(tmp_path):
+    import pickle
+
+    from gamut.errors import InputError
+    from gamut.scanning.fasta import FileRecords, read_miranda_fasta
+
+    path = tmp_path / "r.fa"
+    path.write_bytes((DATA / "real_trim" / "reference.fa").read_bytes())
+    records = FileRecords.of(path)
+    assert len(records) == len(read_miranda_fasta(path)) and records[3] == read_miranda_fasta(path)[3]
+    sent = pickle.loads(pickle.dumps(records))
+    assert records.is_read and not sent.is_read and sent.source == records.source
+    with open(path, "ab") as handle:  # written to after the order was made: every reader refuses it
+        handle.write(b">extra\nACGU\n")
+    with pytest.raises(InputError, match="changed while the scan began"):
+        sent.records()
+    assert FileRecords.of(tmp_path) is None and FileRecords.of("-") is None
+
+
+def test_a_stripe_order_plans_the_stripe_as_the_client_does(host_lib, tmp_path):
+    """A worker given an order (the references unread) plans the client's stripes from the file, and its
+    first run takes the stripe's first groups; an order past the stripes the references fill gives none."""
+    import pickle
+
+    from gamut.scanning.fasta import FileRecords
+    from gamut.scanning.pipeline import stripes
+    from gamut.scanning.sinks import sink_class
+
+    job = _job("real_trim", [(str(tmp_path / "s.tsv"), "tsv")]).where(progress=False)
+    sinks, factory = (sink_class("tsv"),), host_engine_factory(host_lib)
+    tasks = stripes.stripe_tasks(job, sinks, factory, 3, tile_cells=150_000)
+    unread = ScanJob.from_files(str(DATA / "real_trim" / "query.fa"), str(DATA / "real_trim" / "reference.fa"),
+                                ScanParams(), output=str(tmp_path / "s.tsv"), format="tsv", device="cuda",
+                                cluster="tcp://127.0.0.1:1", progress=False).where(cluster=None, threads=1, progress=False)
+    assert isinstance(unread.references, FileRecords) and not unread.references.is_read
+    for k, task in enumerate(tasks):
+        order = pickle.loads(pickle.dumps(stripes.StripeOrder(unread, sinks, factory, k, 3, 150_000, 4, "tok")))
+        assert stripes.stripe_plan(order.task) == stripes.stripe_plan(task) and order.task.token == "tok"
+        plan, first = stripes.compute_tile_run(order, None)
+        size = stripes.run_size(len(task.groups), 4)
+        assert plan == stripes.stripe_plan(task) and [g for g, _ in first] == list(range(size))
+        _, expected = stripes.compute_tile_run(task, range(size))
+        assert [bytes(memoryview(d[0])) for _, d in first] == [bytes(memoryview(d[0])) for _, d in expected]
+    beyond = stripes.StripeOrder(unread, sinks, factory, 5, 6, 150_000, 4, "tok")
+    assert len(stripes.stripe_tasks(unread, sinks, factory, 6, 150_000)) == 6 or beyond.task is None
+
+
+def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_read(host_lib, tmp_path, monkeypatch):
+    """The head start: a job whose reference file is unread sends each worker its stripe's order and
+    first run, then reads the file here; every format is byte for byte one process's. A file written
+    to meanwhile fails the scan, with no output."""
+    pytest.importorskip("distributed")
+    import dataclasses
+    import logging
+    import os
+
+    from distributed import Client, LocalCluster
+
+    import gamut.cluster as cluster_module
+    from gamut.cluster import Connection
+    from gamut.errors import InputError
+    from gamut.scanning.fasta import FileRecords
+    from gamut.scanning.pipeline import striped
+
+    here = str(Path(__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setattr(striped, "RUNS_PER_STRIPE", 3)
+    events = []
+    started = cluster_module.PinnedStart.__init__
+    read = FileRecords.records
+    monkeypatch.setattr(cluster_module.PinnedStart, "__init__",
+                        lambda self, *a, **k: started(self, *a, **k) or events.append("head start"))
+    def records(self):
+        if not self.is_read:
+            events.append("read")
+        return read(self)
+
+    monkeypatch.setattr(FileRecords, "records", records)
+    reference = tmp_path / "reference.fa"
+    reference.write_bytes((DATA / "real_trim" / "reference.fa").read_bytes())
+
+    def unread_job(outs):
+        job = _job("real_trim", outs, partition_cells=150_000)
+        return dataclasses.replace(job, references=FileRecords.of(reference))
+
+    outs = [(str(tmp_path / f"s.{suffix}"), fmt) for fmt, suffix in FORMATS.items() if fmt not in ("jsonl", "parquet")]
+    job = unread_job(outs)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2, timeout=120)
+        conn = Connection(client, "test cluster")
+        striped.run_striped(job, make_sinks(job), host_engine_factory(host_lib), conn=conn)
+        assert events[:2] == ["head start", "read"]
+        changed = unread_job([(str(tmp_path / "changed.tsv"), "tsv")])
+        with open(reference, "ab") as handle:
+            handle.write(b">extra\nACGUACGUACGU\n")
+        with pytest.raises(InputError, match="changed while the scan began"):
+            striped.run_striped(changed, make_sinks(changed), host_engine_factory(host_lib), conn=conn)
+        assert not (tmp_path / "changed.tsv").exists()
+    single = [(str(tmp_path / f"one.{suffix}"), fmt) for fmt, suffix in FORMATS.items() if fmt not in ("jsonl", "parquet")]
+    one = _job("real_trim", single)
+    run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
+    for (striped_out, fmt), (alone, _) in zip(outs, single):
+        assert Path(striped_out).read_bytes() == Path(alone).read_bytes(), fmt

@@ -54,8 +54,11 @@ class PendingConnection:
         self._thread.start()
 
     def _connect(self) -> None:
+        from gamut.timeline import span
+
         try:
-            self._outcome.append(connect(self.address))
+            with span("join the cluster"):
+                self._outcome.append(connect(self.address))
         except BaseException as exc:  # noqa: BLE001 (raised by result(), in the caller's thread)
             self._outcome.append(exc)
 
@@ -399,6 +402,37 @@ def on_this_machine(addresses: Sequence[str]) -> bool:
     return bool(addresses)
 
 
+class PinnedStart:
+    """The start of a :func:`run_pinned` made before the rest of it is planned: ``shared[k]`` sent
+    to worker ``workers[k]`` and ``fn(shared[k], *args)`` submitted there for each ``(key, args)``
+    of ``first[k]`` (the run's first task of lane k), now. :meth:`let_go` ends it when no run follows."""
+
+    def __init__(self, conn: Connection, fn: Callable, shared: Sequence[Any], first: Sequence[tuple[Any, tuple]], *,
+                 workers: Sequence[str], retries: int = 2, key_prefix: str = "gamut", label: str = "task") -> None:
+        from gamut.timeline import span
+
+        self.key_prefix = key_prefix
+        self.shared: list[Any] = []
+        self.first: list[tuple[Any, Any]] = []
+        with cluster_failures(label, [None]):
+            with span("send stripes to the cluster"):
+                self.shared = [conn.client.scatter(obj, workers=[address], hash=False)
+                               for obj, address in zip(shared, workers)]
+            for k, (key, args) in enumerate(first):
+                self.first.append((key, _submit_pinned(conn, fn, self.shared[k], args, f"{key_prefix}-{key}",
+                                                       workers[k], retries)))
+
+    def let_go(self) -> None:
+        _let_go([future for _, future in self.first], self.shared)
+
+
+def _submit_pinned(conn: Connection, fn: Callable, shared: Any, args: tuple, key: str, worker: str,
+                   retries: int) -> Any:
+    """``fn(shared, *args)`` on ``worker`` alone (where ``shared`` was sent)."""
+    return conn.client.submit(fn, shared, *args, key=key, retries=retries, pure=False, workers=[worker],
+                              allow_other_workers=False)
+
+
 def run_pinned(
     conn: Connection,
     fn: Callable,
@@ -411,19 +445,29 @@ def run_pinned(
     retries: int = 2,
     key_prefix: str = "gamut",
     label: str = "task",
+    start: PinnedStart | None = None,
 ) -> Iterator[tuple[Any, Any]]:
     """Run ``fn(shared[k], *args)`` for each ``(key, args)`` of ``tasks[k]`` on worker ``workers[k]``
     alone (``shared[k]`` is sent to that worker once) and yield ``(key, result)`` as tasks finish.
     Lane k keeps at most ``window`` of its tasks in flight or held by the caller (``held(k)``).
-    A worker that dies takes its lane's shared data with it: a :class:`ClusterError`."""
+    A worker that dies takes its lane's shared data with it: a :class:`ClusterError`. ``start``
+    (made with the same ``fn``, workers and retries; its key prefix is taken): ``shared`` was sent
+    by it, and the first task of each of the lanes of ``tasks`` submitted (those of its other lanes
+    are let go)."""
     from distributed import as_completed
 
     client = conn.client
     todo = [iter(t) for t in tasks]
     inflight: dict[str, tuple[Any, Any, int]] = {}
     lanes_inflight = [0] * len(tasks)
-    futures_shared: list[Any] = []
+    futures_shared: list[Any] = [] if start is None else start.shared
+    key_prefix = key_prefix if start is None else start.key_prefix
     current: list[Any] = [None]
+
+    def track(key: Any, future: Any, k: int) -> None:
+        inflight[future.key] = (key, future, k)
+        lanes_inflight[k] += 1
+        done.add(future)
 
     def refill() -> None:
         for k, lane in enumerate(todo):
@@ -433,20 +477,24 @@ def run_pinned(
                     todo[k] = lane = None
                     break
                 key, args = item
-                future = client.submit(fn, futures_shared[k], *args, key=f"{key_prefix}-{key}", retries=retries,
-                                       pure=False, workers=[workers[k]], allow_other_workers=False)
-                inflight[future.key] = (key, future, k)
-                lanes_inflight[k] += 1
-                done.add(future)
+                track(key, _submit_pinned(conn, fn, futures_shared[k], args, f"{key_prefix}-{key}", workers[k],
+                                          retries), k)
 
     try:
         with cluster_failures(label, current):
-            from gamut.timeline import span
-
-            with span("send stripes to the cluster"):
-                futures_shared = [client.scatter(obj, workers=[address], hash=False)
-                                  for obj, address in zip(shared, workers)]
             done = as_completed(loop=client.loop)
+            if start is None:
+                from gamut.timeline import span
+
+                with span("send stripes to the cluster"):
+                    futures_shared = [client.scatter(obj, workers=[address], hash=False)
+                                      for obj, address in zip(shared, workers)]
+            else:
+                for k, (key, future) in enumerate(start.first):
+                    if k < len(tasks):
+                        track(key, future, k)
+                    else:
+                        future.cancel()
             refill()
         for (key, _, k), result in _finished(done, inflight, refill, label, current):
             lanes_inflight[k] -= 1

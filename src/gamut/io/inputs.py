@@ -287,3 +287,18 @@ class FileSource:
     @classmethod
     def of(cls, path: str, st: os.stat_result) -> FileSource:
         return cls(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    @classmethod
+    def plain(cls, path: str | os.PathLike) -> FileSource | None:
+        """Input ``path`` as it is now, when it is a regular file that is not compressed (what
+        :func:`read_input_file` reads straight, and names in its result); else None."""
+        name = os.fspath(path)
+        if name == STDIN or not is_regular_file(name):
+            return None
+        try:
+            with open(name, "rb") as handle:
+                if _format_of(handle.read(_MAGIC_LENGTH)) is not None:
+                    return None
+                return cls.of(os.path.abspath(name), os.fstat(handle.fileno()))
+        except OSError:
+            return None

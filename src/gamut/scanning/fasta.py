@@ -33,6 +33,7 @@ from gamut.io.inputs import FileSource, read_input_file
 from gamut.io.textout import header_text, raw_text
 from gamut.scanning.alphabet import CLASS_OF, encode
 from gamut.scanning.sequences import SequenceSet
+from gamut.timeline import span
 
 
 def is_utf8(text: str) -> bool:
@@ -333,7 +334,36 @@ def read_miranda_fasta(path: str | os.PathLike) -> list[SeqRecord]:
     return records
 
 
-class RecordRange(Sequence):
+class _FileRecordsBase(Sequence):
+    """Records of a file read when first used (by :meth:`_read`, once); a copy of it (pickled, for
+    a worker) travels without them and reads them itself."""
+
+    _records: list[SeqRecord] | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_records": None}
+
+    @property
+    def is_read(self) -> bool:
+        return self._records is not None
+
+    def __getitem__(self, index):
+        return self.records()[index]
+
+    def __iter__(self):
+        return iter(self.records())
+
+    def records(self) -> list[SeqRecord]:
+        """The records, read from the file (once)."""
+        if self._records is None:
+            self._records = self._read()
+        return self._records
+
+    def _read(self) -> list[SeqRecord]:
+        raise NotImplementedError
+
+
+class RecordRange(_FileRecordsBase):
     """Records ``first..first+count-1`` of a plain FASTA file (``source``), bytes ``start..stop-1``
     of it, holding ``letters`` letters: a list of :class:`SeqRecord` that is read from the file
     when first used (what travels to a worker process on this machine is where the records lie,
@@ -357,23 +387,8 @@ class RecordRange(Sequence):
         return cls(held.source, first, len(records), int(held.starts[first]), int(held.starts[first + len(records)]),
                    int(bounds[-1] - bounds[0]))
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_records": None}
-
     def __len__(self) -> int:
         return self.count
-
-    def __getitem__(self, index):
-        return self.records()[index]
-
-    def __iter__(self):
-        return iter(self.records())
-
-    def records(self) -> list[SeqRecord]:
-        """The records, read from the file (once)."""
-        if self._records is None:
-            self._records = self._read()
-        return self._records
 
     def _read(self) -> list[SeqRecord]:
         src = self.source
@@ -400,6 +415,35 @@ class RecordRange(Sequence):
             raise changed from None
         if len(records) != self.count or sum(len(r) for r in records) != self.letters:
             raise changed
+        return records
+
+
+class FileRecords(_FileRecordsBase):
+    """Every record of a plain FASTA file (:meth:`FileSource.plain`), read when first used
+    (:func:`read_miranda_fasta`), from the file as it was when this was made: a scan's workers on
+    this machine, given this, read the file themselves while the process that sent it reads it too
+    (the head start of :mod:`gamut.scanning.pipeline.striped`). A file that changed since is an
+    :class:`InputError`, so every reader of it reads the same bytes."""
+
+    def __init__(self, source: FileSource) -> None:
+        self.source = source
+        self._records: list[SeqRecord] | None = None
+
+    @classmethod
+    def of(cls, path: str | os.PathLike) -> FileRecords | None:
+        """The records of ``path``, unread, when it is a plain file; else None."""
+        source = FileSource.plain(path)
+        return None if source is None else cls(source)
+
+    def __len__(self) -> int:
+        return len(self.records())
+
+    def _read(self) -> list[SeqRecord]:
+        with span("read references"):
+            records = read_miranda_fasta(self.source.path)
+        if records[0]._letters.source != self.source:
+            raise InputError(f"{self.source.path}: changed while the scan began (written to, or replaced); "
+                             "run the scan again")
         return records
 
 

@@ -20,7 +20,7 @@ from gamut.io.inputs import check_read_once, is_stream
 from gamut.io.outputs import check_compression, check_outputs, is_stdout, same_outputs
 from gamut.io.threads import parse_threads
 from gamut.numerals import number
-from gamut.scanning.fasta import RecordRange, SeqRecord, is_utf8, read_miranda_fasta, shown
+from gamut.scanning.fasta import FileRecords, RecordRange, SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.timeline import span
 from gamut.scanning.pipeline.pairs import ScanInput
@@ -123,8 +123,12 @@ class ScanJob:
 
             check_dask_installed()
         with span("read inputs"):
-            return dataclasses.replace(job, queries=read_miranda_fasta(query_path),
-                                       references=read_miranda_fasta(reference_path))
+            queries = read_miranda_fasta(query_path)
+            # In stripes on a cluster of GPUs, a plain reference file is read when the runner needs
+            # it: workers on this machine get theirs first (gamut.scanning.pipeline.striped).
+            unread = FileRecords.of(reference_path) if job.stripable and job.on_gpu_cluster else None
+            return dataclasses.replace(job, queries=queries,
+                                       references=unread if unread is not None else read_miranda_fasta(reference_path))
 
     def _check_ids(self) -> None:
         """Ids of records whose bytes are not UTF-8 are an :class:`InputError` (naming the file and
@@ -218,8 +222,21 @@ class ScanJob:
 
     @cached_property
     def scan_input(self) -> ScanInput:
-        """The sequences and settings as the runners scan them."""
-        return ScanInput(list(self.queries), list(self.references), self.params)
+        """The sequences and settings as the runners scan them (references of a file not read yet stay
+        so: :class:`~gamut.scanning.fasta.FileRecords`)."""
+        references = self.references if isinstance(self.references, FileRecords) else list(self.references)
+        return ScanInput(list(self.queries), references, self.params)
+
+    @property
+    def stripable(self) -> bool:
+        """Whether the job may run in stripes of the references (on several GPUs): unrestricted and
+        without a run directory."""
+        return self.run_dir is None and self.params.restrict is None
+
+    @property
+    def on_gpu_cluster(self) -> bool:
+        """Whether the job runs on a Dask cluster whose workers scan on GPUs."""
+        return self.cluster is not None and device_kind(self.device) == "cuda"
 
     @property
     def partitioned(self) -> bool:
@@ -252,6 +269,15 @@ class ScanJob:
         if self.progress is not None:
             return bool(self.progress)
         return sys.stderr.isatty() and self.scan_input.total_cells() > PROGRESS_CELLS
+
+
+def device_kind(device: str) -> str:
+    """``cuda`` when the workers will scan on GPUs (as far as the client can tell), else ``cpu``."""
+    if device in ("cpu", "cuda"):
+        return device
+    from gamut.cuda import resolve_device
+
+    return resolve_device(device, "scan")
 
 
 def _readable_file(path: str | os.PathLike, option: str) -> str:

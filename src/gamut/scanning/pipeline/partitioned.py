@@ -21,7 +21,7 @@ import numpy as np
 from gamut.errors import GamutError
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
-from gamut.scanning.pipeline.job import ScanJob
+from gamut.scanning.pipeline.job import ScanJob, device_kind
 from gamut.scanning.pipeline.pairs import Partition
 from gamut.scanning.pipeline.partitions import (
     PARTITION_CELLS,
@@ -31,7 +31,6 @@ from gamut.scanning.pipeline.partitions import (
     chunk_stops,
     compute_partition,
     compute_partitions,
-    device_kind,
     engine_chunking,
     gpu_partitioning,
     plan_partitions,
@@ -49,8 +48,7 @@ def run_partitioned(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[.
     runs in stripes of the references instead (:func:`~gamut.scanning.pipeline.striped.run_striped`)."""
     if gpu_workers is None:
         gpu_workers = job.gpu_workers
-    striped = job.run_dir is None and job.params.restrict is None
-    if striped and (gpu_workers or (job.cluster is not None and device_kind(job.device) == "cuda")):
+    if job.stripable and (gpu_workers or job.on_gpu_cluster):
         from gamut.scanning.pipeline.striped import run_striped
 
         if gpu_workers:
@@ -128,7 +126,7 @@ def _connect(job: ScanJob) -> tuple[Any, int | None, Any]:
 
     conn = connect(job.cluster, device=job.device, gpus=job.gpus, analysis="scan")
     gpus = job.gpus
-    if isinstance(job.cluster, str) and job.cluster.startswith("local") and device_kind(job.device) == "cuda":
+    if isinstance(job.cluster, str) and job.cluster.startswith("local") and job.on_gpu_cluster:
         gpus = None
     return conn, default_threads(conn, job.cluster, job.threads), gpus
 

@@ -59,15 +59,6 @@ def plan_partitions(scan_input: ScanInput, cells: int, pairs: int) -> list[Parti
     return out
 
 
-def device_kind(device: str) -> str:
-    """``cuda`` when the workers will scan on GPUs (as far as the client can tell), else ``cpu``."""
-    if device in ("cpu", "cuda"):
-        return device
-    from gamut.cuda import resolve_device
-
-    return resolve_device(device, "scan")
-
-
 @dataclass(frozen=True)
 class PartitionTask:
     """What every worker needs to render partitions: the job (as the workers run it: no cluster),

@@ -1,0 +1,16 @@
+# Sourced by the device-call scripts that time whole scans of the transcriptome set (bench/threads_ab.sh,
+# bench/heap_ab.sh), after bench/device_env.sh: the inputs in W=/tmp/w, N (GPUs) and ALL (0,1,...), FAST
+# (the fast mode's flags), scan() (a scan of the miRNAs on CUDA), warm-up scans (the on-disk caches
+# filled), and three one-pair scans whose wall times go to $R/runs.txt ("startup").
+W=/tmp/w
+python3 bench/transcriptome_inputs.py $W >/dev/null
+N=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+ALL=$(seq -s, 0 $((N - 1)))
+echo "$N GPUs ($ALL), $(nproc) cores${KIND:+, $KIND}" | tee -a $R/runs.txt
+FAST="--noenergy --score-threshold 160"
+scan() { python3 -m gamut scan $W/hsa.fa "$@" --device cuda; }
+scan $W/warm.fa --gpus 0 -o $W/warm.tsv $FAST >/dev/null 2>&1; scan $W/warm.fa --gpus $ALL -o $W/warm.tsv $FAST
+for k in 1 2 3; do
+  s=$(date +%s.%N); scan $W/q1.fa --gpus 0 -o $W/one.tsv; e=$(date +%s.%N)
+  echo "startup $(python3 -c "print(f'{$e-$s:.2f}')")" | tee -a $R/runs.txt
+done
