@@ -1,6 +1,7 @@
 # Sourced by the device-call scripts that time a Dask cluster of this machine's GPUs (bench/dask_ab.sh,
 # bench/threads_ab.sh), after bench/device_env.sh and with W set: a scheduler and workers started as
-# docs/cluster.md tells users to (one worker per GPU, seeing it alone, one thread, gamut's preload).
+# docs/cluster.md tells users to (gamut's preload on the scheduler; one worker per GPU, seeing it alone, one
+# thread, gamut's preload).
 #   start_gpu_cluster PER ENV=VALUE... -- [worker arguments]   (PER workers per GPU; at least one ENV=VALUE)
 #   stop_gpu_cluster
 # start_gpu_cluster sets ADDR, the scheduler's address, once every worker has joined.
@@ -12,7 +13,7 @@ start_gpu_cluster() {
   n=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
   rm -f $W/s.json
   python3 -m distributed.cli.dask_scheduler --host 127.0.0.1 --port 0 --no-dashboard --scheduler-file $W/s.json \
-    >/dev/null 2>&1 & CLUSTER_PIDS=($!)
+    --preload gamut.dask_preload >/dev/null 2>&1 & CLUSTER_PIDS=($!)
   while [ ! -s $W/s.json ]; do sleep 0.2; done
   sleep 0.3
   for ((g = 0; g < n; g++)); do

@@ -61,8 +61,8 @@ def run(cmd: list[str], env: dict | None = None) -> float:
 
 class TcpCluster:
     """A scheduler and ``workers`` worker processes on 127.0.0.1 (each its own process group); with
-    ``gpus``, one worker per GPU seeing it alone (``CUDA_VISIBLE_DEVICES``, named ``gpuN``, with
-    gamut's preload), as docs/cluster.md tells users to start a cluster of GPUs, with ``threads`` threads each
+    ``gpus``, gamut's preload on the scheduler and one worker per GPU seeing it alone
+    (``CUDA_VISIBLE_DEVICES``, named ``gpuN``, with gamut's preload), as docs/cluster.md tells users to start a cluster of GPUs, with ``threads`` threads each
     (a CPU worker takes one task at a time: the command's ``--threads`` sets its cores). ``env``: the processes' environment."""
 
     def __init__(self, workers: int, threads: int, folder: Path, gpus: list[int] | None = None,
@@ -70,8 +70,9 @@ class TcpCluster:
         self.procs: list[subprocess.Popen] = []
         self.env = dict(os.environ if env is None else env)
         sched_file = folder / "scheduler.json"
+        preload = ("--preload", "gamut.dask_preload") if gpus else ()
         self._start("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                    "--scheduler-file", str(sched_file))
+                    "--scheduler-file", str(sched_file), *preload)
         deadline = time.monotonic() + 60
         while not sched_file.exists():
             if time.monotonic() > deadline:

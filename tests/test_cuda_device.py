@@ -186,6 +186,29 @@ def test_without_cupy_the_listing_is_not_taken(monkeypatch):
     assert dev.discover_from_driver_listing() == ()
 
 
+def test_the_dask_preload_on_a_scheduler_imports_the_modules_of_gamuts_tasks(monkeypatch):
+    """A scheduler unpickles each task, importing its function's module: the preload imports those of
+    every function gamut's cluster tasks run, and nothing of a worker's start."""
+    pytest.importorskip("distributed")
+    import importlib
+
+    import distributed
+
+    from gamut import dask_preload
+    from gamut.scanning.pipeline import partitions, stripes
+    from gamut.splicing import api as splice_api
+
+    tasks = (stripes.compute_tile_run, partitions.compute_partition, partitions.compute_partitions,
+             partitions.engine_chunking, splice_api._splice_batch)
+    assert {fn.__module__ for fn in tasks} == set(dask_preload.TASK_MODULES)
+    imported = []
+    monkeypatch.setattr(importlib, "import_module", imported.append)
+    monkeypatch.setattr(dev, "prewarm", lambda *a: pytest.fail("started CUDA on the scheduler"))
+    scheduler = object.__new__(distributed.Scheduler)  # (its class is what the preload looks at)
+    dask_preload.dask_setup(scheduler)
+    assert imported == list(dask_preload.TASK_MODULES)
+
+
 def test_the_dask_preload_takes_the_heap_settings_and_starts_no_cuda_where_no_gpu_is_seen(monkeypatch):
     import gamut.io.heap as heap
     from gamut import dask_preload

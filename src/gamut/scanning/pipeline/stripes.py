@@ -102,7 +102,8 @@ class StripeOrder:
     @cached_property
     def task(self) -> StripeTask | None:
         """The stripe's task, planned here (None: the references fill fewer stripes)."""
-        tasks = stripe_tasks(self.job, self.sinks, self.make_engine, self.count, self.tile_cells)
+        with span("stripe planned", stripe=self.index):
+            tasks = stripe_tasks(self.job, self.sinks, self.make_engine, self.count, self.tile_cells)
         if self.index >= len(tasks):
             return None
         return dataclasses.replace(tasks[self.index], token=self.token)
