@@ -303,9 +303,9 @@ def test_the_warm_up_scan_runs(device):
     _warm_scan(device)
 
 
-def test_a_gpu_cluster_job_leaves_a_plain_reference_file_unread(tmp_path):
-    """In stripes on a cluster of GPUs, a plain reference file is read when the runner needs it (after
-    its head start); otherwise, or for a compressed file, as the job is made."""
+def test_a_gpu_cluster_job_leaves_plain_input_files_unread(tmp_path):
+    """In stripes on a cluster of GPUs, plain query and reference files are read when the runner needs
+    them (after its head start); otherwise, or for a compressed file, as the job is made."""
     import gzip
 
     from gamut.scanning.fasta import FileRecords, read_miranda_fasta
@@ -314,13 +314,18 @@ def test_a_gpu_cluster_job_leaves_a_plain_reference_file_unread(tmp_path):
     packed = tmp_path / "reference.fa.gz"
     packed.write_bytes(gzip.compress(reference.read_bytes()))
 
-    def refs(path, **extra):
+    def job(path, **extra):
         return ScanJob.from_files(str(DATA / "real_trim" / "query.fa"), str(path), ScanParams(**extra.pop("params", {})),
-                                  output=str(tmp_path / "o.tsv"), format="tsv", progress=False, **extra).references
+                                  output=str(tmp_path / "o.tsv"), format="tsv", progress=False, **extra)
 
-    unread = refs(reference, cluster="tcp://127.0.0.1:1", device="cuda")
-    assert isinstance(unread, FileRecords) and not unread.is_read
+    def refs(path, **extra):
+        return job(path, **extra).references
+
+    later = job(reference, cluster="tcp://127.0.0.1:1", device="cuda")
+    unread, queries = later.references, later.queries
+    assert all(isinstance(r, FileRecords) and not r.is_read for r in (unread, queries))
     assert list(unread) == read_miranda_fasta(reference) and unread.is_read
+    assert later.scan_input.query_lengths().tolist() == [len(q) for q in read_miranda_fasta(DATA / "real_trim" / "query.fa")]
     for read in (refs(reference, cluster="tcp://127.0.0.1:1", device="cpu"), refs(reference, device="cuda"),
                  refs(packed, cluster="tcp://127.0.0.1:1", device="cuda"),
                  refs(reference, cluster="tcp://127.0.0.1:1", device="cuda", run_dir=str(tmp_path / "run"))):
@@ -375,8 +380,8 @@ def test_a_stripe_order_plans_the_stripe_as_the_client_does(host_lib, tmp_path):
 
 
 def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_read(host_lib, tmp_path, monkeypatch):
-    """The head start: a job whose reference file is unread sends each worker its stripe's order and
-    first run, then reads the file here; every format is byte for byte one process's. A file written
+    """The head start: a job whose input files are unread sends each worker its stripe's order and
+    first run, then reads the files here; every format is byte for byte one process's. A file written
     to meanwhile fails the scan, with no output."""
     pytest.importorskip("distributed")
     import dataclasses
@@ -410,7 +415,8 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
 
     def unread_job(outs):
         job = _job("real_trim", outs, partition_cells=150_000)
-        return dataclasses.replace(job, references=FileRecords.of(reference))
+        return dataclasses.replace(job, queries=FileRecords.of(DATA / "real_trim" / "query.fa"),
+                                   references=FileRecords.of(reference))
 
     outs = [(str(tmp_path / f"s.{suffix}"), fmt) for fmt, suffix in FORMATS.items() if fmt not in ("jsonl", "parquet")]
     job = unread_job(outs)

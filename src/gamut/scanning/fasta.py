@@ -422,8 +422,9 @@ class FileRecords(_FileRecordsBase):
     """Every record of a plain FASTA file (:meth:`FileSource.plain`), read when first used
     (:func:`read_miranda_fasta`), from the file as it was when this was made: a scan's workers on
     this machine, given this, read the file themselves while the process that sent it reads it too
-    (the head start of :mod:`gamut.scanning.pipeline.striped`). A file that changed since is an
-    :class:`InputError`, so every reader of it reads the same bytes."""
+    (the head start of :mod:`gamut.scanning.pipeline.striped`: its references, and its queries when
+    they are a plain file too). A file that changed since is an :class:`InputError`, so every reader
+    of it reads the same bytes."""
 
     def __init__(self, source: FileSource) -> None:
         self.source = source
@@ -439,7 +440,7 @@ class FileRecords(_FileRecordsBase):
         return len(self.records())
 
     def _read(self) -> list[SeqRecord]:
-        with span("read references"):
+        with span("read FASTA file", path=self.source.path):
             records = read_miranda_fasta(self.source.path)
         if records[0]._letters.source != self.source:
             raise InputError(f"{self.source.path}: changed while the scan began (written to, or replaced); "

@@ -122,13 +122,12 @@ class ScanJob:
             from gamut.cluster import check_dask_installed
 
             check_dask_installed()
+        # In stripes on a cluster of GPUs, plain files are read when the runner needs them: workers on
+        # this machine get their orders first (gamut.scanning.pipeline.striped).
+        later = job.stripable and job.on_gpu_cluster
         with span("read inputs"):
-            queries = read_miranda_fasta(query_path)
-            # In stripes on a cluster of GPUs, a plain reference file is read when the runner needs
-            # it: workers on this machine get theirs first (gamut.scanning.pipeline.striped).
-            unread = FileRecords.of(reference_path) if job.stripable and job.on_gpu_cluster else None
-            return dataclasses.replace(job, queries=queries,
-                                       references=unread if unread is not None else read_miranda_fasta(reference_path))
+            return dataclasses.replace(job, queries=_records(query_path, later),
+                                       references=_records(reference_path, later))
 
     def _check_ids(self) -> None:
         """Ids of records whose bytes are not UTF-8 are an :class:`InputError` (naming the file and
@@ -222,10 +221,10 @@ class ScanJob:
 
     @cached_property
     def scan_input(self) -> ScanInput:
-        """The sequences and settings as the runners scan them (references of a file not read yet stay
-        so: :class:`~gamut.scanning.fasta.FileRecords`)."""
-        references = self.references if isinstance(self.references, FileRecords) else list(self.references)
-        return ScanInput(list(self.queries), references, self.params)
+        """The sequences and settings as the runners scan them (those of a file not read yet stay so:
+        :class:`~gamut.scanning.fasta.FileRecords`)."""
+        return ScanInput(*(records if isinstance(records, FileRecords) else list(records)
+                           for records in (self.queries, self.references)), self.params)
 
     @property
     def stripable(self) -> bool:
@@ -269,6 +268,13 @@ class ScanJob:
         if self.progress is not None:
             return bool(self.progress)
         return sys.stderr.isatty() and self.scan_input.total_cells() > PROGRESS_CELLS
+
+
+def _records(path: str, later: bool) -> Sequence[SeqRecord]:
+    """The records of FASTA file ``path``: when ``later`` and it is a plain file, unread
+    (:class:`~gamut.scanning.fasta.FileRecords`); else read now."""
+    unread = FileRecords.of(path) if later else None
+    return unread if unread is not None else read_miranda_fasta(path)
 
 
 def device_kind(device: str) -> str:

@@ -81,8 +81,8 @@ class StripeTask:
 @dataclass(frozen=True)
 class StripeOrder:
     """Stripe ``index`` of a scan in at most ``count`` stripes, for a worker on this machine to plan
-    itself: ``job`` (as the workers run it) holds its references unread
-    (:class:`~gamut.scanning.fasta.FileRecords`), which the worker reads and cuts as
+    itself: ``job`` (as the workers run it) holds its references unread, and its queries too when
+    they are a plain file (:class:`~gamut.scanning.fasta.FileRecords`), which the worker reads and cuts as
     :func:`stripe_tasks` does (``tile_cells``), while the client that sent it reads and plans them
     too: the same plan, from the same bytes (the file is checked to be as it was, by both). Its
     first cluster task takes the stripe's first ``runs``-th of the groups (:func:`run_size`)."""
