@@ -432,6 +432,12 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
         with pytest.raises(InputError, match="changed while the scan began"):
             striped.run_striped(changed, make_sinks(changed), host_engine_factory(host_lib), conn=conn)
         assert not (tmp_path / "changed.tsv").exists()
+        reference.write_bytes(b"ACGUACGU\n>r1\nACGU\n")  # not FASTA: this process' own one-line error
+        bad = unread_job([(str(tmp_path / "bad.tsv"), "tsv")])
+        with pytest.raises(InputError) as failed:
+            striped.run_striped(bad, make_sinks(bad), host_engine_factory(host_lib), conn=conn)
+        assert str(failed.value).startswith(str(reference)) and "\n" not in str(failed.value)
+        assert not (tmp_path / "bad.tsv").exists()
     single = [(str(tmp_path / f"one.{suffix}"), fmt) for fmt, suffix in FORMATS.items() if fmt not in ("jsonl", "parquet")]
     one = _job("real_trim", single)
     run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
