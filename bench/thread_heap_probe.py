@@ -4,7 +4,9 @@ With gamut's heap settings (gamut.io.heap: mmap threshold 256 MiB), the first re
 transcriptome set on a new thread took 0.9-1.0 s where the main thread took 0.4 s and the same thread's
 second read 0.2 s (2-core development machine, 2026-11-29); with glibc's defaults, or with one arena
 for every thread (M_ARENA_MAX=1), 0.21-0.27 s. A Dask worker reads its stripe on its executor thread,
-which is new for a cluster's first scan. Each variant runs in a process of its own:
+which is new for a cluster's first scan. On a 16-core H200 host the slow first read did not happen
+(0.30 s with gamut's settings, 0.34 s with the defaults; bench/results/issue45_arena_nvidia-h200-2026-11-29j.md).
+Each variant runs in a process of its own:
 
     python bench/thread_heap_probe.py /tmp/w/tx.fa
 """
