@@ -12,22 +12,8 @@ set -u
 KIND=${KIND:-nvidia-h200-arena}
 . bench/tx_setup.sh
 python3 bench/thread_heap_probe.py $W/tx.fa 2>&1 | tee -a $R/runs.txt
-declare -A FIRST
-run() {  # name, mode (fast|default), ENV=VALUE..., --, scan flags (one run)
-  local name=$1 mode=$2 envs=(); shift 2
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  local flags=$FAST; [ $mode = default ] && flags=""
-  rm -f $W/o.tsv
-  local s=$(date +%s.%N)
-  env "${envs[@]}" GAMUT_TIMELINE=$R/tl_$name.jsonl python3 -m gamut scan $W/hsa.fa $W/tx.fa --device cuda "$@" $flags -o $W/o.tsv
-  local rc=$? e=$(date +%s.%N) same=first
-  if [ -z "${FIRST[$mode]-}" ]; then FIRST[$mode]=$name; mv $W/o.tsv $W/first_$mode.tsv
-  else cmp -s $W/first_$mode.tsv $W/o.tsv && same=same || same=DIFFERS; fi
-  echo "$name rc=$rc wall=$(python3 -c "print(f'{$e-$s:.2f}')") $same" | tee -a $R/runs.txt
-}
 for k in 1 2; do
-  for a in 0 1; do run one_gpu_a${a}_$k fast $( [ $a = 1 ] && echo MALLOC_ARENA_MAX=1 || echo X=1 ) -- --gpus 0; done
+  for a in 0 1; do scan_run one_gpu_a${a}_$k fast $( [ $a = 1 ] && echo MALLOC_ARENA_MAX=1 || echo X=1 ) -- --gpus 0; done
 done
 round=0
 for a in 0 1 0 1; do
@@ -36,13 +22,13 @@ for a in 0 1 0 1; do
   start_gpu_cluster 1 $env_a GAMUT_TIMELINE=$R/tl_workers.jsonl --
   for k in 1 2; do
     rm -f $R/tl_workers.jsonl
-    run dask_a${a}_r${round}_$k fast $env_a -- --cluster $ADDR
+    scan_run dask_a${a}_r${round}_$k fast $env_a -- --cluster $ADDR
     mv $R/tl_workers.jsonl $R/tlw_dask_a${a}_r${round}_$k.jsonl 2>/dev/null
   done
   stop_gpu_cluster
 done
 for k in 1 2; do
-  for a in 0 1; do run one_gpu_default_a${a}_$k default $( [ $a = 1 ] && echo MALLOC_ARENA_MAX=1 || echo X=1 ) -- --gpus 0; done
+  for a in 0 1; do scan_run one_gpu_default_a${a}_$k default $( [ $a = 1 ] && echo MALLOC_ARENA_MAX=1 || echo X=1 ) -- --gpus 0; done
 done
 for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
 rm -f $R/*.png

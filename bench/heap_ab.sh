@@ -14,37 +14,23 @@ set -u
 . bench/gpu_cluster.sh
 KIND=${KIND:-nvidia-h200-heap}
 . bench/tx_setup.sh
-declare -A FIRST
-run() {  # name, mode (fast|default), ENV=VALUE..., --, scan flags (one run)
-  local name=$1 mode=$2 envs=(); shift 2
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-  shift
-  local flags=$FAST; [ $mode = default ] && flags=""
-  rm -f $W/o.tsv
-  local s=$(date +%s.%N)
-  env "${envs[@]}" GAMUT_TIMELINE=$R/tl_$name.jsonl python3 -m gamut scan $W/hsa.fa $W/tx.fa --device cuda "$@" $flags -o $W/o.tsv
-  local rc=$? e=$(date +%s.%N) same=first
-  if [ -z "${FIRST[$mode]-}" ]; then FIRST[$mode]=$name; mv $W/o.tsv $W/first_$mode.tsv
-  else cmp -s $W/first_$mode.tsv $W/o.tsv && same=same || same=DIFFERS; fi
-  echo "$name rc=$rc wall=$(python3 -c "print(f'{$e-$s:.2f}')") $same" | tee -a $R/runs.txt
-}
 for k in 1 2; do
-  run one_gpu_$k fast X=1 -- --gpus 0
-  for h in 1 0; do run gpus_heap${h}_$k fast GAMUT_HEAP_REUSE=$h -- --gpus $ALL; done
+  scan_run one_gpu_$k fast X=1 -- --gpus 0
+  for h in 1 0; do scan_run gpus_heap${h}_$k fast GAMUT_HEAP_REUSE=$h -- --gpus $ALL; done
 done
 for h in 1 0 1; do
   start_gpu_cluster 1 GAMUT_HEAP_REUSE=$h GAMUT_TIMELINE=$R/tl_workers.jsonl --
   for k in 1 2; do
     rm -f $R/tl_workers.jsonl
-    run dask_heap${h}_$k fast X=1 -- --cluster $ADDR
+    scan_run dask_heap${h}_$k fast X=1 -- --cluster $ADDR
     mv $R/tl_workers.jsonl $R/tlw_dask_heap${h}_$k.jsonl 2>/dev/null
   done
   stop_gpu_cluster
 done
 if [ -n "${DEFAULT_MODE-}" ]; then
   for k in 1 2; do
-    run one_gpu_default_$k default X=1 -- --gpus 0
-    for h in 1 0; do run gpus_default_heap${h}_$k default GAMUT_HEAP_REUSE=$h -- --gpus $ALL; done
+    scan_run one_gpu_default_$k default X=1 -- --gpus 0
+    for h in 1 0; do scan_run gpus_default_heap${h}_$k default GAMUT_HEAP_REUSE=$h -- --gpus $ALL; done
   done
 fi
 for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
