@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from gamut.cluster import on_this_machine, worker_addresses
+from gamut.cluster import PinnedStart, on_this_machine, worker_addresses
 from gamut.errors import InputError
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
@@ -70,7 +70,7 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
 
 
 def _run_stripes(job: ScanJob, sinks: Sequence[Sink], tasks: list[StripeTask], gpus: Sequence[int], conn,
-                 lanes: list, head) -> None:
+                 lanes: list, head: PinnedStart | None) -> None:
     """:func:`run_striped` once its stripes are planned (``head``: the cluster's head start, if any)."""
     formats = job.formats
     if any(sink.regroups for sink in sinks):
@@ -170,22 +170,20 @@ def _on_gpu_workers(tasks: list[StripeTask], pool, writer: GroupWriter) -> None:
 RUNS_PER_STRIPE = 8
 
 
-def _head_start(conn, workers: list[str], order: StripeOrder, retries: int):
+def _head_start(conn, workers: list[str], order: StripeOrder, retries: int) -> PinnedStart:
     """Send each worker of the cluster (all on this machine) the order of its stripe, and its first
     run, before this process reads its input files: the workers read the files and plan their
     stripes as this process does (:class:`~gamut.scanning.pipeline.stripes.StripeOrder`), so their
     GPUs start while it reads (on 2x H200, this process had read the transcriptome set at 1.3 s,
     beside joining the cluster, and the workers began 0.15-0.3 s later; the one-GPU process aligned
     from 1.09 s)."""
-    from gamut.cluster import PinnedStart
-
     orders = [dataclasses.replace(order, index=k) for k in range(len(workers))]
     return PinnedStart(conn, compute_tile_run, orders, [((k, 0), (None,)) for k in range(len(workers))],
                        workers=workers, retries=retries, key_prefix=f"gamut-stripe-{order.token}", label="stripe run")
 
 
 def _on_cluster(tasks: list[StripeTask], conn, workers: list[str], writer: GroupWriter, retries: int,
-                head=None) -> None:
+                head: PinnedStart | None = None) -> None:
     """Worker k of the cluster scans stripe k (sent to it once, or planned there from its
     :class:`~gamut.scanning.pipeline.stripes.StripeOrder` sent by ``head``, which submitted its first
     run), in runs of consecutive groups; every run's plan is checked against this process'."""
