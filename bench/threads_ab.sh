@@ -11,19 +11,9 @@ set -u
 . bench/device_env.sh
 . bench/gpu_cluster.sh
 . bench/tx_setup.sh
-declare -A FIRST
-run() {  # name, mode (fast|default), scan flags
+run() {  # name, mode (fast|default), scan flags: two runs
   local name=$1 mode=$2; shift 2
-  local flags=$FAST; [ $mode = default ] && flags=""
-  for k in 1 2; do
-    rm -f $W/o.tsv
-    local s=$(date +%s.%N)
-    GAMUT_TIMELINE=$R/tl_${name}_$k.jsonl scan $W/tx.fa "$@" $flags -o $W/o.tsv
-    local rc=$? e=$(date +%s.%N) same=first
-    if [ -z "${FIRST[$mode]-}" ]; then FIRST[$mode]=$name; mv $W/o.tsv $W/first_$mode.tsv
-    else cmp -s $W/first_$mode.tsv $W/o.tsv && same=same || same=DIFFERS; fi
-    echo "$name run$k rc=$rc wall=$(python3 -c "print(f'{$e-$s:.2f}')") $same" | tee -a $R/runs.txt
-  done
+  for k in 1 2; do scan_run ${name}_$k $mode X=1 -- "$@"; done
 }
 run one_gpu fast --gpus 0
 for t in ${THREADS-"" 16 32}; do run gpus${ALL//,/}_t${t:-default} fast --gpus $ALL ${t:+--threads $t}; done

@@ -460,8 +460,7 @@ def run_pinned(
     todo = [iter(t) for t in tasks]
     inflight: dict[str, tuple[Any, Any, int]] = {}
     lanes_inflight = [0] * len(tasks)
-    futures_shared: list[Any] = [] if start is None else start.shared
-    key_prefix = key_prefix if start is None else start.key_prefix
+    futures_shared: list[Any] = []
     current: list[Any] = [None]
 
     def track(key: Any, future: Any, k: int) -> None:
@@ -481,20 +480,17 @@ def run_pinned(
                                           retries), k)
 
     try:
+        if start is None:
+            start = PinnedStart(conn, fn, shared, [], workers=workers, retries=retries, key_prefix=key_prefix,
+                                label=label)
+        futures_shared, key_prefix = start.shared, start.key_prefix
         with cluster_failures(label, current):
             done = as_completed(loop=client.loop)
-            if start is None:
-                from gamut.timeline import span
-
-                with span("send stripes to the cluster"):
-                    futures_shared = [client.scatter(obj, workers=[address], hash=False)
-                                      for obj, address in zip(shared, workers)]
-            else:
-                for k, (key, future) in enumerate(start.first):
-                    if k < len(tasks):
-                        track(key, future, k)
-                    else:
-                        future.cancel()
+            for k, (key, future) in enumerate(start.first):
+                if k < len(tasks):
+                    track(key, future, k)
+                else:
+                    future.cancel()
             refill()
         for (key, _, k), result in _finished(done, inflight, refill, label, current):
             lanes_inflight[k] -= 1

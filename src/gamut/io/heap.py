@@ -32,7 +32,8 @@ def reuse_large_buffers(limit: int = REUSE_LIMIT) -> bool:
     """Let the C heap serve and keep allocations up to ``limit`` bytes (glibc on Linux); returns
     whether the settings took effect. Meant for a command's process (it is process-wide), not for
     library imports."""
-    if not sys.platform.startswith("linux") or not env_switch("GAMUT_HEAP_REUSE", True):
+    settings = _thresholds(limit)
+    if not sys.platform.startswith("linux") or settings is None:
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library the process already uses
@@ -40,12 +41,20 @@ def reuse_large_buffers(limit: int = REUSE_LIMIT) -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, int(limit))) and bool(mallopt(M_TRIM_THRESHOLD, 2 * int(limit)))
+    mmap, trim = settings
+    return bool(mallopt(M_MMAP_THRESHOLD, mmap)) and bool(mallopt(M_TRIM_THRESHOLD, trim))
 
 
 def reuse_environ(limit: int = REUSE_LIMIT) -> dict[str, str]:
     """The same settings as environment variables, for a process about to start (glibc reads
     them as it starts; they replace those of Dask's nanny); none under ``GAMUT_HEAP_REUSE=0``."""
-    if not env_switch("GAMUT_HEAP_REUSE", True):
+    settings = _thresholds(limit)
+    if settings is None:
         return {}
-    return {"MALLOC_MMAP_THRESHOLD_": str(int(limit)), "MALLOC_TRIM_THRESHOLD_": str(2 * int(limit))}
+    mmap, trim = settings
+    return {"MALLOC_MMAP_THRESHOLD_": str(mmap), "MALLOC_TRIM_THRESHOLD_": str(trim)}
+
+
+def _thresholds(limit: int) -> tuple[int, int] | None:
+    """The mmap and trim thresholds for buffers up to ``limit`` bytes; None under ``GAMUT_HEAP_REUSE=0``."""
+    return (int(limit), 2 * int(limit)) if env_switch("GAMUT_HEAP_REUSE", True) else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -141,7 +142,7 @@ class CupyBackend:
     def device(self):
         return self.cp.cuda.Device(self.device_id)
 
-    @property
+    @cached_property
     def packed_lanes(self) -> bool:
         """Whether the device runs DPX's packed 16-bit instructions natively (compute capability 9.0+;
         older devices emulate them, slower than the int32 pass 1)."""
