@@ -4,14 +4,19 @@ median 1,384 nt, 60-letter lines: 127 MB, 123 Mb) read as ``gamut scan`` reads i
 
     python bench/fasta_read.py [--records 61500] [--repeat 3] [--file /tmp/ref.fa]
 
-Prints the min and median of ``--repeat`` runs of: reading the bytes, parsing them into records,
-the records' :class:`SequenceSet` (as :class:`ScanInput` builds it), with ``-trim 1000`` too, and
-the whole path (file to set); then of ``--repeat`` fresh processes that each take the whole path
-once, as ``gamut scan`` does (the compiled code loaded first): memory fresh from the system.
+Prints the min and median of ``--repeat`` runs of: reading the bytes, parsing them into records
+(in pieces on every core, as ``gamut scan`` does, and in one pass on one thread; then beside a
+million objects of a crowded process, a Dask worker's case), the records' :class:`SequenceSet`
+(as :class:`ScanInput` builds it), with ``-trim 1000`` too, and the whole path (file to set); then
+of ``--repeat`` fresh processes that each take the whole path once, as ``gamut scan`` does (the
+compiled code loaded first): memory fresh from the system; in pieces and in one pass.
+
+    python bench/fasta_read.py --file /tmp/w/tx.fa --json out.json   (the transcriptome set)
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -21,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from gamut.io.inputs import read_input_bytes
+from gamut.scanning import fasta
 from gamut.scanning.fasta import parse_miranda_fasta, read_miranda_fasta
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
@@ -56,8 +62,20 @@ def once(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def report(name: str, times: list[float]) -> None:
-    print(f"{name:28s} min {min(times):.3f} s  median {statistics.median(times):.3f} s  "
+def one_pass(fn):
+    """``fn`` with the file parsed in one pass on one thread (as before pieces)."""
+    def run():
+        kept, fasta.PIECE_BYTES = fasta.PIECE_BYTES, 1 << 62
+        try:
+            return fn()
+        finally:
+            fasta.PIECE_BYTES = kept
+    return run
+
+
+def report(name: str, times: list[float], table: dict) -> None:
+    table[name] = times
+    print(f"{name:34s} min {min(times):.3f} s  median {statistics.median(times):.3f} s  "
           f"({', '.join(f'{t:.3f}' for t in times)})")
 
 
@@ -67,9 +85,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--file", type=Path, default=Path("/tmp/gamut_bench_reference.fa"))
     ap.add_argument("--once", action="store_true", help="take the whole path once, print its seconds")
+    ap.add_argument("--one-pass", action="store_true", help="with --once: parse in one pass on one thread")
+    ap.add_argument("--json", type=Path, help="write the times here too")
     args = ap.parse_args()
     if args.once:
-        print(once(args.file))
+        print((one_pass(lambda: once(args.file)) if args.one_pass else lambda: once(args.file))())
         return
     if not args.file.exists():
         write_reference(args.file, args.records)
@@ -77,19 +97,29 @@ def main() -> None:
     parse_miranda_fasta(b">warm\nACGU\n", "warm")  # compiled code loaded before timing
     data = read_input_bytes(args.file)
     records = parse_miranda_fasta(data, str(args.file))
+    parse = lambda: parse_miranda_fasta(data, str(args.file))  # noqa: E731
     stages = {
         "read bytes": lambda: read_input_bytes(args.file),
-        "parse": lambda: parse_miranda_fasta(data, str(args.file)),
+        "parse": parse,
+        "parse, one pass": one_pass(parse),
         "reference set": lambda: ScanInput([], records, ScanParams()).reference_set,
         "reference set, -trim 1000": lambda: ScanInput([], records, ScanParams(trim=1000)).reference_set,
         "file to set": lambda: ScanInput([], read_miranda_fasta(args.file), ScanParams()).reference_set,
     }
+    table: dict[str, list[float]] = {}
     for name, fn in stages.items():
-        report(name, timed(fn, args.repeat)[0])
-    fresh = [float(subprocess.run([sys.executable, __file__, "--once", "--file", str(args.file)], check=True,
-                                  capture_output=True, text=True).stdout) for _ in range(args.repeat)]
-    report("file to set, fresh process", fresh)
+        report(name, timed(fn, args.repeat)[0], table)
+    crowd = [{k: [k]} for k in range(1_000_000)]  # a crowded process: collections walk these
+    report("parse, crowded process", timed(parse, args.repeat)[0], table)
+    report("parse, one pass, crowded process", timed(one_pass(parse), args.repeat)[0], table)
+    del crowd
+    for name, extra in (("file to set, fresh process", []), ("file to set, fresh, one pass", ["--one-pass"])):
+        report(name, [float(subprocess.run([sys.executable, __file__, "--once", "--file", str(args.file), *extra],
+                                           check=True, capture_output=True, text=True).stdout)
+                      for _ in range(args.repeat)], table)
     print(f"{len(records)} records, {sum(map(len, records))} letters")
+    if args.json:
+        args.json.write_text(json.dumps({"file": str(args.file), "records": len(records), "seconds": table}, indent=1))
 
 
 if __name__ == "__main__":

@@ -79,6 +79,46 @@ def test_compiled_parser_is_the_reference_on_fasta_files(data):
     assert outcome(parse_miranda_fasta, data) == outcome(reference_parse, data)
 
 
+def in_pieces(parse):
+    """``parse`` with the file cut into as many pieces as it has record starts (up to 8)."""
+    from gamut.scanning import fasta
+
+    def parsed(data: bytes, name: str):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fasta, "PIECE_BYTES", 1)
+            patch.setattr(fasta, "usable_cores", lambda: 8)
+            return parse(data, name)
+    return parsed
+
+
+@settings(max_examples=300, deadline=None)
+@given(fasta_files(), fasta_like)
+def test_a_file_read_in_pieces_by_threads_is_read_as_one_pass_reads_it(data, other):
+    # Every piece begins a record, so each parses as the whole file would there; the first piece
+    # that ends badly is the error of one pass (its record counted from the file's first).
+    assert outcome(in_pieces(parse_miranda_fasta), data) == outcome(reference_parse, data)
+    joined = data + b"\n>" + other
+    assert outcome(in_pieces(parse_miranda_fasta), joined) == outcome(reference_parse, joined)
+
+
+def test_pieces_keep_where_each_record_lies_in_the_letters_and_the_file(tmp_path):
+    rng = np.random.default_rng(7)
+    lines = []
+    for k in range(400):
+        lines.append(f">r{k} d{k}\n".encode())
+        for _ in range(int(rng.integers(1, 4))):
+            lines.append(rng.choice(np.frombuffer(b"ACGUacgu", np.uint8), int(rng.integers(1, 90))).tobytes() + b"\n")
+    path = tmp_path / "many.fa"
+    path.write_bytes(b"".join(lines))
+    one = read_miranda_fasta(path)[0]._letters
+    records = in_pieces(lambda p, _: read_miranda_fasta(p))(path, "")
+    held = records[0]._letters
+    assert len(records) == 400 and [r.id for r in records] == [f"r{k}" for k in range(400)]
+    for field in ("letters", "codes", "bounds", "starts"):
+        assert np.array_equal(getattr(held, field), getattr(one, field)), field
+    assert held.source == one.source
+
+
 @pytest.mark.parametrize("data, message", [
     (b"x\n>a\nACGU\n", "f.fa: illegal format (record 1 does not start with '>')"),
     (b">a\nACGU\n>b desc", "f.fa: unexpected end of file in the header of record 'b'"),
