@@ -7,6 +7,7 @@
 # thread, and --gil) of the documented cluster's two workers through one run. One GPU and --gpus 0,1 as
 # references. VARIANTS (default: the four above) picks others: "name ENV=... -- worker args"; a name
 # ending in _t32 gives the scan --threads 32, one holding "per2" starts two workers per GPU (--nworkers 2).
+# On a machine of one GPU, --gpus 0,1 is left out. TESTS=1: then issue 45's GPU tests (KIND names them).
 # Run on the GPU machine from the repository root, with .whl and .data carried.
 set -u
 . bench/device_env.sh
@@ -16,7 +17,8 @@ python3 bench/transcriptome_inputs.py $W >/dev/null
 nvidia-smi --query-gpu=name --format=csv,noheader | uniq -c
 FAST="--noenergy --score-threshold 160"
 scan() { python3 -m gamut scan $W/hsa.fa "$@" --device cuda $FAST; }
-scan $W/warm.fa --gpus 0 -o $W/warm.tsv; scan $W/warm.fa --gpus 0,1 -o $W/warm.tsv
+N=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+scan $W/warm.fa --gpus 0 -o $W/warm.tsv; [ $N -gt 1 ] && scan $W/warm.fa --gpus 0,1 -o $W/warm.tsv
 FIRST=""
 run() {  # name, scan flags
   local name=$1; shift
@@ -28,7 +30,7 @@ run() {  # name, scan flags
   echo "$name rc=$rc wall=$(python3 -c "print(f'{$e-$s:.2f}')") $same" | tee -a $R/runs.txt
 }
 run one_gpu --gpus 0
-run gpus01 --gpus 0,1
+[ $N -gt 1 ] && run gpus01 --gpus 0,1
 VARIANTS=${VARIANTS:-"documented X=1 --;profiler_off DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False --;no_nanny X=1 -- --no-nanny;lanes3 GAMUT_GPU_LANES=3 --"}
 IFS=';' read -ra VS <<< "$VARIANTS"
 for v in "${VS[@]}"; do
@@ -53,4 +55,5 @@ done
 run one_gpu_again --gpus 0
 for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
 rm -f $R/*.png
+if [ -n "${TESTS-}" ]; then . bench/gpu_tests.sh; gpu_tests ${KIND:-nvidia-h200-dask-ab}; fi
 cd $OUT && tar czf r.tgz r && rm -rf r

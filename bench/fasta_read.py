@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from gamut.io.inputs import read_input_bytes
-from gamut.scanning import fasta
+from gamut.scanning import fasta_scan
 from gamut.scanning.fasta import parse_miranda_fasta, read_miranda_fasta
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.pairs import ScanInput
@@ -65,11 +65,11 @@ def once(path: Path) -> float:
 def one_pass(fn):
     """``fn`` with the file parsed in one pass on one thread (as before pieces)."""
     def run():
-        kept, fasta.PIECE_BYTES = fasta.PIECE_BYTES, 1 << 62
+        kept, fasta_scan.PIECE_BYTES = fasta_scan.PIECE_BYTES, 1 << 62
         try:
             return fn()
         finally:
-            fasta.PIECE_BYTES = kept
+            fasta_scan.PIECE_BYTES = kept
     return run
 
 

@@ -195,10 +195,10 @@ def test_the_dask_preload_on_a_scheduler_imports_the_modules_of_gamuts_tasks(mon
     import distributed
 
     from gamut import dask_preload
-    from gamut.scanning.pipeline import partitions, stripes
+    from gamut.scanning.pipeline import ahead, partitions
     from gamut.splicing import api as splice_api
 
-    tasks = (stripes.compute_tile_run, partitions.compute_partition, partitions.compute_partitions,
+    tasks = (ahead.tile_run, partitions.compute_partition, partitions.compute_partitions,
              partitions.engine_chunking, splice_api._splice_batch)
     assert {fn.__module__ for fn in tasks} == set(dask_preload.TASK_MODULES)
     imported = []

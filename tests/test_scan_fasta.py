@@ -81,12 +81,12 @@ def test_compiled_parser_is_the_reference_on_fasta_files(data):
 
 def in_pieces(parse):
     """``parse`` with the file cut into as many pieces as it has record starts (up to 8)."""
-    from gamut.scanning import fasta
+    from gamut.scanning import fasta_scan
 
     def parsed(data: bytes, name: str):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(fasta, "PIECE_BYTES", 1)
-            patch.setattr(fasta, "usable_cores", lambda: 8)
+            patch.setattr(fasta_scan, "PIECE_BYTES", 1)
+            patch.setattr(fasta_scan, "usable_cores", lambda: 8)
             return parse(data, name)
     return parsed
 

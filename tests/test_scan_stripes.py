@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scan_host import build_scan_host, host_engine_factory
 
 from gamut.scanning.params import ScanParams
+from gamut.scanning.pipeline import ahead
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.partitioned import run_partitioned
 from gamut.scanning.pipeline.runners import make_sinks, run_in_process
@@ -170,7 +171,7 @@ def test_stripes_on_a_dask_cluster_match_one_process(host_lib, tmp_path, monkeyp
 
     here = str(Path(__file__).parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.setattr(striped, "RUNS_PER_STRIPE", 3)
+    monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
     outs = [(str(tmp_path / f"s.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
     job = _job("real_trim", outs, partition_cells=150_000)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
@@ -245,7 +246,7 @@ def _stop_at_the_plan(monkeypatch) -> list:
 def _cluster_here(workers: int = 2) -> SimpleNamespace:
     """A stand-in connection to a cluster of ``workers`` workers on this machine (its scheduler's view)."""
     info = {f"tcp://127.0.0.1:{9000 + k}": {"name": f"gpu{k}"} for k in range(workers)}
-    return SimpleNamespace(client=SimpleNamespace(scheduler_info=lambda: {"workers": info}))
+    return SimpleNamespace(client=SimpleNamespace(scheduler_info=lambda: {"workers": info}), ahead=None)
 
 
 def test_worker_threads_by_placement(tmp_path, monkeypatch):
@@ -368,15 +369,23 @@ def test_a_stripe_order_plans_the_stripe_as_the_client_does(host_lib, tmp_path):
                                 cluster="tcp://127.0.0.1:1", progress=False).where(cluster=None, threads=1, progress=False)
     assert isinstance(unread.references, FileRecords) and not unread.references.is_read
     for k, task in enumerate(tasks):
-        order = pickle.loads(pickle.dumps(stripes.StripeOrder(unread, sinks, factory, k, 3, 150_000, 4, "tok")))
+        order = pickle.loads(pickle.dumps(ahead.StripeOrder(unread, sinks, factory, k, 3, 150_000, 4, "tok")))
         assert stripes.stripe_plan(order.task) == stripes.stripe_plan(task) and order.task.token == "tok"
-        plan, first = stripes.compute_tile_run(order, None)
-        size = stripes.run_size(len(task.groups), 4)
+        plan, first = ahead.tile_run(order, None)
+        size = ahead.run_size(len(task.groups), 4)
         assert plan == stripes.stripe_plan(task) and [g for g, _ in first] == list(range(size))
-        _, expected = stripes.compute_tile_run(task, range(size))
+        _, expected = ahead.tile_run(task, range(size))
         assert [bytes(memoryview(d[0])) for _, d in first] == [bytes(memoryview(d[0])) for _, d in expected]
-    beyond = stripes.StripeOrder(unread, sinks, factory, 5, 6, 150_000, 4, "tok")
-    assert len(stripes.stripe_tasks(unread, sinks, factory, 6, 150_000)) == 6 or beyond.task is None
+    beyond = ahead.StripeOrder(unread, sinks, factory, 5, 6, 150_000, 4, "tok")
+    if len(stripes.stripe_tasks(unread, sinks, factory, 6, 150_000)) < 6:
+        assert beyond.task is None and ahead.tile_run(beyond, None) == (None, [])
+    # An order sent before the scan code was imported names its sinks by format and leaves the engines
+    # and the tile size to the registry and the default: the worker plans with those.
+    from gamut.scanning.engines import make_engine
+
+    named = ahead.StripeOrder(unread, ("tsv",), None, 1, 3, None, 4, "tok").task
+    assert named.sinks == sinks and named.make_engine is make_engine
+    assert stripes.stripe_plan(named) == stripes.stripe_plan(stripes.stripe_tasks(unread, sinks, factory, 3)[1])
 
 
 def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_read(host_lib, tmp_path, monkeypatch):
@@ -398,7 +407,7 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
 
     here = str(Path(__file__).parent)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.setattr(striped, "RUNS_PER_STRIPE", 3)
+    monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
     events = []
     started = cluster_module.PinnedStart.__init__
     read = FileRecords.records
@@ -443,3 +452,96 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
     run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
     for (striped_out, fmt), (alone, _) in zip(outs, single):
         assert Path(striped_out).read_bytes() == Path(alone).read_bytes(), fmt
+
+
+def _local_cluster(workers: int = 2):
+    """A LocalCluster of worker processes (which import the tests' modules) and a client on it."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None, silence_logs=logging.CRITICAL)
+    client = Client(cluster)
+    client.wait_for_workers(workers, timeout=120)
+    return cluster, client
+
+
+def test_orders_sent_ahead_are_taken_by_the_scan_they_match_and_let_go_otherwise(host_lib, tmp_path, monkeypatch):
+    """Orders sent before the scan code was imported (``send_orders``: the sinks by their formats'
+    names) are the scan's head start where they match it (its sinks, engines and workers): then no
+    other orders are sent; orders made for other engines are let go and new ones sent. Either way the
+    output is one process's, byte for byte."""
+    pytest.importorskip("distributed")
+    import dataclasses
+    import os
+
+    import gamut.cluster as cluster_module
+    from gamut.cluster import Connection
+    from gamut.scanning.fasta import FileRecords
+    from gamut.scanning.pipeline import striped
+
+    here = str(Path(__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
+    starts = []
+    started = cluster_module.PinnedStart.__init__
+    monkeypatch.setattr(cluster_module.PinnedStart, "__init__",
+                        lambda self, *a, **k: started(self, *a, **k) or starts.append(self))
+    factory = host_engine_factory(host_lib)
+
+    def unread_job(name):
+        job = _job("real_trim", [(str(tmp_path / f"{name}.tsv"), "tsv")], partition_cells=150_000)
+        return dataclasses.replace(job, queries=FileRecords.of(DATA / "real_trim" / "query.fa"),
+                                   references=FileRecords.of(DATA / "real_trim" / "reference.fa"))
+
+    cluster, client = _local_cluster()
+    try:
+        conn = Connection(client, "test cluster")
+        for name, sent_with, sends in (("taken", factory, 1), ("other", host_engine_factory(None), 2)):
+            starts.clear()
+            job = unread_job(name)
+            conn.ahead = ahead.send_orders(conn, job, tuple(job.formats), sent_with)
+            assert conn.ahead is not None and conn.ahead.sinks == ("tsv",)
+            striped.run_striped(job, make_sinks(job), factory, conn=conn)
+            assert len(starts) == sends and conn.ahead is None, name
+    finally:
+        client.close()
+        cluster.close()
+    one = _job("real_trim", [(str(tmp_path / "one.tsv"), "tsv")])
+    run_in_process(one, make_sinks(one), factory)
+    for name in ("taken", "other"):
+        assert (tmp_path / f"{name}.tsv").read_bytes() == (tmp_path / "one.tsv").read_bytes(), name
+
+
+def test_the_command_line_sends_a_cluster_its_orders_before_it_imports_numba(tmp_path):
+    """``gamut scan --cluster tcp://... --device cuda`` joins the cluster and sends its workers their
+    orders before it imports Numba (the scan code: 0.3-0.4 s of the client's start on the H200 hosts);
+    here the command is stopped as the orders go out, leaving no output."""
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+
+    cluster, client = _local_cluster(1)
+    try:
+        out = tmp_path / "o.tsv"
+        script = f"""
+import sys
+import gamut.cluster as c
+sent = c.PinnedStart.__init__
+def init(self, *a, **k):
+    sent(self, *a, **k)
+    print("numba imported:", "numba" in sys.modules, flush=True)
+    raise SystemExit(3)
+c.PinnedStart.__init__ = init
+from gamut.cli import main
+main(["scan", {str(DATA / "real_trim" / "query.fa")!r}, {str(DATA / "real_trim" / "reference.fa")!r},
+      "--device", "cuda", "--cluster", {cluster.scheduler_address!r}, "-o", {str(out)!r}])
+"""
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    finally:
+        client.close()
+        cluster.close()
+    assert done.returncode == 3, done.stderr
+    assert "numba imported: False" in done.stdout, done.stdout + done.stderr
+    assert not out.exists()

@@ -15,7 +15,9 @@ from typing import Callable, NoReturn
 
 from gamut.errors import GamutError
 
-SUBCOMMANDS = ("gamut.scanning.cli", "gamut.folding.cli", "gamut.splicing.cli", "gamut.access.cli", "gamut.serve.cli")
+#: Each sub-command and the module that registers it.
+SUBCOMMANDS = {"scan": "gamut.scanning.cli", "fold": "gamut.folding.cli", "splice": "gamut.splicing.cli",
+               "access": "gamut.access.cli", "serve": "gamut.serve.cli"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -35,7 +37,10 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"gamut: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: of every sub-command, or of ``command`` alone where it names one
+    (only its module imported: a scan's command line starts without the folding code, whose
+    modules bring Numba)."""
     from gamut import __version__
 
     parser = OneLineParser(
@@ -46,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gamut {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("miranda", help="miRanda 3.3a drop-in: gamut miranda QUERY REF [miRanda options]")
-    for name in SUBCOMMANDS:
+    for name in [SUBCOMMANDS[command]] if command in SUBCOMMANDS else SUBCOMMANDS.values():
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -58,11 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def skip_optional_probes() -> None:
-    """Import Numba's array-math registry without its optional SciPy and ``coverage`` probes (see
-    :mod:`gamut.probes`; a CUDA run's ``cupyx`` is imported so by :func:`gamut.cuda.device.prewarm`)."""
-    from gamut.probes import import_without_probes
+    """:func:`gamut.probes.numba_without_probes`."""
+    from gamut.probes import numba_without_probes
 
-    import_without_probes(["numba.np.arraymath"])
+    numba_without_probes()
 
 
 def option_value(argv: list[str], flag: str) -> str | None:
@@ -119,16 +123,18 @@ def main(argv: list[str] | None = None, ending: bool = False) -> int:
 
     gpu = cuda_requested(argv)
     workers = scan_worker_gpus(argv)
+    cluster = option_value(argv, "--cluster") is not None
     with prestarted(workers, ending):  # worker processes first: they start beside this one
         if workers:  # their GPUs: this process never initialises CUDA
             from gamut.cuda.device import discover_from_driver_listing
 
             discover_from_driver_listing()
-        if gpu is not None and not workers:  # (a scan on several GPUs runs in its workers alone)
+        if gpu is not None and not workers and not cluster:  # (on several GPUs or a cluster, the workers scan)
             from gamut.cuda.device import prewarm
 
             prewarm(gpu)  # CuPy (and cupyx) and the CUDA context on a thread, beside the imports below
-        skip_optional_probes()
+        if not (cluster and argv[0] == "scan"):  # (a scan on a cluster imports Numba after its workers' orders)
+            skip_optional_probes()
         with end_promptly_on_signals(), warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return _dispatch(argv)
@@ -191,7 +197,7 @@ def _dispatch(argv: list[str]) -> int:
             from gamut.scanning.miranda_cli import main as miranda_main
 
             return _first_run(lambda: miranda_main(argv[1:]))
-        parser = build_parser()
+        parser = build_parser(argv[0] if argv else None)
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help()

@@ -110,6 +110,9 @@ class Connection:
     client: Any
     description: str
     _closers: list[Callable[[], None]] = field(default_factory=list)
+    #: Work sent ahead on this connection, for the runner that takes it (a scan's head start:
+    #: :func:`gamut.scanning.pipeline.ahead.start_ahead`).
+    ahead: Any = None
 
     @property
     def n_workers(self) -> int:
@@ -163,9 +166,12 @@ def connect(cluster: Any, *, device: str = "auto", gpus: str | Sequence[int] | N
             analysis: str = "scan") -> Connection:
     """A :class:`Connection` for ``cluster``: ``"local"``/``"local:N"`` (a local cluster of worker
     processes started here), a scheduler address (``tcp://HOST:PORT``, ``tls://...``), a
-    ``distributed.Client`` or a cluster object (``LocalCluster``, dask-jobqueue, dask-kubernetes)."""
+    ``distributed.Client`` or a cluster object (``LocalCluster``, dask-jobqueue, dask-kubernetes);
+    a :class:`Connection` made already is itself."""
     if isinstance(cluster, PendingConnection):
         return cluster.result()
+    if isinstance(cluster, Connection):  # made already (its owner closes it)
+        return cluster
     distributed = require_dask()
     if isinstance(cluster, distributed.Client):
         return Connection(cluster, f"cluster {cluster.scheduler.address}")
@@ -412,6 +418,7 @@ class PinnedStart:
         from gamut.timeline import span
 
         self.key_prefix = key_prefix
+        self.workers = list(workers)
         self.shared: list[Any] = []
         self.first: list[tuple[Any, Any]] = []
         with cluster_failures(label, [None]):

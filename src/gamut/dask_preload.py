@@ -18,7 +18,7 @@ from typing import Any
 
 #: The modules of the functions that gamut's cluster tasks run (scan stripes and partitions, spliced
 #: alignment batches).
-TASK_MODULES = ("gamut.scanning.pipeline.stripes", "gamut.scanning.pipeline.partitions", "gamut.splicing.api")
+TASK_MODULES = ("gamut.scanning.pipeline.ahead", "gamut.scanning.pipeline.partitions", "gamut.splicing.api")
 
 
 def dask_setup(server: Any = None) -> None:

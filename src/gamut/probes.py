@@ -40,3 +40,9 @@ def import_without_probes(names: list[str]) -> None:
         finally:
             for name in hidden:
                 del sys.modules[name]
+
+
+def numba_without_probes() -> None:
+    """Import Numba's array-math registry without its optional SciPy and ``coverage`` probes (a
+    CUDA run's ``cupyx`` is imported so by :func:`gamut.cuda.device.prewarm`)."""
+    import_without_probes(["numba.np.arraymath"])

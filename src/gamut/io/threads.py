@@ -1,4 +1,5 @@
-"""How many threads a ``parallel=True`` kernel of the output path runs on."""
+"""How many threads a ``parallel=True`` kernel of the output path runs on. (Numba is imported when a
+kernel's threads are first set: a command that only builds its job starts without it.)"""
 from __future__ import annotations
 
 import multiprocessing
@@ -7,7 +8,6 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Union
 
-import numba
 
 #: Whether a kernel may run on all threads: fixed, or asked before each kernel (e.g. ``Future.done``
 #: of the alignment running beside it).
@@ -44,6 +44,8 @@ def run_kernel(kernel: Callable, work: int, parallel: Parallel, *args: Any) -> A
 def numba_threads(threads: int | None) -> Iterator[int]:
     """Numba's parallel kernels called from this thread use at most ``threads`` threads inside the
     block (``None``: all of them); yields the count in force."""
+    import numba
+
     previous = numba.get_num_threads()
     count = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)) if threads else previous
     numba.set_num_threads(count)

@@ -9,7 +9,6 @@ from gamut.errors import UsageError, option_errors
 from gamut.io.inputs import check_read_once
 from gamut.io.outputs import COMPRESSIONS, check_outputs, format_for_output, suffix_format
 from gamut.numerals import number, number_type
-from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.sinks import FORMAT_BY_SUFFIX, FORMAT_RULES, FORMATS, OUTPUT_FORMATS
@@ -181,19 +180,33 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
         )
         ScanJob((), (), params, **options)
         check_read_once(inputs)
-    pairs = restrict_lines(args.restrict) if args.restrict else None
-    if pairs is not None:
-        params = dataclasses.replace(params, restrict=frozenset(pairs))
-    from gamut.cluster import PendingConnection, connect_soon
+    pairs = None
+    if args.restrict:
+        from gamut.scanning.api import restrict_lines
 
-    # A scheduler address is joined on a thread while the inputs are read.
+        pairs = restrict_lines(args.restrict)
+        params = dataclasses.replace(params, restrict=frozenset(pairs))
+    from gamut.cluster import Connection, PendingConnection, connect_soon
+    from gamut.scanning.pipeline.ahead import start_ahead
+
+    # A scheduler address is joined on a thread while the inputs are read; a cluster of GPUs gets its
+    # workers' orders once it is joined, before the scan code is imported here (start_ahead).
     options["cluster"] = cluster = connect_soon(args.cluster)
+    job = None
     try:
-        job = ScanJob.from_files(args.queries, args.references, params, **options)
+        job = start_ahead(ScanJob.from_files(args.queries, args.references, params, **options))
+        if args.cluster is not None:  # (the command line left it to this point: see gamut.cli.main)
+            from gamut.probes import numba_without_probes
+
+            numba_without_probes()
+        from gamut.scanning.api import run_job, warn_unknown_pairs
+
         if pairs is not None:
             warn_unknown_pairs(args.restrict, pairs, job.queries, job.references)
         run_job(job)
     finally:
         if isinstance(cluster, PendingConnection):
             cluster.discard()
+        if job is not None and isinstance(job.cluster, Connection):  # (closed already by a runner that took it)
+            job.cluster.close()
     return 0

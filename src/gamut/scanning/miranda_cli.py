@@ -19,7 +19,6 @@ from gamut.errors import UsageError
 from gamut.io.inputs import check_read_once
 from gamut.io.outputs import check_outputs
 from gamut.numerals import NumberError, parse_number, shown
-from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline.job import ScanJob
 
@@ -170,6 +169,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(banner() + USAGE)
         return 0
     check_files_first(argv)
+    from gamut.scanning.api import restrict_lines, run_job, warn_unknown_pairs
+
     opts = parse_args(argv)
     values = {option: miranda_number(option, opts[option]) for option in (*INT_OPTIONS, "-scale") if option in opts}
     check_read_once((opts["query"], opts["reference"], opts.get("-restrict")))

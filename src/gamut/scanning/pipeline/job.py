@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gamut.errors import InputError, UsageError
 from gamut.io.inputs import check_read_once, is_stream
@@ -23,9 +23,11 @@ from gamut.numerals import number
 from gamut.scanning.fasta import FileRecords, RecordRange, SeqRecord, is_utf8, read_miranda_fasta, shown
 from gamut.scanning.params import ScanParams
 from gamut.timeline import span
-from gamut.scanning.pipeline.pairs import ScanInput
-from gamut.scanning.sinks import FORMAT_RULES, FORMATS, OUTPUT_FORMATS, sink_class
+from gamut.scanning.sinks import FORMAT_RULES, FORMATS, OUTPUT_FORMATS
 from gamut.scanning.sinks.spec import Output, OutputSpec
+
+if TYPE_CHECKING:
+    from gamut.scanning.pipeline.pairs import ScanInput
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -133,7 +135,7 @@ class ScanJob:
         """Ids of records whose bytes are not UTF-8 are an :class:`InputError` (naming the file and
         the record) when an output's format must hold UTF-8 text (JSON lines, Parquet); the text
         formats write their bytes as they came."""
-        formats = [fmt for _, fmt in self.targets if fmt is not None and sink_class(fmt).utf8_only]
+        formats = [fmt for _, fmt in self.targets if fmt is not None and FORMATS[fmt].utf8_only]
         if not formats:
             return
         for records, name in ((self.queries, self.query_name), (self.references, self.reference_name)):
@@ -167,7 +169,7 @@ class ScanJob:
                 raise UsageError("several outputs need a format each (the DataFrame is a single output)")
             if fmt is not None and fmt not in FORMATS:
                 raise UsageError(f"unknown output format '{fmt}' (choose from {', '.join(OUTPUT_FORMATS)})")
-            if fmt is not None and sink_class(fmt).needs_file and is_stdout(path):
+            if fmt is not None and FORMATS[fmt].needs_file and is_stdout(path):
                 raise UsageError(f"--format {fmt} needs an output file (-o hits{FORMATS[fmt].suffixes[0]})")
             if fmt is not None:
                 check_compression(path, fmt, FORMAT_RULES)  # .bgz only for BED, none for Parquet
@@ -222,7 +224,10 @@ class ScanJob:
     @cached_property
     def scan_input(self) -> ScanInput:
         """The sequences and settings as the runners scan them (those of a file not read yet stay so:
-        :class:`~gamut.scanning.fasta.FileRecords`)."""
+        :class:`~gamut.scanning.fasta.FileRecords`). (The compiled scan code is imported here, when
+        the job is first scanned or planned, not with the job: see :mod:`~gamut.scanning.pipeline.ahead`.)"""
+        from gamut.scanning.pipeline.pairs import ScanInput
+
         return ScanInput(*(records if isinstance(records, FileRecords) else list(records)
                            for records in (self.queries, self.references)), self.params)
 

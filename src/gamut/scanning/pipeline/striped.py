@@ -9,31 +9,28 @@ its tile, the rows interleaved (:meth:`~gamut.scanning.sinks.base.Sink.write_row
 runs at most :data:`~gamut.scanning.pipeline.gpu_workers.WINDOW_PER_WORKER` tiles ahead of the
 group being written, so memory stays bounded by a few tiles whatever the size of the output. On a
 Dask cluster, each task scans a run of consecutive groups of its worker's stripe
-(:func:`~gamut.scanning.pipeline.stripes.compute_tile_run`; :data:`RUNS_PER_STRIPE` per stripe).
+(:func:`~gamut.scanning.pipeline.stripes.compute_tile_run`; :data:`~gamut.scanning.pipeline.ahead.RUNS_PER_STRIPE`
+per stripe).
 """
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import numpy as np
 
 from gamut.cluster import PinnedStart, on_this_machine, worker_addresses
 from gamut.errors import InputError
 from gamut.io.atomic import atomic_outputs
 from gamut.progress import progress_bar
-from gamut.scanning.fasta import FileRecords
+from gamut.scanning.pipeline import ahead
+from gamut.scanning.pipeline.ahead import run_size, send_orders, tile_run, worker_job
 from gamut.scanning.pipeline.gpu_pinned import run_pinned
 from gamut.scanning.pipeline.gpu_workers import WorkerError, workers_for
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pipeline.pairs import ScanInput
 from gamut.scanning.pipeline.partitions import abandon_on_failure, chunk_stops
-from gamut.scanning.pipeline.stripes import (TILE_CELLS, StripeOrder, StripeTask, compute_tile_run, compute_tiles,
-                                             read_stripe, run_size, stripe_plan, stripe_tasks)
+from gamut.scanning.pipeline.stripes import TILE_CELLS, StripeTask, compute_tiles, read_stripe, stripe_plan, stripe_tasks
 from gamut.scanning.sinks.base import Sink
 from gamut.timeline import span
 
@@ -51,17 +48,13 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     # A cluster's GPU worker (one per GPU) keeps every core of its machine unless --threads is given: two
     # Dask workers of 32 threads ended the scan 0.5-0.8 s sooner than of 16 on 2x H200, where gamut's own
     # four workers were fastest with their share (docs/scan_gpu.md, "A Dask worker's threads").
-    worker_job = job.where(cluster=None, run_dir=None, threads=threads, gpus=None, progress=False)
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
-    tile_cells = job.partition_cells or TILE_CELLS
-    head = None
-    if conn is not None and here and isinstance(job.references, FileRecords) and not job.references.is_read:
-        head = _head_start(conn, lanes, StripeOrder(worker_job, classes, make_engine, 0, len(lanes), tile_cells,
-                                                    RUNS_PER_STRIPE, uuid.uuid4().hex), job.retries)
+    head = None if conn is None else _ahead(conn, job, classes, make_engine)
     try:
         with span("plan stripes"):
-            tasks = stripe_tasks(worker_job, classes, make_engine, len(lanes), tile_cells, from_file=here)
+            tasks = stripe_tasks(worker_job(job, threads), classes, make_engine, len(lanes),
+                                 job.partition_cells or TILE_CELLS, from_file=here)
         _run_stripes(job, sinks, tasks, gpus, conn, lanes, head)
     except BaseException:
         if head is not None:
@@ -165,38 +158,35 @@ def _on_gpu_workers(tasks: list[StripeTask], pool, writer: GroupWriter) -> None:
         raise exc.advised("run it again (or on one GPU)") from None
 
 
-#: Cluster tasks per stripe: each scans a run of groups through one pipeline, so the pipeline fills
-#: and drains this often per worker, and the client holds at most a few such runs' data.
-RUNS_PER_STRIPE = 8
-
-
-def _head_start(conn, workers: list[str], order: StripeOrder, retries: int) -> PinnedStart:
-    """Send each worker of the cluster (all on this machine) the order of its stripe, and its first
-    run, before this process reads its input files: the workers read the files and plan their
-    stripes as this process does (:class:`~gamut.scanning.pipeline.stripes.StripeOrder`), so their
-    GPUs start while it reads (on 2x H200, this process had read the transcriptome set at 1.3 s,
-    beside joining the cluster, and the workers began 0.15-0.3 s later; the one-GPU process aligned
-    from 1.09 s)."""
-    orders = [dataclasses.replace(order, index=k) for k in range(len(workers))]
-    return PinnedStart(conn, compute_tile_run, orders, [((k, 0), (None,)) for k in range(len(workers))],
-                       workers=workers, retries=retries, key_prefix=f"gamut-stripe-{order.token}", label="stripe run")
+def _ahead(conn, job: ScanJob, classes: tuple[type, ...], make_engine: Callable[..., Any]) -> PinnedStart | None:
+    """The head start of ``job`` on ``conn``: the one sent before this process imported its scan
+    code (:func:`~gamut.scanning.pipeline.ahead.start_ahead`), where it is this scan's (the same
+    sinks, engines and workers), else one sent now (:func:`~gamut.scanning.pipeline.ahead.send_orders`;
+    None where there is none to give)."""
+    sent, conn.ahead = conn.ahead, None
+    if sent is not None:
+        if sent.matches(classes, make_engine, worker_addresses(conn)):
+            return sent.start
+        sent.start.let_go()
+    fresh = send_orders(conn, job, classes, make_engine)
+    return None if fresh is None else fresh.start
 
 
 def _on_cluster(tasks: list[StripeTask], conn, workers: list[str], writer: GroupWriter, retries: int,
                 head: PinnedStart | None = None) -> None:
     """Worker k of the cluster scans stripe k (sent to it once, or planned there from its
-    :class:`~gamut.scanning.pipeline.stripes.StripeOrder` sent by ``head``, which submitted its first
+    :class:`~gamut.scanning.pipeline.ahead.StripeOrder` sent by ``head``, which submitted its first
     run), in runs of consecutive groups; every run's plan is checked against this process'."""
     from gamut.cluster import run_pinned as run_on_cluster
 
     count = len(writer.groups)
-    size = run_size(count, RUNS_PER_STRIPE)
+    size = run_size(count, ahead.RUNS_PER_STRIPE)
     skip = size if head is not None else 0
     runs = [[((k, a), (list(range(a, min(a + size, count))),)) for a in range(skip, count, size)]
             for k in range(len(tasks))]
     token = tasks[0].token if tasks else "none"
     plans = [stripe_plan(task) for task in tasks]
-    for (stripe, _), (plan, tiles) in run_on_cluster(conn, compute_tile_run, tasks, runs, workers=workers[:len(tasks)],
+    for (stripe, _), (plan, tiles) in run_on_cluster(conn, tile_run, tasks, runs, workers=workers[:len(tasks)],
                                                      held=lambda k: writer.held(k) // size, retries=retries,
                                                      key_prefix=f"gamut-stripe-{token}", label="stripe run",
                                                      start=head):

@@ -22,7 +22,6 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from gamut.scanning.pipeline.partitions import render_all, task_engine, task_sin
 from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.timeline import mark, span
 from gamut.scanning.results import RectLayout
+
 
 #: Cells of one tile (a group's queries against one stripe): the unit a worker renders and hands
 #: over. About 64 G cells keep a worker's pipeline full between tiles while a tile's text (the
@@ -76,42 +76,6 @@ class StripeTask:
     n_refs: int
     groups: tuple[tuple[int, int], ...]
     token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
-
-
-@dataclass(frozen=True)
-class StripeOrder:
-    """Stripe ``index`` of a scan in at most ``count`` stripes, for a worker on this machine to plan
-    itself: ``job`` (as the workers run it) holds its references unread, and its queries too when
-    they are a plain file (:class:`~gamut.scanning.fasta.FileRecords`), which the worker reads and cuts as
-    :func:`stripe_tasks` does (``tile_cells``), while the client that sent it reads and plans them
-    too: the same plan, from the same bytes (the file is checked to be as it was, by both). Its
-    first cluster task takes the stripe's first ``runs``-th of the groups (:func:`run_size`)."""
-
-    job: ScanJob
-    sinks: tuple[type, ...]
-    make_engine: Callable[..., Any]
-    index: int
-    count: int
-    tile_cells: int
-    runs: int
-    token: str
-
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "task"}
-
-    @cached_property
-    def task(self) -> StripeTask | None:
-        """The stripe's task, planned here (None: the references fill fewer stripes)."""
-        with span("stripe planned", stripe=self.index):
-            tasks = stripe_tasks(self.job, self.sinks, self.make_engine, self.count, self.tile_cells)
-        if self.index >= len(tasks):
-            return None
-        return dataclasses.replace(tasks[self.index], token=self.token)
-
-
-def run_size(groups: int, runs: int) -> int:
-    """Groups per cluster task of a stripe of ``groups`` groups, in about ``runs`` tasks."""
-    return max(1, -(-groups // runs))
 
 
 def stripe_plan(task: StripeTask) -> tuple:
@@ -245,24 +209,16 @@ def _warm_scan(device: str) -> None:
             pass
 
 
-def compute_tile_run(shared: StripeTask | StripeOrder, groups: Sequence[int] | None
-                     ) -> tuple[tuple | None, list[tuple[int, Any]]]:
-    """The stripe's plan (:func:`stripe_plan`; None for an order of no stripe) and the tiles of
-    ``groups`` (consecutive groups of the stripe), as ``(group, data)``: a cluster task
-    (:func:`gamut.cluster.run_pinned`) of several tiles. ``shared``: the stripe's task, or the
-    order a worker plans it from (:class:`StripeOrder`: ``groups`` None is its first run, planned
-    here). The client checks the plan against its own. The stripe's pipeline is kept
+def compute_tile_run(task: StripeTask, groups: Sequence[int]) -> tuple[tuple, list[tuple[int, Any]]]:
+    """The stripe's plan (:func:`stripe_plan`) and the tiles of ``groups`` (consecutive groups of the
+    stripe), as ``(group, data)``: a cluster task (:func:`gamut.cluster.run_pinned`, through
+    :func:`gamut.scanning.pipeline.ahead.tile_run`) of several tiles. The client checks the plan
+    against its own. The stripe's pipeline is kept
     in this worker process between its tasks (:class:`StripeStream`): the GPU aligns the next run's
     first rectangles while this run's last ones are rendered, where a pipeline per task filled and
     drained at every run (2x H200: 0.06-0.14 s without alignment at each of a stripe's seven run
     boundaries). A run that is not the next of the kept pipeline (a retry, another worker's
     task) starts a pipeline of its own from its first group."""
-    task = shared.task if isinstance(shared, StripeOrder) else shared
-    if task is None:
-        return None, []
-    if groups is None:
-        assert isinstance(shared, StripeOrder)
-        groups = range(run_size(len(task.groups), shared.runs))
     groups = list(groups)
     if not groups:
         return stripe_plan(task), []

@@ -17,22 +17,28 @@ if TYPE_CHECKING:
 
 class Format(NamedTuple):
     """Where a format's sink class lives, the output file suffixes that name the format, whether
-    tabix indexes it (then ``.bgz`` writes it as BGZF) and whether it compresses inside (then it
-    takes no compression suffix)."""
+    tabix indexes it (then ``.bgz`` writes it as BGZF), whether it compresses inside (then it
+    takes no compression suffix), whether it cannot go to standard output (it needs a file it can
+    seek in) and whether it holds text as UTF-8 only (JSON, Parquet: ids whose bytes are not UTF-8
+    cannot be written; the text formats write a header's bytes as they came). A job checks its
+    outputs from here, without importing the sinks."""
 
     module: str
     cls: str
     suffixes: tuple[str, ...] = ()
     tabix: bool = False
     self_compressed: bool = False
+    needs_file: bool = False
+    utf8_only: bool = False
 
 
 #: Output formats by name, in the order the command line lists them.
 FORMATS: dict[str, Format] = {
     "miranda": Format("gamut.scanning.sinks.miranda", "MirandaSink", (".txt", ".miranda")),
     "tsv": Format("gamut.scanning.sinks.table", "TsvSink", (".tsv",)),
-    "jsonl": Format("gamut.scanning.sinks.table", "JsonlSink", (".jsonl",)),
-    "parquet": Format("gamut.scanning.sinks.parquet", "ParquetSink", (".parquet",), self_compressed=True),
+    "jsonl": Format("gamut.scanning.sinks.table", "JsonlSink", (".jsonl",), utf8_only=True),
+    "parquet": Format("gamut.scanning.sinks.parquet", "ParquetSink", (".parquet",), self_compressed=True,
+                      needs_file=True, utf8_only=True),
     "bed": Format("gamut.scanning.sinks.bed12", "Bed12Sink", (".bed",), tabix=True),
     "bed6": Format("gamut.scanning.sinks.bed", "BedSink", (".bed6",), tabix=True),
 }

@@ -46,14 +46,13 @@ class Sink(Protocol):
 
     #: How the output is opened: ``"w"`` (text), ``"wb"`` (binary), or None (no file: the API's table).
     mode: ClassVar[str | None]
-    #: The format cannot go to standard output (it needs a file it can seek in).
+    #: The sink holds a file writer of its own (Parquet's), closed quietly when a run fails
+    #: (:func:`~gamut.scanning.pipeline.partitions.abandon_on_failure`); its format's
+    #: ``needs_file`` (:class:`~gamut.scanning.sinks.Format`).
     needs_file: ClassVar[bool]
     #: ``write_part`` regroups partitions by the single-process chunks: the partitioned runner sets
     #: ``chunk_stops`` (the pair number after each chunk of a single process) before ``start``.
     regroups: ClassVar[bool]
-    #: The format holds text as UTF-8 (JSON, Parquet): ids whose bytes are not UTF-8 cannot be
-    #: written (the text formats write a header's bytes as they came).
-    utf8_only: ClassVar[bool]
 
     def __init__(self, spec: OutputSpec) -> None: ...
     def start(self, out: IO | None) -> None: ...
@@ -73,7 +72,6 @@ class TextSink:
     mode: ClassVar[str | None] = "w"
     needs_file: ClassVar[bool] = False
     regroups: ClassVar[bool] = False
-    utf8_only: ClassVar[bool] = False
 
     def __init__(self, spec: OutputSpec) -> None:
         self.spec = spec

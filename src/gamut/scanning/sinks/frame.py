@@ -31,7 +31,6 @@ class FrameSink:
     mode: ClassVar[str | None] = None
     needs_file: ClassVar[bool] = False
     regroups: ClassVar[bool] = False
-    utf8_only: ClassVar[bool] = False  # ids as Python text (a byte that is not UTF-8: a lone surrogate)
 
     def __init__(self, spec: OutputSpec) -> None:
         self.input = spec.scan_input

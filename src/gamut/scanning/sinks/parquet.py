@@ -13,6 +13,7 @@ from gamut.errors import UsageError
 from gamut.io.textcols import gather
 from gamut.io.threads import Parallel
 from gamut.scanning.params import SITE_TYPES
+from gamut.scanning.sinks import FORMATS
 from gamut.scanning.sinks.base import Chunks
 from gamut.scanning.sinks.columns import (
     HIT_COLUMNS,
@@ -119,9 +120,8 @@ class ParquetSink:
     so the file has the same row groups, byte for byte."""
 
     mode: ClassVar[str | None] = "wb"
-    needs_file: ClassVar[bool] = True
+    needs_file: ClassVar[bool] = FORMATS["parquet"].needs_file
     regroups: ClassVar[bool] = True
-    utf8_only: ClassVar[bool] = True
 
     def __init__(self, spec: OutputSpec) -> None:
         self.batches = ArrowBatches(spec)

@@ -126,7 +126,6 @@ class JsonlSink(_TableSink):
 
     ids = ("qjson", "rjson")
     as_json = True
-    utf8_only = True
 
     def row(self, b: TextBuilder, c: ReportedHits, qid, rid, ints: dict, lines: list) -> list:
         # JSON numbers with the TSV's values: round(x, 2) is the number '%.2f' of x prints.
