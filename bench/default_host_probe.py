@@ -19,8 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fasta_read import timed  # noqa: E402
+
+
+def best(fn, repeat: int) -> float:
+    """The shortest of ``repeat`` runs of ``fn``, seconds."""
+    return min(timed(fn, repeat)[0])
 
 
 def first_records(path: Path, count: int, out: Path) -> Path:
@@ -34,15 +44,6 @@ def first_records(path: Path, count: int, out: Path) -> Path:
                     break
             dst.write(line)
     return out
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

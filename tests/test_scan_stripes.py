@@ -395,24 +395,17 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
     pytest.importorskip("distributed")
     import dataclasses
     import logging
-    import os
 
     from distributed import Client, LocalCluster
 
-    import gamut.cluster as cluster_module
     from gamut.cluster import Connection
     from gamut.errors import InputError
     from gamut.scanning.fasta import FileRecords
     from gamut.scanning.pipeline import striped
 
-    here = str(Path(__file__).parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
-    events = []
-    started = cluster_module.PinnedStart.__init__
+    events = _head_starts_noted(monkeypatch, lambda start: "head start")
     read = FileRecords.records
-    monkeypatch.setattr(cluster_module.PinnedStart, "__init__",
-                        lambda self, *a, **k: started(self, *a, **k) or events.append("head start"))
+
     def records(self):
         if not self.is_read:
             events.append("read")
@@ -454,6 +447,24 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
         assert Path(striped_out).read_bytes() == Path(alone).read_bytes(), fmt
 
 
+def _head_starts_noted(monkeypatch, note) -> list:
+    """For a test of a LocalCluster's head start: its workers import the tests' modules, a stripe runs
+    in three tasks, and each head start sent (:class:`~gamut.cluster.PinnedStart`) appends ``note(start)``
+    to the list returned."""
+    import os
+
+    import gamut.cluster as cluster_module
+
+    here = str(Path(__file__).parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
+    noted: list = []
+    started = cluster_module.PinnedStart.__init__
+    monkeypatch.setattr(cluster_module.PinnedStart, "__init__",
+                        lambda self, *a, **k: started(self, *a, **k) or noted.append(note(self)))
+    return noted
+
+
 def _local_cluster(workers: int = 2):
     """A LocalCluster of worker processes (which import the tests' modules) and a client on it."""
     import logging
@@ -474,20 +485,12 @@ def test_orders_sent_ahead_are_taken_by_the_scan_they_match_and_let_go_otherwise
     output is one process's, byte for byte."""
     pytest.importorskip("distributed")
     import dataclasses
-    import os
 
-    import gamut.cluster as cluster_module
     from gamut.cluster import Connection
     from gamut.scanning.fasta import FileRecords
     from gamut.scanning.pipeline import striped
 
-    here = str(Path(__file__).parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
-    starts = []
-    started = cluster_module.PinnedStart.__init__
-    monkeypatch.setattr(cluster_module.PinnedStart, "__init__",
-                        lambda self, *a, **k: started(self, *a, **k) or starts.append(self))
+    starts = _head_starts_noted(monkeypatch, lambda start: start)
     factory = host_engine_factory(host_lib)
 
     def unread_job(name):
