@@ -6,11 +6,12 @@ a '>' anywhere in a sequence starts a new record, letters are checked against mi
 and case is kept. Compressed files (gzip, bzip2, xz, zstd) are read transparently, and so are
 standard input (``-``) and pipes (:func:`gamut.io.inputs.open_input`).
 
-The parser is one compiled pass over the file's bytes, in the array they were read into (a
-transcriptome of 124 MB in about 0.1 s on one core; a large file is cut at record starts into a
-piece per core, each passed on a thread of its own, then the pieces moved together): it finds the
-records, moves their letters end to end to the front of that array, writes their class codes beside
-them (:class:`Letters`) and checks the alphabet on the way. A record's ``sequence`` bytes are made from there when first asked for, and
+The parser is one compiled pass over the file's bytes (:mod:`gamut.scanning.fasta_scan`, imported
+at the first parse), in the array they were read into (a transcriptome of 124 MB in about 0.1 s on
+one core; a large file is cut at record starts into a piece per core, each passed on a thread of
+its own, then the pieces moved together): it finds the records, moves their letters end to end to
+the front of that array, writes their class codes beside them (:class:`Letters`) and checks the
+alphabet on the way. A record's ``sequence`` bytes are made from there when first asked for, and
 :func:`sequence_set_of` hands the letters and codes to the alignment engines as they are: nothing
 is joined or encoded again.
 

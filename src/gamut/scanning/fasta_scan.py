@@ -20,9 +20,9 @@ _KINDS = CLASS_OF.copy()
 _KINDS[list(b" \t\r\n")] = _SPACE
 _KINDS[ord(">")] = _START
 
-# How the compiled pass ended.
-DONE = 0
+# How the compiled pass ended (DONE: without fault; the others: parse_error's cases).
 _DONE, _NOT_RECORD, _EOF_IN_HEADER, _EMPTY_ID, _ILLEGAL, _NO_SEQUENCE = range(6)
+DONE = _DONE
 
 
 @njit(cache=True, nogil=True)
@@ -129,8 +129,6 @@ def parse_error(ended: int, name: str, count: int, texts: list[str], byte: int) 
     return InputError(f"{name}: record '{ident}' has no sequence")
 
 
-
-
 #: Bytes per thread from which a file's records are found by several threads at once, each in a
 #: piece of the file that begins a record (124 MB: 0.1 s on one core of the development machine).
 PIECE_BYTES = 4 << 20
@@ -161,11 +159,11 @@ def _cuts(data: np.ndarray, pieces: int) -> list[int]:
 
 
 def scan_file(data: np.ndarray, codes: np.ndarray) -> tuple:
-    """:func:`_scan_records` of the whole of ``data`` (a file's bytes), by several threads where it is large: each
-    scans a piece that begins a record (so every piece is parsed as the whole would be), in place;
-    then the pieces' letters and codes move down to follow each other and their bounds, record
-    starts and headers are joined. A piece that ends badly ends the whole there, as one pass would
-    (the pieces before it were read without fault)."""
+    """:func:`_scan_records` of the whole of ``data`` (a file's bytes), by several threads where it is
+    large: each scans a piece that begins a record (so every piece is parsed as the whole would be),
+    in place; then the pieces' letters and codes move down to follow each other and their bounds,
+    record starts and headers are joined. A piece that ends badly ends the whole there, as one pass
+    would (the pieces before it were read without fault)."""
     pieces = min(usable_cores(), data.shape[0] // PIECE_BYTES)
     cuts = _cuts(data, pieces) if pieces > 1 else [0, data.shape[0]]
     if len(cuts) == 2:

@@ -116,14 +116,15 @@ class SentOrders:
                 and self.start.workers == list(workers))
 
 
-def send_orders(conn: Connection, job: ScanJob, sinks: tuple[type | str, ...], make_engine: Callable[..., Any] | None
-                ) -> SentOrders | None:
-    """The head start of ``job`` (whose stripes run on the workers of ``conn``, one each): each worker
-    sent the order of its stripe and its first run, now, where every worker is on this machine and
-    the references are a plain file not read yet; else None. (On 2x H200 the client had read the
-    transcriptome set at 1.3 s, beside joining the cluster, where the one-GPU process aligned from
-    1.09 s: the workers now read the file themselves.)"""
-    workers = worker_addresses(conn)
+def send_orders(conn: Connection, job: ScanJob, sinks: tuple[type | str, ...], make_engine: Callable[..., Any] | None,
+                workers: Sequence[str] | None = None) -> SentOrders | None:
+    """The head start of ``job`` (whose stripes run on ``workers`` of ``conn``, one each; default:
+    every worker, :func:`~gamut.cluster.worker_addresses`): each worker sent the order of its stripe
+    and its first run, now, where every worker is on this machine and the references are a plain
+    file not read yet; else None. (On 2x H200 the client had read the transcriptome set at 1.3 s,
+    beside joining the cluster, where the one-GPU process aligned from 1.09 s: the workers now read
+    the file themselves.)"""
+    workers = list(worker_addresses(conn) if workers is None else workers)
     if not (on_this_machine(workers) and isinstance(job.references, FileRecords) and not job.references.is_read):
         return None
     order = StripeOrder(worker_job(job, job.threads), sinks, make_engine, 0, len(workers), job.partition_cells,

@@ -50,7 +50,7 @@ def run_striped(job: ScanJob, sinks: Sequence[Sink], make_engine: Callable[..., 
     # four workers were fastest with their share (docs/scan_gpu.md, "A Dask worker's threads").
     formats = job.formats
     classes = tuple(type(next(s for s, o in zip(sinks, job.targets) if o.format == fmt)) for fmt in formats)
-    head = None if conn is None else _ahead(conn, job, classes, make_engine)
+    head = None if conn is None else _ahead(conn, job, classes, make_engine, lanes)
     try:
         with span("plan stripes"):
             tasks = stripe_tasks(worker_job(job, threads), classes, make_engine, len(lanes),
@@ -158,17 +158,18 @@ def _on_gpu_workers(tasks: list[StripeTask], pool, writer: GroupWriter) -> None:
         raise exc.advised("run it again (or on one GPU)") from None
 
 
-def _ahead(conn, job: ScanJob, classes: tuple[type, ...], make_engine: Callable[..., Any]) -> PinnedStart | None:
-    """The head start of ``job`` on ``conn``: the one sent before this process imported its scan
-    code (:func:`~gamut.scanning.pipeline.ahead.start_ahead`), where it is this scan's (the same
-    sinks, engines and workers), else one sent now (:func:`~gamut.scanning.pipeline.ahead.send_orders`;
+def _ahead(conn, job: ScanJob, classes: tuple[type, ...], make_engine: Callable[..., Any],
+           workers: list[str]) -> PinnedStart | None:
+    """The head start of ``job`` on ``workers`` of ``conn``: the one sent before this process imported
+    its scan code (:func:`~gamut.scanning.pipeline.ahead.start_ahead`), where it is this scan's (the
+    same sinks, engines and workers), else one sent now (:func:`~gamut.scanning.pipeline.ahead.send_orders`;
     None where there is none to give)."""
     sent, conn.ahead = conn.ahead, None
     if sent is not None:
-        if sent.matches(classes, make_engine, worker_addresses(conn)):
+        if sent.matches(classes, make_engine, workers):
             return sent.start
         sent.start.let_go()
-    fresh = send_orders(conn, job, classes, make_engine)
+    fresh = send_orders(conn, job, classes, make_engine, workers)
     return None if fresh is None else fresh.start
 
 
