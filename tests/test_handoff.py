@@ -26,6 +26,10 @@ def test_joined_pieces_are_the_pieces_end_to_end(parts):
     assert text.dtype == np.uint8 and text.tobytes() == b"".join(parts)
     assert pickle.loads(pickle.dumps(text)).tobytes() == b"".join(parts)
     assert type(pickle.loads(pickle.dumps(text))) is np.ndarray  # a plain array elsewhere
+    buffers: list = []  # protocol 5 out of band (as Dask sends a worker's tiles): the pages, not a copy
+    data = pickle.dumps(text, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1 and len(data) < 200 and memoryview(buffers[0]).nbytes == len(b"".join(parts))
+    assert pickle.loads(data, buffers=buffers).tobytes() == b"".join(parts)
 
 
 @needs_memfd
