@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 45: whole `gamut scan` processes of this tree's code against another's (AB_SRC: that code's src
-# folder, carried, e.g. `git archive b3f1d6e src | tar -x -C .data/ab`), on one host. FASTA_READ=1 first
+# folder, carried, e.g. `git archive b3f1d6e src | tar -x -C .data/ab`; or AB_PREPEND: a folder whose
+# sitecustomize.py changes this tree in every process, the cluster's workers too), on one host. FASTA_READ=1 first
 # times bench/fasta_read.py on the transcriptome set's references (the parse in pieces, 2026-11-29k).
 # Then the set in fast mode: one GPU (new, old, new, old; ONE_GPU=0 skips them) and, for each variant
 # (new, old, new, old), a cluster of one worker per GPU started as docs/cluster.md says, scanned twice (a
@@ -14,6 +15,7 @@ KIND=${KIND:-nvidia-h200-code-ab}
 . bench/tx_setup.sh
 NEW=$PYTHONPATH
 OLD=${PYTHONPATH/$PWD\/src/$PWD/${AB_SRC:-.data/ab/src}}
+[ -n "${AB_PREPEND-}" ] && OLD=$PWD/$AB_PREPEND:$NEW  # the same tree, a sitecustomize.py there changing it
 PYTHONPATH=$OLD scan $W/warm.fa --gpus 0 -o $W/warm.tsv $FAST >/dev/null 2>&1  # the other code's compiled caches
 if [ "${FASTA_READ-0}" = 1 ]; then
   python3 bench/fasta_read.py --file $W/tx.fa --repeat 5 --json $R/fasta_read.json > $R/fasta_read.txt 2>&1
