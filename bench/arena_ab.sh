@@ -30,6 +30,5 @@ done
 for k in 1 2; do
   for a in 0 1; do scan_run one_gpu_default_a${a}_$k default $( [ $a = 1 ] && echo MALLOC_ARENA_MAX=1 || echo X=1 ) -- --gpus 0; done
 done
-for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
-rm -f $R/*.png
+timeline_tables
 cd $OUT && tar czf r.tgz r && rm -rf r

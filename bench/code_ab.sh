@@ -38,7 +38,6 @@ for v in new old new old; do
   done
   stop_gpu_cluster
 done
-for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
-rm -f $R/*.png
+timeline_tables
 if [ -n "${TESTS-}" ]; then . bench/gpu_tests.sh; gpu_tests $KIND; fi
 cd $OUT && tar czf r.tgz r && rm -rf r

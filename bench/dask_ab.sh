@@ -53,7 +53,6 @@ c = Client(scheduler_file='$W/s.json', timeout=60); print(' '.join(str(p) for p 
   stop_gpu_cluster
 done
 run one_gpu_again --gpus 0
-for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
-rm -f $R/*.png
+timeline_tables
 if [ -n "${TESTS-}" ]; then . bench/gpu_tests.sh; gpu_tests ${KIND:-nvidia-h200-dask-ab}; fi
 cd $OUT && tar czf r.tgz r && rm -rf r

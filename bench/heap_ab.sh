@@ -33,8 +33,7 @@ if [ -n "${DEFAULT_MODE-}" ]; then
     for h in 1 0; do scan_run gpus_default_heap${h}_$k default GAMUT_HEAP_REUSE=$h -- --gpus $ALL; done
   done
 fi
-for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
-rm -f $R/*.png
+timeline_tables
 if [ -n "${TESTS-}" ]; then . bench/gpu_tests.sh; gpu_tests $KIND; fi
 if [ -n "${E2E-}" ]; then
   python3 bench/scan_e2e.py --device cuda --cases clip,sars --clip 20000 --modes default --repeat 3 --data .data \

@@ -26,6 +26,5 @@ if [ -n "${DEFAULT_MODE-}" ]; then
   run one_gpu_default default --gpus 0
   for t in ${DEFAULT_THREADS-""}; do run gpus${ALL//,/}_default_t${t:-default} default --gpus $ALL ${t:+--threads $t}; done
 fi
-for f in $R/tl*.jsonl; do python3 bench/timeline.py $f --out ${f%.jsonl} --title $(basename $f .jsonl) >/dev/null 2>&1; done
-rm -f $R/*.png
+timeline_tables
 cd $OUT && tar czf r.tgz r && rm -rf r

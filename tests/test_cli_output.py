@@ -87,8 +87,8 @@ def test_cli_skips_numba_blas_probe_without_hiding_scipy(tmp_path):
     code = (
         "import builtins, sys\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from gamut.cli import skip_optional_probes\n"
-        "skip_optional_probes()\n"
+        "from gamut.probes import numba_without_probes\n"
+        "numba_without_probes()\n"
         "import numba.np.arraymath as am\n"
         "assert getattr(builtins, 'SCIPY_IMPORTS', 0) == 0, 'scipy was imported by the probe'\n"
         "assert not am._HAVE_BLAS\n"

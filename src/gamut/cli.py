@@ -62,13 +62,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def skip_optional_probes() -> None:
-    """:func:`gamut.probes.numba_without_probes`."""
-    from gamut.probes import numba_without_probes
-
-    numba_without_probes()
-
-
 def option_value(argv: list[str], flag: str) -> str | None:
     """The value of ``flag`` in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``; the first), else None."""
     for k, arg in enumerate(argv):
@@ -134,7 +127,9 @@ def main(argv: list[str] | None = None, ending: bool = False) -> int:
 
             prewarm(gpu)  # CuPy (and cupyx) and the CUDA context on a thread, beside the imports below
         if not (cluster and argv[0] == "scan"):  # (a scan on a cluster imports Numba after its workers' orders)
-            skip_optional_probes()
+            from gamut.probes import numba_without_probes
+
+            numba_without_probes()
         with end_promptly_on_signals(), warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return _dispatch(argv)

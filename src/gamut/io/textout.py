@@ -27,12 +27,12 @@ def raw_text(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-@lru_cache(maxsize=None)
 def shown(text: str) -> str:
     """Header text for a message: bytes that are not UTF-8 written as ``\\xNN``."""
     return raw_text(text).decode("utf-8", "backslashreplace")
 
 
+@lru_cache(maxsize=None)
 def _ascii_compatible(encoding: str) -> bool:
     """Whether ``encoding`` writes every ASCII character as that one byte."""
     sample = bytes(range(128))

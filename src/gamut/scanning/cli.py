@@ -195,10 +195,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None)
     job = None
     try:
         job = start_ahead(ScanJob.from_files(args.queries, args.references, params, **options))
-        if args.cluster is not None:  # (the command line left it to this point: see gamut.cli.main)
-            from gamut.probes import numba_without_probes
+        from gamut.probes import numba_without_probes
 
-            numba_without_probes()
+        numba_without_probes()  # (done already unless this scan runs on a cluster: see gamut.cli.main)
         from gamut.scanning.api import run_job, warn_unknown_pairs
 
         if pairs is not None:

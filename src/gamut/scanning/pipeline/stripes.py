@@ -34,7 +34,6 @@ from gamut.scanning.pipeline.scan_loop import scan_chunks
 from gamut.timeline import mark, span
 from gamut.scanning.results import RectLayout
 
-
 #: Cells of one tile (a group's queries against one stripe): the unit a worker renders and hands
 #: over. About 64 G cells keep a worker's pipeline full between tiles while a tile's text (the
 #: transcriptome scan's 5.8 GB in default mode over ~80 tiles: 70 MB) stays small in memory.
