@@ -114,14 +114,30 @@ def test_restricted_chunks_follow_output_order(data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=32), st.floats(-1e6, 1e6),
-                 st.integers(-10**9, 10**9).map(lambda k: k / 100), st.sampled_from([0.0, -0.0, 0.125, 0.005, 2.5])),
-       st.sampled_from([0, 2, 6]))
-def test_fixed_text_is_printf(value, decimals):
+@given(st.lists(st.one_of(st.floats(width=32), st.floats(-1e6, 1e6), st.floats(),
+                          st.integers(-10**9, 10**9).map(lambda k: k / 100),
+                          st.sampled_from([0.0, -0.0, -0.001, 0.125, 0.005, 2.5, 0.0005, 1234.5675, 2.0**62 / 1000 * 0.999,
+                                           2.0**62 / 100, 1e300])),
+                min_size=1, max_size=8),
+       st.sampled_from([0, 2, 3, 6]), st.booleans())
+def test_fixed_text_is_printf(values, decimals, as_column):
+    """``fixed`` (numbers the render writes, or a column of strings where a value is out of its
+    range) and ``fixed_column``: printf's ``%.Nf`` of every value, NaN and infinities included."""
     b = TextBuilder()
-    starts, lengths = b.fixed(np.array([value]), decimals)
-    b.records(np.zeros(1, np.int64), 0, 0, [(starts, lengths)])
-    assert b.render().decode() == format(value, f".{decimals}f")
+    array = np.array(values)
+    piece = b.fixed_column(array, decimals) if as_column else b.fixed(array, decimals)
+    b.records(np.arange(len(values)), 0, 0, [piece, ";"])
+    assert b.render().decode() == "".join(format(v, f".{decimals}f") + ";" for v in values)
+
+
+def test_integers_of_every_int64():
+    """The render writes any int64 as ``str`` does, the smallest too (its magnitude is no int64)."""
+    every = np.array([0, -1, 9, 10, -10, 2**63 - 1, -2**63, -2**63 + 1, 1234567890123])
+    for values in (every, every[every != -2**63]):  # with the smallest, a column of strings is made
+        for make in (TextBuilder.integers, TextBuilder.integer_column):
+            b = TextBuilder()
+            b.records(np.arange(values.size), 0, 0, [make(b, values), ","])
+            assert b.render().decode() == "".join(f"{v}," for v in values.tolist())
 
 
 _piece_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)
@@ -164,7 +180,7 @@ def test_records_come_out_in_key_order():
     assert b.render() == b"[-12]!<alpha>[7]<b>"
     data, starts = gather(np.frombuffer(b"hello world", np.uint8), np.array([6, 0]), np.array([5, 5]))
     assert data.tobytes() == b"worldhello" and starts.tolist() == [0, 5]
-    assert math.isclose(float(TextBuilder().fixed(np.array([1.0]), 2)[1][0]), 4)
+    assert math.isclose(float(TextBuilder().fixed_column(np.array([1.0]), 2)[1][0]), 4)  # "1.00"
 
 
 @settings(max_examples=200, deadline=None)

@@ -45,33 +45,43 @@ def _number_back(buf, pos, t):
             return pos
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _int_size(v, decimals):
+    """Length of the decimal text of int64 ``v`` > INT64_MIN, with '.' and ``decimals`` zeros after it
+    if ``decimals`` > 0 (printf's ``%.Nf`` of the integer)."""
+    d = 1
+    a = -v if v < 0 else v
+    while a >= 10:
+        a //= 10
+        d += 1
+    return d + (1 if v < 0 else 0) + (decimals + 1 if decimals > 0 else 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _int_put(buf, start, size, v, decimals):
+    """Write that text (``size`` bytes, :func:`_int_size`) at ``buf[start]``."""
+    if v < 0:
+        buf[start] = 45  # '-'
+        v = -v
+    _, pos = _digits_back(buf, start + size - 1, 0, decimals)  # zeros
+    if decimals > 0:
+        buf[pos] = 46  # '.'
+        pos -= 1
+    _number_back(buf, pos, v)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _int_text(values, decimals):
-    """Decimal text of int64 ``values``, followed by '.' and ``decimals`` zeros if ``decimals`` > 0
-    (printf's ``%.Nf`` of the integer): one buffer and per-value start/length."""
+    """Decimal text of int64 ``values`` (each > INT64_MIN), followed by '.' and ``decimals`` zeros
+    if ``decimals`` > 0 (printf's ``%.Nf`` of the integer): one buffer and per-value start/length."""
     n = values.shape[0]
-    tail = decimals + 1 if decimals > 0 else 0
     lengths = np.empty(n, np.int64)
     for k in prange(n):
-        v = values[k]
-        d = 1
-        a = -v if v < 0 else v
-        while a >= 10:
-            a //= 10
-            d += 1
-        lengths[k] = d + (1 if v < 0 else 0) + tail
+        lengths[k] = _int_size(values[k], decimals)
     starts, total = _packed_starts(lengths)
     buf = np.empty(total, np.uint8)
     for k in prange(n):
-        v = values[k]
-        if v < 0:
-            buf[starts[k]] = 45  # '-'
-            v = -v
-        _, pos = _digits_back(buf, starts[k] + lengths[k] - 1, 0, decimals)  # zeros
-        if tail:
-            buf[pos] = 46  # '.'
-            pos -= 1
-        _number_back(buf, pos, v)
+        _int_put(buf, starts[k], lengths[k], values[k], decimals)
     return buf, starts, lengths
 
 
@@ -119,6 +129,34 @@ def _is_negative(v):
     return v < 0 or (v == 0 and math.copysign(1.0, v) < 0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _fixed_size(v, decimals, scale):
+    """``printf("%.{decimals}f")`` of float64 ``v`` (``scale`` = 10**decimals) as its rounded scaled
+    value, sign and length; length -1 where the scaled value does not fit 64-bit integers."""
+    neg = _is_negative(v)
+    q, fits = _scaled(v, scale, 9223372036854775807 // scale)
+    if not fits:
+        return q, neg, -1
+    digits = 1
+    t = q // scale
+    while t >= 10:
+        t //= 10
+        digits += 1
+    return q, neg, digits + (1 + decimals if decimals > 0 else 0) + (1 if neg else 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fixed_put(buf, start, size, q, neg, decimals):
+    """Write that text (:func:`_fixed_size`'s ``q``, ``neg`` and ``size``) at ``buf[start]``."""
+    q, pos = _digits_back(buf, start + size - 1, q, decimals)
+    if decimals > 0:
+        buf[pos] = 46  # '.'
+        pos -= 1
+    pos = _number_back(buf, pos, q)
+    if neg:
+        buf[pos] = 45  # '-'
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _fixed_text(values, decimals):
     """``printf("%.{decimals}f")`` of float64 ``values``, exactly (round half to even on the exact
@@ -128,37 +166,21 @@ def _fixed_text(values, decimals):
     scale = 1
     for _ in range(decimals):
         scale *= 10
-    limit = 9223372036854775807 // scale
     q_all = np.zeros(n, np.int64)
     neg = np.zeros(n, np.bool_)
     ok = np.ones(n, np.bool_)
     lengths = np.zeros(n, np.int64)
     for k in prange(n):
-        v = values[k]
-        neg[k] = _is_negative(v)
-        q, fits = _scaled(v, scale, limit)
-        if not fits:
+        q, negative, size = _fixed_size(values[k], decimals, scale)
+        if size < 0:
             ok[k] = False
             continue
-        q_all[k] = q
-        digits = 1
-        t = q // scale
-        while t >= 10:
-            t //= 10
-            digits += 1
-        lengths[k] = digits + (1 + decimals if decimals > 0 else 0) + (1 if neg[k] else 0)
+        q_all[k], neg[k], lengths[k] = q, negative, size
     starts, total = _packed_starts(lengths)  # a row not ok has length 0
     buf = np.empty(total, np.uint8)
     for k in prange(n):
-        if not ok[k]:
-            continue
-        q, pos = _digits_back(buf, starts[k] + lengths[k] - 1, q_all[k], decimals)
-        if decimals > 0:
-            buf[pos] = 46  # '.'
-            pos -= 1
-        pos = _number_back(buf, pos, q)
-        if neg[k]:
-            buf[pos] = 45  # '-'
+        if ok[k]:
+            _fixed_put(buf, starts[k], lengths[k], q_all[k], neg[k], decimals)
     return buf, starts, lengths, ok
 
 

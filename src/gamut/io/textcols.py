@@ -1,31 +1,65 @@
 """Text from columns: records assembled from byte pieces in compiled code, no Python work per row.
 
 A writer describes each kind of output record (a hit block, a per-pair header, ...) as a list of
-pieces: constant text, or a per-row column of strings (a byte buffer with per-row start and
-length). :class:`TextBuilder` collects the records of a chunk with sort keys, orders them and
-copies every piece into one output buffer in a single compiled pass (parallel over rows).
+pieces: constant text, a per-row column of strings (a byte buffer with per-row start and
+length), or a per-row column of numbers (:class:`Numbers`). :class:`TextBuilder` collects the
+records of a chunk with sort keys, orders them and writes every piece into one output buffer in a
+single compiled pass (parallel over rows).
 
 Integers, fixed-point and significant-digit numbers become text in compiled code
-(:mod:`gamut.io.numtext`: exactly what ``str(int)`` and printf's ``%.Nf`` and ``%.Ng`` print);
+(:mod:`gamut.io.numtext`: exactly what ``str(int)`` and printf's ``%.Nf`` and ``%.Ng`` print):
+integers and fixed point as the rows are written (no text of their own: a chunk's columns of
+numbers cost no kernel, buffer or thread start of their own), the rest as columns of strings;
 other formats (:meth:`TextBuilder.formatted`) are Python's own, once per distinct value, so their
 cost follows the number of distinct values, not of rows.
 """
 from __future__ import annotations
 
 import json
-from typing import Callable, Sequence, Union
+from typing import Callable, NamedTuple, Sequence, Union
 
 import llvmlite.ir as llvm_ir
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from gamut.io.numtext import _POW10, _fixed_text, _general_text, _int_text, _packed_starts
+from gamut.io.numtext import (
+    _POW10,
+    _fixed_put,
+    _fixed_size,
+    _fixed_text,
+    _general_text,
+    _int_put,
+    _int_size,
+    _int_text,
+    _packed_starts,
+)
 from gamut.io.textout import raw_text
 from gamut.io.threads import Parallel, run_kernel
 
-#: A piece of a record: constant text, or a column ``(starts, lengths)`` of per-row strings (see :class:`TextBuilder`).
-Piece = Union[str, tuple[np.ndarray, np.ndarray]]
+#: How the render writes a piece (:func:`_render_rows`): a constant, a column of strings, or a column
+#: of numbers as integers or fixed point (:class:`Numbers`).
+_CONSTANT, _STRINGS, _INTEGERS, _FIXED = 0, 1, 2, 3
+
+
+class Numbers(NamedTuple):
+    """A piece of records: a column of numbers that the render writes as text itself (made by
+    :meth:`TextBuilder.integers` and :meth:`TextBuilder.fixed`)."""
+
+    values: np.ndarray  # int64 (integers) or float64 (fixed point), contiguous
+    decimals: int  # after the point (integers: '.' and that many zeros if more than 0)
+    kind: int  # _INTEGERS or _FIXED
+
+
+#: A piece of a record: constant text, a column ``(starts, lengths)`` of per-row strings, or a
+#: column of numbers (see :class:`TextBuilder`).
+Piece = Union[str, tuple[np.ndarray, np.ndarray], Numbers]
+
+_INT64_MIN = -2**63
+#: Fixed point written by the render up to this many decimals: a float's 53-bit significand times
+#: 10**decimals then fits 64-bit integers, so every finite value below 2**62 / 10**decimals is
+#: written in integer arithmetic (:func:`gamut.io.numtext._scaled` never gives up on one).
+INLINE_DECIMALS = 3
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -73,6 +107,16 @@ def _peek(typingctx, address):
     return types.int64(types.int64), codegen
 
 
+@intrinsic
+def _peek_float(typingctx, address):
+    """The float64 at ``address`` (an integer; float64 arrays are 8-byte aligned)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], llvm_ir.DoubleType().as_pointer()), align=8)
+
+    return types.float64(types.int64), codegen
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _copy_from(out, pos, address, size):
     """``size`` bytes at ``address`` to ``out[pos:]``: whole words, the last one overlapping the
@@ -94,17 +138,54 @@ def _copy_from(out, pos, address, size):
         _move1(out, pos, address)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _scale_of(decimals):
+    scale = 1
+    for _ in range(decimals):
+        scale *= 10
+    return scale
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _piece_size(kind, start, length, i):
+    """Bytes of piece ``(start, length, kind)`` in local row ``i`` (see :func:`_render_rows`)."""
+    if kind == _INTEGERS:
+        return _int_size(_peek(start + 8 * i), length)
+    if kind == _FIXED:
+        return _fixed_size(_peek_float(start + 8 * i), length, _scale_of(length))[2]
+    return _peek(length + 8 * kind * i)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_piece(out, pos, kind, start, length, i):
+    """Write piece ``(start, length, kind)`` of local row ``i`` at ``out[pos]``; return its size."""
+    if kind == _INTEGERS:
+        v = _peek(start + 8 * i)
+        size = _int_size(v, length)
+        _int_put(out, pos, size, v, length)
+    elif kind == _FIXED:
+        q, neg, size = _fixed_size(_peek_float(start + 8 * i), length, _scale_of(length))
+        _fixed_put(out, pos, size, q, neg, length)
+    else:
+        k = 8 * kind * i
+        size = _peek(length + k)
+        _copy_from(out, pos, _peek(start + k), size)
+    return size
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def _render_rows(piece_starts, piece_lengths, piece_step, spec_off, row_base, order):
+def _render_rows(piece_starts, piece_lengths, piece_kind, spec_off, row_base, order):
     """Rows ``order`` (row numbers over all groups) concatenated, in parallel over rows.
 
     Group g holds rows ``row_base[g]:row_base[g+1]``; its pieces are ``spec_off[g]:spec_off[g+1]``.
-    Piece p of local row i is ``_peek(piece_lengths[p] + 8 * k)`` bytes at the address
-    ``_peek(piece_starts[p] + 8 * k)``, ``k = piece_step[p] * i`` (step 0: a constant, 1: a column):
-    ``piece_starts[p]`` and ``piece_lengths[p]`` are the addresses of the int64 arrays of the
-    piece's start addresses and lengths (:class:`TextBuilder` keeps every array alive). Each row's
-    output offset comes from a prefix sum of the row lengths, so rows are copied independently.
-    Returns the text and those offsets (row ``x`` of ``order`` starts at ``offsets[x]``).
+    Piece p of local row i, by ``piece_kind[p]``: a constant (0) or a column of strings (1) is
+    ``_peek(piece_lengths[p] + 8 * k)`` bytes at the address ``_peek(piece_starts[p] + 8 * k)``,
+    ``k = piece_kind[p] * i`` (``piece_starts[p]`` and ``piece_lengths[p]`` are the addresses of the
+    int64 arrays of the piece's start addresses and lengths); a column of numbers is the text of
+    the number at ``piece_starts[p] + 8 * i``, an integer (2) or a float written in fixed point (3),
+    with ``piece_lengths[p]`` decimals (:class:`Numbers`). :class:`TextBuilder` keeps every array
+    alive. Each row's output offset comes from a prefix sum of the row lengths, so rows are written
+    independently. Returns the text and those offsets (row ``x`` of ``order`` starts at ``offsets[x]``).
     """
     n = order.shape[0]
     group = np.empty(n, np.int64)
@@ -115,7 +196,7 @@ def _render_rows(piece_starts, piece_lengths, piece_step, spec_off, row_base, or
         i = r - row_base[g]
         size = 0
         for p in range(spec_off[g], spec_off[g + 1]):
-            size += _peek(piece_lengths[p] + 8 * piece_step[p] * i)
+            size += _piece_size(piece_kind[p], piece_starts[p], piece_lengths[p], i)
         group[x] = g
         offsets[x + 1] = size
     for x in range(n):
@@ -126,10 +207,7 @@ def _render_rows(piece_starts, piece_lengths, piece_step, spec_off, row_base, or
         i = order[x] - row_base[g]
         pos = offsets[x]
         for p in range(spec_off[g], spec_off[g + 1]):
-            k = 8 * piece_step[p] * i
-            size = _peek(piece_lengths[p] + k)
-            _copy_from(out, pos, _peek(piece_starts[p] + k), size)
-            pos += size
+            pos += _put_piece(out, pos, piece_kind[p], piece_starts[p], piece_lengths[p], i)
     return out, offsets
 
 
@@ -142,7 +220,8 @@ class TextBuilder:
     """Collects keyed records made of pieces and renders them in key order as one byte string.
 
     A column is ``(starts, lengths)``: the address in memory where each row's string starts, and
-    its length. Sources (constants, number text, whole buffers such as a chunk's alignment lines,
+    its length; a column of numbers (:class:`Numbers`) is written as text by the render itself.
+    Sources (constants, number text, whole buffers such as a chunk's alignment lines,
     run-wide columns such as ids) are never copied: the builder keeps each one, and every array
     of addresses, alive until it is dropped. A group of records is kept as its keys and piece
     list (no per-row piece table); :meth:`render_array` orders all rows and copies their pieces
@@ -183,24 +262,43 @@ class TextBuilder:
         starts, _ = _packed_starts(lengths)
         return self.buffer(np.frombuffer(b"".join(encoded), np.uint8), starts, lengths)
 
-    def integers(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Decimal text of integers (as ``str(int)``)."""
+    def integers(self, values: np.ndarray) -> Piece:
+        """Decimal text of integers (as ``str(int)``), written by the render (:class:`Numbers`)."""
+        return self._integers(np.ascontiguousarray(values, np.int64), 0)
+
+    def integer_column(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`integers` as a column of strings (for a caller that changes some of its rows)."""
         values = np.ascontiguousarray(values, np.int64)
+        if values.size and values.min() == _INT64_MIN:
+            return self.formatted(values, str)
         buf, starts, lengths = run_kernel(_int_text, values.shape[0], self.parallel, values, 0)
         return self.buffer(buf, starts, lengths)
 
-    def fixed(self, values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
-        """Text of ``f"{float(x):.{decimals}f}"`` for every value, in compiled code (exact: the
-        same digits as Python and C's printf); the rare values beyond 64-bit integer arithmetic
-        are formatted by Python. Integers (such as scores) take the integer path: digits, '.', zeros."""
+    def fixed(self, values: np.ndarray, decimals: int) -> Piece:
+        """Text of ``f"{float(x):.{decimals}f}"`` for every value, exactly (the same digits as Python
+        and C's printf). Integers (such as scores) take the integer path: digits, '.', zeros. With
+        at most :data:`INLINE_DECIMALS` decimals, finite values below 2**62 / 10**decimals are
+        written by the render (:class:`Numbers`); otherwise the column is one of strings, made in
+        compiled code but for values beyond 64-bit integer arithmetic (Python formats those)."""
         values = np.asarray(values)
         if values.dtype.kind in "iu" and (values.size == 0 or (values.min() > -2**53 and values.max() < 2**53)):
-            exact = np.ascontiguousarray(values, np.int64)  # each is exactly its float64
-            buf, starts, lengths = run_kernel(_int_text, exact.shape[0], self.parallel, exact, decimals)
-            return self.buffer(buf, starts, lengths)
+            return self._integers(np.ascontiguousarray(values, np.int64), decimals)  # each is exactly its float64
+        values = np.ascontiguousarray(values, np.float64)
+        if decimals <= INLINE_DECIMALS and (
+                values.size == 0 or (np.isfinite(values).all() and np.abs(values).max() < 2.0**62 / 10**decimals)):
+            return Numbers(values, decimals, _FIXED)
+        return self.fixed_column(values, decimals)
+
+    def fixed_column(self, values: np.ndarray, decimals: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`fixed` of float values as a column of strings (for a caller that needs their lengths)."""
         values = np.ascontiguousarray(values, np.float64)
         buf, starts, lengths, ok = run_kernel(_fixed_text, values.shape[0], self.parallel, values, decimals)
         return self._compiled(values, buf, starts, lengths, ok, lambda v: format(v, f".{decimals}f"))
+
+    def _integers(self, values: np.ndarray, decimals: int) -> Piece:
+        if values.size and values.min() == _INT64_MIN:  # its magnitude is no int64: Python writes them
+            return self.formatted(values, lambda v: format(v, f".{decimals}f") if decimals else str(v))
+        return Numbers(values, decimals, _INTEGERS)
 
     def decimals(self, values: np.ndarray, decimals: int, null: str,
                  json_number: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -253,8 +351,10 @@ class TextBuilder:
         return starts[inverse], lengths[inverse]
 
     @staticmethod
-    def take(column: tuple[np.ndarray, np.ndarray], index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def take(column: tuple[np.ndarray, np.ndarray] | Numbers, index: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Numbers:
         """Rows ``index`` of a column (e.g. per-hit query ids from the per-query id column)."""
+        if isinstance(column, Numbers):
+            return column._replace(values=np.ascontiguousarray(column.values[index]))
         return column[0][index], column[1][index]
 
     # -- records ------------------------------------------------------------------------------
@@ -267,16 +367,22 @@ class TextBuilder:
             return
         spec = []
         for piece in pieces:
+            if isinstance(piece, Numbers):
+                if piece.values.shape != (n,):
+                    raise ValueError(f"a column of {piece.values.shape} numbers in records of {n} rows")
+                values = self._held(piece.values, piece.values.dtype)
+                spec.append((_address(values), piece.decimals, piece.kind))
+                continue
             if isinstance(piece, str):
                 starts, lengths = self.const(piece)
-                step = 0
+                kind = _CONSTANT
             else:
                 starts, lengths = piece
                 if np.shape(starts) != (n,) or np.shape(lengths) != (n,):
                     raise ValueError(f"a column of {np.shape(starts)} rows in records of {n} rows")
-                step = 1
+                kind = _STRINGS
             starts, lengths = self._held(starts, np.int64), self._held(lengths, np.int64)
-            spec.append((_address(starts), _address(lengths), step))
+            spec.append((_address(starts), _address(lengths), kind))
         minor_arr = np.broadcast_to(np.asarray(minor, np.int64), (n,))
         self._groups.append((major, slot, minor_arr, spec))
 

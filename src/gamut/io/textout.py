@@ -13,6 +13,8 @@ from typing import IO, Callable, Union
 
 import numpy as np
 
+from gamut.timeline import span
+
 Rendered = Union[bytes, bytearray, memoryview, np.ndarray]
 
 
@@ -80,7 +82,13 @@ class WriteBehind:
 
     def write(self, render: Callable[[], Rendered]) -> None:
         self._wait()
-        self._pending = self._thread.submit(lambda: write_bytes(self.out, render()))
+        self._pending = self._thread.submit(self._render_write, render)
+
+    def _render_write(self, render: Callable[[], Rendered]) -> None:
+        with span("chunk rendered"):
+            data = render()
+        with span("chunk written"):
+            write_bytes(self.out, data)
 
     def write_parts(self, parts: list[Rendered]) -> None:
         """Write ``parts`` one after the other (e.g. views of rows received from workers), behind."""

@@ -468,6 +468,26 @@ class HitTable:
                    np.array([h.strict_ok for h in flat], bool))
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _hit_positions(hit_sv, hit_pair, pairs, q_off, score, i_start, i_end, j_start, j_end, op_start, op_end, n3, n5):
+    """Each hit's score, query start and end, reference start and end and alignment length (1-based
+    positions as miRanda prints them) from its survivor's raw coordinates: one pass over the hits."""
+    n = hit_sv.shape[0]
+    scores, q_start, q_end = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    r_start, r_end, aln_length = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for h in prange(n):
+        sv = hit_sv[h]
+        q = pairs[hit_pair[h], 0]
+        length = q_off[q + 1] - q_off[q]
+        scores[h] = score[sv]
+        q_start[h] = length - i_end[sv] + 1
+        q_end[h] = length - i_start[sv] + 1
+        r_start[h] = j_start[sv] + 1 - n3[h]
+        r_end[h] = j_end[sv] + n5[h]
+        aln_length[h] = op_end[sv] - op_start[sv]
+    return scores, q_start, q_end, r_start, r_end, aln_length
+
+
 def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray, alignments, *,
                parallel: Parallel = False) -> HitTable:
     """:func:`pair_hits` for every (query index, reference index) in ``pairs`` at once, as columns.
@@ -493,12 +513,11 @@ def chunk_hits(queries: SequenceSet, references: SequenceSet, pairs: np.ndarray,
         pairs.shape[0], live, pairs[live, 0], pairs[live, 1], live_start, live_stop, a.i_start, a.j_start, a.i_end,
         a.j_end, a.op_start, a.op_end, a.ops, MAP_CHARS, _LINKER_BYTES,
     )
-    qi = pairs[hit_pair, 0]
-    L = queries.offsets[qi + 1] - queries.offsets[qi]
-    ie, i0 = a.i_end[hit_sv], a.i_start[hit_sv]
+    score, query_start, query_end, ref_start, ref_end, aln_length = run_kernel(
+        _hit_positions, hit_sv.shape[0], parallel, hit_sv, hit_pair, pairs, queries.offsets, a.score, a.i_start,
+        a.i_end, a.j_start, a.j_end, a.op_start, a.op_end, n3, n5)
     return HitTable(
-        pair=hit_pair, pair_off=pair_off, score=a.score[hit_sv], query_start=L - ie + 1, query_end=L - i0 + 1,
-        ref_start=a.j_start[hit_sv] + 1 - n3, ref_end=a.j_end[hit_sv] + n5,
-        aln_length=a.op_end[hit_sv] - a.op_start[hit_sv], n_wc=n_wc, n_paired=n_pair, width=width,
+        pair=hit_pair, pair_off=pair_off, score=score, query_start=query_start, query_end=query_end,
+        ref_start=ref_start, ref_end=ref_end, aln_length=aln_length, n_wc=n_wc, n_paired=n_pair, width=width,
         text_off=text_off, text=buf, fold_off=fold_off, fold=fold, strict_ok=strict,
     )

@@ -40,6 +40,9 @@ SUPPLEMENTARY = (13, 16)
 AU_WINDOW = 30
 
 _GAP, _WC = ord("-"), ord("|")
+#: 1 for the letters ``local_au`` counts (A, U and T, either case), by byte.
+_AU_LETTER = np.zeros(256, np.int64)
+_AU_LETTER[np.frombuffer(b"AaUuTt", np.uint8)] = 1
 
 
 @njit(cache=True, nogil=True)
@@ -58,7 +61,7 @@ def _pairs(m, r):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, ref_end, text, text_off, width,
-                 window, supp_lo, supp_hi):
+                 window, supp_lo, supp_hi, au_letter):
     n = hit_q.shape[0]
     site = np.empty(n, np.int8)
     t1_out = np.empty(n, np.int64)
@@ -76,18 +79,19 @@ def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, re
             trailing += 1
         t1 = ref_end[h] + trailing
         t1_out[h] = t1
-        match = np.zeros(9, np.bool_)
+        match = 0  # bit p: miRNA position p (2..8) matches (no array: an allocation per hit slows every thread)
         for p in range(2, 9):
             t = t1 - (p - 1)
-            if p <= L and 1 <= t <= R:
-                match[p] = _pairs(q_letters[qo + p - 1], r_letters[ro + t - 1])
+            if p <= L and 1 <= t <= R and _pairs(q_letters[qo + p - 1], r_letters[ro + t - 1]):
+                match |= 1 << p
         a1 = 1 <= t1 <= R and (r_letters[ro + t1 - 1] == 65 or r_letters[ro + t1 - 1] == 97)
-        m2_7 = match[2] and match[3] and match[4] and match[5] and match[6] and match[7]
-        if m2_7 and match[8]:
+        m2_7 = match & 0b11111100 == 0b11111100
+        m8 = match & 0b100000000 != 0
+        if m2_7 and m8:
             code = 0 if a1 else 1
         elif m2_7:
             code = 2 if a1 else 3
-        elif match[3] and match[4] and match[5] and match[6] and match[7] and match[8]:
+        elif match & 0b111111000 == 0b111111000:
             code = 4
         else:
             code = 5
@@ -105,19 +109,15 @@ def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, re
                 if p >= supp_hi:
                     break
         supp[h] = count
-        # Local AU content around the hit's span.
+        # Local AU content around the hit's span: the letters before it, then those after it.
         total = 0
         n_au = 0
-        lo = max(1, ref_start[h] - window)
-        hi = min(R, ref_end[h] + window)
-        for t in range(lo, hi + 1):
-            if t == ref_start[h]:
-                continue
-            if ref_start[h] < t <= ref_end[h]:
-                continue
-            c = _up(r_letters[ro + t - 1])
+        for t in range(max(1, ref_start[h] - window), min(ref_start[h], R + 1)):
+            n_au += au_letter[r_letters[ro + t - 1]]
             total += 1
-            n_au += c == 65 or c == 85
+        for t in range(max(ref_end[h], ref_start[h]) + 1, min(R, ref_end[h] + window) + 1):
+            n_au += au_letter[r_letters[ro + t - 1]]
+            total += 1
         au[h] = np.float32(100.0 * n_au / total) if total > 0 else np.float32(np.nan)
     return site, t1_out, supp, au
 
@@ -132,7 +132,8 @@ def site_columns(hits: HitTable, pairs: np.ndarray, scan_input: ScanInput, paral
     re = np.ascontiguousarray(hits.ref_end, np.int64)
     site, t1, supp, au = run_kernel(
         _site_kernel, hit_q.shape[0], parallel, queries.letters, queries.offsets, references.letters,
-        references.offsets, hit_q, hit_r, rs, re, hits.text, hits.text_off, hits.width, AU_WINDOW, *SUPPLEMENTARY)
+        references.offsets, hit_q, hit_r, rs, re, hits.text, hits.text_off, hits.width, AU_WINDOW, *SUPPLEMENTARY,
+        _AU_LETTER)
     length = references.offsets[hit_r + 1] - references.offsets[hit_r]
     dist = np.minimum(rs - 1, length - re)
     return SiteColumns(site, t1, dist, supp, au, np.maximum(t1 - 7, rs), np.minimum(t1 - 1, re))

@@ -63,7 +63,7 @@ def padded(b: TextBuilder, column: tuple[np.ndarray, np.ndarray], width: int) ->
 
 def energy_text(b: TextBuilder, dcal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """kcal/mol with two decimals, from ViennaRNA's integers (exactly printf's ``%.2f``)."""
-    return b.fixed(np.asarray(dcal, np.float64) / 100.0, 2)
+    return b.fixed_column(np.asarray(dcal, np.float64) / 100.0, 2)
 
 
 def rnafold_lines(result, summary_row: tuple) -> str:

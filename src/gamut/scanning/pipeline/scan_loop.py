@@ -6,8 +6,8 @@ an int64 array, never one Python object per pair; the engine returns the chunk's
 columns (:class:`~gamut.scanning.alignments.ChunkAlignments`), :func:`~gamut.scanning.hits.chunk_hits`
 builds every hit of the chunk in compiled code, the energies of all its hits are folded in one
 parallel call, and a sink formats the whole chunk from the columns
-(:class:`~gamut.scanning.results.ChunkResult`). Alignment, hits and writing
-run at once on three threads, a chunk apart (the compiled kernels release the GIL), so memory
+(:class:`~gamut.scanning.results.ChunkResult`). Alignment, hits, energies and writing
+run at once on four threads, a chunk apart (the compiled kernels release the GIL), so memory
 stays bounded by a few chunks whatever the number of pairs.
 """
 from __future__ import annotations
@@ -74,9 +74,11 @@ def scan_chunks(
 ) -> Iterator[tuple[ChunkResult, Parallel]]:
     """Yield ``(result, spare_cores)`` per chunk of pairs, in miRanda's output order.
 
-    Three stages run at once, each on its own thread, one chunk apart: the engine aligns chunk
-    k+2, the hits, energies and site filter of chunk k+1 are computed, and the caller formats
-    and writes chunk k (the engine runs up to two chunks ahead, the hits one). An engine whose
+    Four stages run at once, each on its own thread, in chunk order: the engine aligns, the hits
+    of an aligned chunk are built, then its energies and site filter are computed, and the caller
+    formats and writes the chunk (a CPU engine runs one chunk ahead of the caller; in default mode
+    the hits and the energies of a chunk each take about as long as its formatting, so one thread
+    for both bounded a GPU scan: 2026-11-29). An engine whose
     ``concurrent_chunks`` is more than 1 (the GPU's) aligns that many chunks at once, on as many
     threads, and runs that many more chunks ahead. ``spare_cores``
     tells whoever formats the chunk whether its kernels may take every core now (a callable,
@@ -129,17 +131,25 @@ def scan_chunks(
         with span("align", chunk=k):
             return chunk, engine.align(queries, references, chunk, params), restart
 
-    def post_process(aligned) -> tuple[ChunkResult, int] | None:
-        """A chunk's result and its cells (for progress), once it is aligned; None after the last one."""
-        nonlocal counter
+    def find_hits(aligned) -> tuple[np.ndarray, HitTable, int | None] | None:
+        """A chunk's pairs, hits and restart of the counter, once it is aligned; None after the last one."""
         got = aligned.result()
         if got is None:
             return None
         chunk, alignments, restart = got
+        with numba_threads(threads), span("hits"):
+            return chunk, chunk_hits(queries, references, chunk, alignments, parallel=spare_cores), restart
+
+    def post_process(found) -> tuple[ChunkResult, int] | None:
+        """A chunk's result and its cells (for progress), once its hits are built; None after the last one."""
+        nonlocal counter
+        got = found.result()
+        if got is None:
+            return None
+        chunk, hits, restart = got
         if restart is not None:
             counter = int(restart)
-        with numba_threads(threads), span("hits"):
-            hits = chunk_hits(queries, references, chunk, alignments, parallel=spare_cores)
+        with numba_threads(threads), span("energies"):
             energies = hit_energies(hits, params, threads, engine.energy_device)
             hits.set_energies(energies, params.energy_cutoff, params.strict)
             result = ChunkResult(chunk, hits, counter)
@@ -161,16 +171,20 @@ def scan_chunks(
     processing: deque = deque()  # futures of (ChunkResult, cells), in order
     ahead = 1 + lanes if engine.occupies_cores else 1 + GPU_AHEAD_PER_LANE * lanes
     submitted = 0
+    finding: deque = deque()  # futures of (pairs, HitTable, restart), in order
     with ThreadPoolExecutor(lanes, thread_name_prefix="gamut-align") as aligner, \
-            ThreadPoolExecutor(1, thread_name_prefix="gamut-hits") as hitter, numba_threads(threads):
+            ThreadPoolExecutor(1, thread_name_prefix="gamut-hits") as hitter, \
+            ThreadPoolExecutor(1, thread_name_prefix="gamut-energies") as energizer, numba_threads(threads):
         try:
             while True:
                 while len(aligning) < ahead:  # keep the engine up to `ahead` chunks ahead
                     aligning.append(aligner.submit(align_next, submitted))
                     submitted += 1
-                    processing.append(hitter.submit(post_process, aligning[-1]))
+                    finding.append(hitter.submit(find_hits, aligning[-1]))
+                    processing.append(energizer.submit(post_process, finding[-1]))
                 got = processing.popleft().result()
                 aligning.popleft()
+                finding.popleft()
                 if got is None:  # past the last chunk
                     break
                 result, cells = got
@@ -178,5 +192,5 @@ def scan_chunks(
                     progress(cells)
                 yield result, spare_cores
         finally:  # done, or stopped early (an error, or the caller closed us): no work for chunks nobody takes
-            for future in (*aligning, *processing):
+            for future in (*aligning, *finding, *processing):
                 future.cancel()

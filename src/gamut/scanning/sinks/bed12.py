@@ -81,7 +81,7 @@ class Bed12Sink(TextSink):
             pick(b, self.strands, g.strand.astype(np.int64) + 1), b.integers(g.thick_start),
             b.integers(g.thick_end), b.integers(counts), b.buffer(*sizes), b.buffer(*starts),
         ]
-        columns = [(s[keep], n[keep]) for s, n in columns]
+        columns = [b.take(column, keep) for column in columns]
         pieces: list = []
         for k, column in enumerate(columns):
             pieces += [column, "\t" if k < len(columns) - 1 else "\n"]

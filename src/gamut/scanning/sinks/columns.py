@@ -47,13 +47,16 @@ def read_line(record: SeqRecord) -> str:
 
 class ReportedHits:
     """The reported hits of a chunk, in output order: their rows in the chunk's hit table, pair,
-    query and reference indices, and any field of :class:`~gamut.scanning.hits.HitTable`."""
+    query and reference indices, and any field of :class:`~gamut.scanning.hits.HitTable`. Where
+    every hit is reported (default mode, most often), a field is the hit table's own array, not a
+    copy (treat them as read-only)."""
 
     def __init__(self, result: ChunkResult, scan_input: ScanInput) -> None:
         hits = result.hits
         self.result = result
         self.rows = np.flatnonzero(hits.reported)
-        self.pair = hits.pair[self.rows]
+        self.every = self.rows.size == len(hits)
+        self.pair = self.of(hits.pair)
         self.q = result.pairs[self.pair, 0]
         self.r = result.pairs[self.pair, 1]
         self.hits = hits
@@ -64,8 +67,12 @@ class ReportedHits:
     def __len__(self) -> int:
         return int(self.rows.size)
 
+    def of(self, column: np.ndarray) -> np.ndarray:
+        """The reported rows of a column of the chunk's hits (the column itself if every hit is)."""
+        return column if self.every else column[self.rows]
+
     def field(self, name: str) -> np.ndarray:
-        return getattr(self.hits, name)[self.rows]
+        return self.of(getattr(self.hits, name))
 
     def energy(self) -> np.ndarray:
         """Energies as reported (0 with -noenergy), float32."""
@@ -80,7 +87,7 @@ class ReportedHits:
         undefined), or None without ``--accessibility``."""
         if self.result.dg_open is None:
             return None
-        dg_open = self.result.dg_open[self.rows]
+        dg_open = self.of(self.result.dg_open)
         ddg = np.full(self.rows.size, np.nan) if self.noenergy else self.field("energy").astype(np.float64) + dg_open
         return np.round(dg_open, 2), np.round(ddg, 2)
 
@@ -88,15 +95,16 @@ class ReportedHits:
         """Site type and context of each reported hit."""
         from gamut.scanning.sites import chunk_sites
 
-        return chunk_sites(self.result, self.input, self.spare).take(self.rows)
+        sites = chunk_sites(self.result, self.input, self.spare)
+        return sites if self.every else sites.take(self.rows)
 
     def lines(self, builder: TextBuilder, which: int) -> tuple[np.ndarray, np.ndarray]:
         """Alignment line ``which`` (0 query, 1 map, 2 reference) of each reported hit."""
-        return builder.buffer(self.hits.text, self.line_starts(which), self.hits.width[self.rows])
+        return builder.buffer(self.hits.text, self.line_starts(which), self.field("width"))
 
     def line_starts(self, which: int) -> np.ndarray:
         h = self.hits
-        return h.text_off[self.rows] + which * h.width[self.rows]
+        return self.of(h.text_off[:len(h)]) + which * self.field("width")
 
 
 class IdColumns:

@@ -84,7 +84,7 @@ class ArrowBatches:
         c = ReportedHits(result, self.input)
 
         def text(which: int) -> pa.Array:
-            return _strings(c.hits.text, c.line_starts(which), c.hits.width[c.rows], None, spare_cores)
+            return _strings(c.hits.text, c.line_starts(which), c.field("width"), None, spare_cores)
 
         qids, rids = self.ids
         arrays = [qids.take(pa.array(c.q)), rids.take(pa.array(c.r)), pa.array(c.field("score")),

@@ -86,7 +86,7 @@ class _TableSink(TextSink):
 
             buf, starts, lengths = block_text(g.block_off, g.block_start, g.block_end, mid="-", quote=self.as_json)
             values += [pick(b, self.chroms, np.where(g.mapped, g.chrom, len(self.genome.chroms))),
-                       absent(b.integers(g.start)), absent(b.integers(g.end)),
+                       absent(b.integer_column(g.start)), absent(b.integer_column(g.end)),
                        pick(b, self.strands, g.strand.astype(np.int64) + 1), absent(b.buffer(buf, starts, lengths))]
         return values
 
