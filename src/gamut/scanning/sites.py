@@ -60,18 +60,23 @@ def _pairs(m, r):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, ref_end, text, text_off, width,
+def _site_kernel(q_letters, q_off, r_letters, r_off, pairs, hit_pair, ref_start, ref_end, text, text_off, width,
                  window, supp_lo, supp_hi, au_letter):
-    n = hit_q.shape[0]
+    n = hit_pair.shape[0]
     site = np.empty(n, np.int8)
     t1_out = np.empty(n, np.int64)
+    dist = np.empty(n, np.int64)
     supp = np.empty(n, np.int8)
     au = np.empty(n, np.float32)
+    seed_start = np.empty(n, np.int64)
+    seed_end = np.empty(n, np.int64)
     for h in prange(n):
-        qo = q_off[hit_q[h]]
-        L = q_off[hit_q[h] + 1] - qo
-        ro = r_off[hit_r[h]]
-        R = r_off[hit_r[h] + 1] - ro
+        q = pairs[hit_pair[h], 0]
+        r = pairs[hit_pair[h], 1]
+        qo = q_off[q]
+        L = q_off[q + 1] - qo
+        ro = r_off[r]
+        R = r_off[r + 1] - ro
         w = width[h]
         rline = text_off[h] + 2 * w
         trailing = 0
@@ -79,6 +84,9 @@ def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, re
             trailing += 1
         t1 = ref_end[h] + trailing
         t1_out[h] = t1
+        dist[h] = min(ref_start[h] - 1, R - ref_end[h])
+        seed_start[h] = max(t1 - 7, ref_start[h])
+        seed_end[h] = min(t1 - 1, ref_end[h])
         match = 0  # bit p: miRNA position p (2..8) matches (no array: an allocation per hit slows every thread)
         for p in range(2, 9):
             t = t1 - (p - 1)
@@ -119,24 +127,18 @@ def _site_kernel(q_letters, q_off, r_letters, r_off, hit_q, hit_r, ref_start, re
             n_au += au_letter[r_letters[ro + t - 1]]
             total += 1
         au[h] = np.float32(100.0 * n_au / total) if total > 0 else np.float32(np.nan)
-    return site, t1_out, supp, au
+    return site, t1_out, dist, supp, au, seed_start, seed_end
 
 
 def site_columns(hits: HitTable, pairs: np.ndarray, scan_input: ScanInput, parallel: Parallel = False) -> SiteColumns:
     """The :class:`~gamut.scanning.results.SiteColumns` of every hit of a chunk (``pairs``: its
     (query, reference) indices)."""
     queries, references = scan_input.query_set, scan_input.reference_set
-    hit_q = np.ascontiguousarray(pairs[hits.pair, 0], np.int64)
-    hit_r = np.ascontiguousarray(pairs[hits.pair, 1], np.int64)
-    rs = np.ascontiguousarray(hits.ref_start, np.int64)
-    re = np.ascontiguousarray(hits.ref_end, np.int64)
-    site, t1, supp, au = run_kernel(
-        _site_kernel, hit_q.shape[0], parallel, queries.letters, queries.offsets, references.letters,
-        references.offsets, hit_q, hit_r, rs, re, hits.text, hits.text_off, hits.width, AU_WINDOW, *SUPPLEMENTARY,
-        _AU_LETTER)
-    length = references.offsets[hit_r + 1] - references.offsets[hit_r]
-    dist = np.minimum(rs - 1, length - re)
-    return SiteColumns(site, t1, dist, supp, au, np.maximum(t1 - 7, rs), np.minimum(t1 - 1, re))
+    return SiteColumns(*run_kernel(
+        _site_kernel, len(hits), parallel, queries.letters, queries.offsets, references.letters,
+        references.offsets, np.asarray(pairs, np.int64), np.asarray(hits.pair, np.int64),
+        np.asarray(hits.ref_start, np.int64), np.asarray(hits.ref_end, np.int64), hits.text, hits.text_off,
+        hits.width, AU_WINDOW, *SUPPLEMENTARY, _AU_LETTER))
 
 
 def chunk_sites(result: ChunkResult, scan_input: ScanInput, parallel: Parallel = False) -> SiteColumns:
