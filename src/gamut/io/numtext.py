@@ -86,7 +86,7 @@ def _int_text(values, decimals):
 
 
 @njit(cache=True, nogil=True)
-def _scaled(v, scale, limit):
+def _scaled(v, scale):
     """``round(|v| * scale)`` (half to even on the exact binary value) and whether it fits int64."""
     a = abs(v)
     if not math.isfinite(a):
@@ -105,7 +105,7 @@ def _scaled(v, scale, limit):
     while M != 0 and (M & 1) == 0 and E < 0:
         M >>= 1
         E += 1
-    if M > limit:
+    if M > 9223372036854775807 // scale:  # (the slow path alone divides)
         return np.int64(0), False
     N = M * scale
     if E >= 0:
@@ -134,7 +134,7 @@ def _fixed_size(v, decimals, scale):
     """``printf("%.{decimals}f")`` of float64 ``v`` (``scale`` = 10**decimals) as its rounded scaled
     value, sign and length; length -1 where the scaled value does not fit 64-bit integers."""
     neg = _is_negative(v)
-    q, fits = _scaled(v, scale, 9223372036854775807 // scale)
+    q, fits = _scaled(v, scale)
     if not fits:
         return q, neg, -1
     digits = 1

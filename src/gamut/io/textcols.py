@@ -269,8 +269,9 @@ class TextBuilder:
     def integer_column(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`integers` as a column of strings (for a caller that changes some of its rows)."""
         values = np.ascontiguousarray(values, np.int64)
-        if values.size and values.min() == _INT64_MIN:
-            return self.formatted(values, str)
+        piece = self._integers(values, 0)
+        if not isinstance(piece, Numbers):  # (written by Python)
+            return piece
         buf, starts, lengths = run_kernel(_int_text, values.shape[0], self.parallel, values, 0)
         return self.buffer(buf, starts, lengths)
 
@@ -296,6 +297,8 @@ class TextBuilder:
         return self._compiled(values, buf, starts, lengths, ok, lambda v: format(v, f".{decimals}f"))
 
     def _integers(self, values: np.ndarray, decimals: int) -> Piece:
+        """Int64 ``values`` as :class:`Numbers`, or as a column of strings written by Python where one is
+        INT64_MIN."""
         if values.size and values.min() == _INT64_MIN:  # its magnitude is no int64: Python writes them
             return self.formatted(values, lambda v: format(v, f".{decimals}f") if decimals else str(v))
         return Numbers(values, decimals, _INTEGERS)
