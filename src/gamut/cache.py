@@ -1,6 +1,7 @@
-"""gamut's own on-disk cache folder and the first-run notice of the command line."""
+"""gamut's own on-disk cache folder and the compiling notice of the command line."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -59,62 +60,95 @@ def compiled_marker() -> Path:
     return compiled_marker_dir() / f"gamut-compiled-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
-#: Seconds a first command runs before the notice shows: a command that fails at once (a bad
-#: option, a missing file) compiles nothing, so its one error line stays alone.
+#: Seconds a first command runs (or a later one compiles) before the notice shows: a command that
+#: fails at once (a bad option, a missing file) compiles nothing, so its one error line stays alone.
 NOTICE_DELAY = 2.0
+
+#: What the notice says as it shows: on an environment's first command, and on a later command
+#: that compiles an engine no command had used before (``--device cpu`` after GPU runs).
+FIRST_RUN = ("gamut: first run in this environment: compiling gamut's engines for this CPU "
+             "(once; about half a minute)")
+NEW_ENGINE = "gamut: compiling engines that no earlier command used (once; up to half a minute)"
 
 
 class FirstRunNotice:
-    """The first command in an environment: after :data:`NOTICE_DELAY` seconds still running, say
-    on stderr that it compiles the engines (whether or not stderr is a terminal: the wait is tens
-    of seconds either way, and a log should explain it); when it has succeeded, say how long it
-    took and record that the engines are compiled."""
+    """What a command says while it compiles, on stderr (whether or not stderr is a terminal: the
+    wait is tens of seconds either way, and a log should explain it).
 
-    def __init__(self, marker: Path, delay: float) -> None:
+    The first command in an environment (no marker, :func:`compiled_marker`) says so once it has
+    run :data:`NOTICE_DELAY` seconds; a later command, where one of Numba's compiles in this process
+    has run that long (:class:`gamut.compiles.CompileWatch`). Once the command has succeeded, it
+    says how long it took (if the notice showed), and the first command records the marker."""
+
+    def __init__(self, marker: Path | None, delay: float) -> None:
         self.marker = marker
+        self.delay = delay
         self.started = time.perf_counter()
         self._lock = threading.Lock()
         self._state = "waiting"  # -> "shown" -> "over", or "waiting" -> "over"
         self._timer: threading.Timer | None = None
-        if delay <= 0:
+        self._watching: contextlib.ExitStack | None = None
+        if marker is None:
+            self._watch()
+        elif delay <= 0:
             self._show()
         else:
-            self._timer = threading.Timer(delay, self._show)
-            self._timer.daemon = True
-            self._timer.start()
+            self._arm()
 
     @classmethod
     def start(cls) -> FirstRunNotice | None:
-        """A notice for this command, or None when the engines are compiled already."""
+        """The notice of this command: a first run's, else one that waits for a long compile (None
+        where Numba is not loaded yet: a scan on a cluster, whose client compiles nothing first)."""
         try:
             marker = compiled_marker()
-            if marker.exists():
-                return None
+            if not marker.exists():
+                return cls(marker, NOTICE_DELAY)
         except OSError:
-            return None
-        return cls(marker, NOTICE_DELAY)
+            pass
+        return cls(None, NOTICE_DELAY) if "numba" in sys.modules else None
+
+    def _watch(self) -> None:
+        """Arm the timer at the start of each compile while none is armed (see :meth:`_show`)."""
+        from gamut.compiles import CompileWatch
+
+        self._compiles = CompileWatch(started=self._arm)
+        self._watching = contextlib.ExitStack()
+        self._watching.enter_context(self._compiles.installed())
+
+    def _arm(self) -> None:
+        with self._lock:
+            if self._state != "waiting" or (self._timer is not None and self._timer.is_alive()):
+                return
+            self._timer = threading.Timer(self.delay, self._show)
+            self._timer.daemon = True
+            self._timer.start()
 
     def _show(self) -> None:
         with self._lock:
-            if self._state != "waiting":
+            if self._state != "waiting" or (self.marker is None and not self._compiles.compiling):
                 return
             self._state = "shown"
-            print("gamut: first run in this environment: compiling gamut's engines for this CPU "
-                  "(once; about half a minute)", file=sys.stderr, flush=True)
+            print(FIRST_RUN if self.marker is not None else NEW_ENGINE, file=sys.stderr, flush=True)
 
     def finish(self, succeeded: bool) -> None:
-        """End the notice; after success, report the time (if the notice showed) and record that
-        the engines are compiled (a read-only cache folder is no error: the notice shows again)."""
-        if self._timer is not None:
-            self._timer.cancel()
+        """End the notice; after success, report the time (if the notice showed) and record a first
+        run's marker (a read-only cache folder is no error: the notice shows again)."""
+        if self._watching is not None:
+            self._watching.close()
         with self._lock:
             shown = self._state == "shown"
             self._state = "over"
+            timer = self._timer
+        if timer is not None:
+            timer.cancel()
         if not succeeded:
             return
         if shown:
-            print(f"gamut: compiled and ran in {time.perf_counter() - self.started:.1f} s; "
-                  "later runs start in under a second", file=sys.stderr, flush=True)
+            later = "; later runs start in under a second" if self.marker is not None else ""
+            print(f"gamut: compiled and ran in {time.perf_counter() - self.started:.1f} s{later}",
+                  file=sys.stderr, flush=True)
+        if self.marker is None:
+            return
         try:
             self.marker.parent.mkdir(parents=True, exist_ok=True)
             self.marker.touch()

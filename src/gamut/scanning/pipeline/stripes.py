@@ -167,7 +167,11 @@ def warm_worker() -> None:
     loaded) is paid while the main process still reads the inputs, and not by the first tile (0.5 s
     of the interpreter lock per worker on 2x H200). First on the CPU engine, while the CUDA context
     is still being made (on a thread, without the interpreter lock: those starts do not overlap
-    across processes, and took until 2.4-3.9 s on 4x H200), then on the GPU engine. The reference is
+    across processes, and took until 2.4-3.9 s on 4x H200), then on the GPU engine. The CPU pass
+    computes no energies (the GPU engine's are the GPU's), and runs only where the CPU engine's
+    aligner is in Numba's cache (:func:`_cpu_aligner_cached`): where only the GPU path was ever
+    compiled, it compiled that aligner, holding the interpreter lock for tens of seconds (a first
+    ``--gpus`` scan took 49-63 s instead of 11 s on H200). The reference is
     read back from a file, as a worker on this machine reads its stripe, and the GPU engine is made
     for a cluster worker's default threads (every core), so that a cluster's first scan finds it
     made (engines are kept per process): there, that scan's workers began 0.45 s after the client
@@ -198,7 +202,9 @@ def _warm_scan(device: str) -> None:
         with open(sites, "xb") as handle:
             handle.write(b">site\n" + site.encode() + b"\n")
         formats = ("tsv", "miranda")  # (nothing is written: a tile is rendered in memory)
-        job = ScanJob(queries, read_miranda_fasta(sites), ScanParams(), device=device,
+        if device == "cpu" and not _cpu_aligner_cached(queries, read_miranda_fasta(sites)):
+            return
+        job = ScanJob(queries, read_miranda_fasta(sites), ScanParams(noenergy=device == "cpu"), device=device,
                       threads=None if device == "cuda" else 1, progress=False,
                       outputs=[(os.path.join(folder, f"warm.{fmt}"), fmt) for fmt in formats])
         job = job.of_references(0, 1, from_file=True)  # read again at first use, as a stripe is
@@ -206,6 +212,24 @@ def _warm_scan(device: str) -> None:
                           ((0, len(queries)),))
         for _ in compute_tiles(task, iter([(0, 0)])):
             pass
+
+
+def _cpu_aligner_cached(queries: Sequence[Any], references: Sequence[Any]) -> bool:
+    """True when the CPU engine aligns a pair with only what Numba has cached (or loaded): one
+    pair aligned on this thread under :func:`gamut.compiles.cached_only`, which refuses a compile
+    before it starts."""
+    from gamut.compiles import WouldCompile, cached_only
+    from gamut.scanning.engines import make_engine
+    from gamut.scanning.fasta import sequence_set_of
+    from gamut.scanning.params import ScanParams
+
+    try:
+        with cached_only():
+            make_engine("cpu", 1).align(sequence_set_of(queries), sequence_set_of(references),
+                                        np.zeros((1, 2), np.int64), ScanParams())
+    except WouldCompile:
+        return False
+    return True
 
 
 def compute_tile_run(task: StripeTask, groups: Sequence[int]) -> tuple[tuple, list[tuple[int, Any]]]:
