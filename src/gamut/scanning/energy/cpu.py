@@ -41,6 +41,7 @@ from gamut.scanning.energy.compiled_model import (
 )
 from gamut.scanning.energy.tables import INF, check_model
 from gamut.scanning.energy.vienna import vienna_folds
+from gamut.timeline import span
 
 ENGINES = ("auto", "compiled", "vienna")
 
@@ -428,7 +429,8 @@ def packed_energies_dcal(letters: np.ndarray, offsets: np.ndarray, *, model: str
     offsets = np.ascontiguousarray(offsets, np.int64)
     # Hits repeat (the same site in related genomes, repeated UTR elements): fold each distinct
     # string once. The energy is a function of the string's bytes (case included), so this is exact.
-    keep, inverse = distinct_strings(letters, offsets)
+    with span("distinct folds", strings=offsets.shape[0] - 1):
+        keep, inverse = distinct_strings(letters, offsets)
     if keep.shape[0] == offsets.shape[0] - 1:
         return _fold_packed(letters, offsets, model, _threads(threads), engine, device)
     unique_letters, unique_offsets = take_strings(letters, offsets, keep)

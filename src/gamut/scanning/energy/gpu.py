@@ -32,6 +32,7 @@ from gamut.scanning.energy.compiled_model import (
     pack_strings,
 )
 from gamut.scanning.energy.tables import flat_tables
+from gamut.timeline import span
 
 KERNEL_FILE = "energy.cu"
 MAX_LENGTH = 400          # longest fold string the engine takes (nt)
@@ -156,7 +157,7 @@ def gpu_packed_energies(raw: np.ndarray, offsets: np.ndarray, device_id: int | N
     if offsets.shape[0] == 1:
         return np.zeros(0, np.int64)
     dev = cp.cuda.Device(device_id) if device_id is not None else cp.cuda.Device()
-    with dev:
+    with dev, span("energies on GPU", strings=offsets.shape[0] - 1):
         out = refold_overflowed(_gpu_fold(raw, offsets, dev, 2, timing), raw, offsets,
                                 lambda r, o: _gpu_fold(r, o, dev, 4, timing))
     if timing is not None:
