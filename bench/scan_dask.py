@@ -80,7 +80,8 @@ class TcpCluster:
             time.sleep(0.2)
         time.sleep(0.2)
         for k in range(len(gpus) if gpus else workers):
-            pinned = (({"CUDA_VISIBLE_DEVICES": str(gpus[k])}, "--name", f"gpu{gpus[k]}", "--preload", "gamut.dask_preload")
+            name = f"gpu{gpus[k]}" if gpus.count(gpus[k]) == 1 else f"gpu{gpus[k]}-{k}"  # (names are unique)
+            pinned = (({"CUDA_VISIBLE_DEVICES": str(gpus[k])}, "--name", name, "--preload", "gamut.dask_preload")
                       if gpus else ({},))
             self._start("distributed.cli.dask_worker", "--scheduler-file", str(sched_file), "--nworkers", "1",
                         "--nthreads", str(threads) if gpus else "1", "--no-dashboard", "--host", "127.0.0.1", *pinned[1:], extra=pinned[0])
