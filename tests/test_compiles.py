@@ -59,7 +59,7 @@ def test_the_watch_sees_a_compile_while_it_runs():
             assert watch.compiling
         assert not watch.compiling
         add_one(1)
-        with cached_only(), pytest.raises(WouldCompile):  # refused at its start: it ends, unseen to start or not
+        with cached_only(), pytest.raises(WouldCompile):  # a compile refused at its start still ends
             _fresh()(1)
         assert not watch.compiling
     assert len(started) >= 2

@@ -9,6 +9,10 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gamut.compiles import CompileWatch
 
 
 def cache_root() -> Path:
@@ -87,6 +91,7 @@ class FirstRunNotice:
         self._lock = threading.Lock()
         self._state = "waiting"  # -> "shown" -> "over", or "waiting" -> "over"
         self._timer: threading.Timer | None = None
+        self._compiles: CompileWatch | None = None  # (a later command's: see _watch)
         self._watching: contextlib.ExitStack | None = None
         if marker is None:
             self._watch()
@@ -125,7 +130,7 @@ class FirstRunNotice:
 
     def _show(self) -> None:
         with self._lock:
-            if self._state != "waiting" or (self.marker is None and not self._compiles.compiling):
+            if self._state != "waiting" or (self._compiles is not None and not self._compiles.compiling):
                 return
             self._state = "shown"
             print(FIRST_RUN if self.marker is not None else NEW_ENGINE, file=sys.stderr, flush=True)
