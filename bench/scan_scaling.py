@@ -3,7 +3,7 @@
 references: 61,500 references, 124 Mb) on each GPU set, and on a Dask cluster of the same GPUs
 started beforehand, in one run:
 
-    python bench/scan_scaling.py --data .data --gpu-sets 0 0,1 0,1,2,3 --dask --modes fast,default
+    python bench/scan_scaling.py --data .data --gpu-sets 0 0,1 0,1,2,3 --dask 0,1,2,3 0,0,1,1,2,2,3,3 --modes fast,default
 
 - modes: ``fast`` = ``--noenergy --score-threshold 160 -o hits.tsv``; ``default`` = energies, ``-o
   hits.tsv`` (5.8 GB of text);
@@ -14,8 +14,10 @@ started beforehand, in one run:
 - peak RSS of the main process (its own VmHWM, sampled: worker processes not counted) and of the
   whole process tree;
 - ``--copies 1`` is timed beside the ten copies on one GPU (time after start-up against size);
-- ``--golden DIR``: each golden miRanda case (``tests/data/miranda``) on every GPU set and the Dask
-  cluster, default mode and ``-noenergy``, compared with miRanda 3.3a's own output.
+- ``--dask SET...``: a Dask cluster of each set's workers (a GPU named twice: two workers on it),
+  started beforehand, one after the other, in fast mode;
+- ``--golden DIR``: each golden miRanda case (``tests/data/miranda``) on every GPU set and the first
+  Dask cluster, default mode and ``-noenergy``, compared with miRanda 3.3a's own output.
 
 Writes ``scan_scaling_<kind>.{md,json}`` to ``--out``.
 """
@@ -94,7 +96,9 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=scan_e2e.SHARED)
     ap.add_argument("--gpu-sets", nargs="+", default=["0", "0,1", "0,1,2,3"])
     ap.add_argument("--modes", default="fast,default")
-    ap.add_argument("--dask", action="store_true", help="also a Dask cluster of the largest set's GPUs (fast mode)")
+    ap.add_argument("--dask", nargs="*", default=None, metavar="GPUS",
+                    help="also a Dask cluster of these GPU sets' workers, one cluster after the other (fast mode; "
+                         "a GPU named twice gets two workers); no set: the largest of --gpu-sets")
     ap.add_argument("--dask-threads", type=int, default=1,
                     help="threads of each GPU worker of the Dask cluster")
     ap.add_argument("--copies", type=int, default=scan_e2e.TRANSCRIPTOME_COPIES)
@@ -137,19 +141,23 @@ def main() -> int:
         startup = startups[len(startups) // 2]
         report["startup_s"], report["startups_s"] = startup, startups
         print(f"start-up (one pair, --device cuda): {startup:.2f} s {startups}", flush=True)
+        dask_sets = [] if args.dask is None or not sets else (args.dask or [max(sets, key=lambda s: len(s.split(",")))])
+        dask_sets = [d for d in dask_sets if max(int(g) for g in d.split(",")) < have]
+        dask_timeline = tmp / "dask_timeline.jsonl"  # where the workers' spans go (--timeline)
         cluster = None
         try:
-            if args.dask and sets:
-                largest = max(sets, key=lambda s: len(s.split(",")))
-                dask_timeline = tmp / "dask_timeline.jsonl"  # where the workers' spans go (--timeline)
-                cluster = TcpCluster(0, args.dask_threads, tmp, gpus=[int(g) for g in largest.split(",")],
-                                     env={**env, "GAMUT_TIMELINE": str(dask_timeline)})
-                report["dask"] = {"gpus": largest, "address": cluster.address}
-            runs = [(mode, gpus, None) for mode in modes for gpus in sets]
-            if cluster is not None:
-                runs += [("fast", report["dask"]["gpus"], cluster.address)]
+            runs = [(mode, gpus, False) for mode in modes for gpus in sets] + [("fast", d, True) for d in dask_sets]
             base: dict[str, dict] = {}
-            for mode, gpus, address in runs:
+            golden_cluster: list[dict] = []
+            for mode, gpus, on_dask in runs:
+                address = None
+                if on_dask:  # a cluster of this set's workers, started beforehand, as docs/cluster.md says
+                    if cluster is not None:
+                        cluster.close()
+                    cluster = TcpCluster(0, args.dask_threads, tmp, gpus=[int(g) for g in gpus.split(",")],
+                                         env={**env, "GAMUT_TIMELINE": str(dask_timeline)})
+                    address = cluster.address
+                    report.setdefault("dask", []).append({"gpus": gpus, "address": address})
                 out = tmp / f"hits_{mode}.tsv"
                 placement = ["--cluster", address] if address else ["--gpus", gpus]
                 cmd = gamut("scan", str(query), str(refs), *MODES[mode], "--device", "cuda", *placement, "-o", str(out))
@@ -175,6 +183,8 @@ def main() -> int:
                 out.unlink()
                 report["rows"].append(row)
                 print(json.dumps(row), flush=True)
+                if on_dask and args.golden is not None and not golden_cluster:  # (on the first cluster)
+                    golden_cluster = golden_checks(args.golden, [], address, tmp, env)
                 write(report, args, quiet=True)  # a run cut short keeps every row measured so far
             if small is not None and "0" in sets:
                 out = tmp / "small.tsv"
@@ -187,7 +197,7 @@ def main() -> int:
                 print(json.dumps(report["linearity"]), flush=True)
             if args.golden is not None:
                 golden_sets = [g for g in (args.golden_sets or sets) if g in sets]
-                report["golden"] = golden_checks(args.golden, golden_sets, cluster.address if cluster else None, tmp, env)
+                report["golden"] = golden_checks(args.golden, golden_sets, None, tmp, env) + golden_cluster
         finally:
             if cluster is not None:
                 cluster.close()
@@ -271,7 +281,7 @@ def write(report: dict, args, quiet: bool = False) -> None:
                       "extrapolation"]
     if report.get("golden"):
         ok = sum(r["identical"] for r in report["golden"])
-        lines += ["", f"Golden miRanda cases on every GPU set{' and the Dask cluster' if report.get('dask') else ''}: "
+        lines += ["", f"Golden miRanda cases on every GPU set{' and the first Dask cluster' if report.get('dask') else ''}: "
                       f"{ok}/{len(report['golden'])} identical to miRanda 3.3a's output"]
         lines += [f"- {r['case']} {r['flags']} {r['where']}: {'identical' if r['identical'] else 'DIFFERENT'}"
                   for r in report["golden"] if not r["identical"]]
