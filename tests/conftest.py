@@ -13,6 +13,13 @@ DATA = Path(__file__).parent / "data"
 os.environ["GAMUT_SERVER"] = "off"
 
 
+@pytest.fixture(autouse=True)
+def _compiling_notice_off(monkeypatch):
+    """The compiling notice (gamut.cache) shows when a command, or a compile in it, runs past a
+    delay: a matter of timing in a test that runs a command in-process. Its own tests set a delay."""
+    monkeypatch.setattr("gamut.cache.NOTICE_DELAY", 3600.0)
+
+
 def pytest_collection_modifyitems(config, items):
     from gamut.cuda import gpu_available
 

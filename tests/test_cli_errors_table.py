@@ -29,7 +29,7 @@ TARGET = "ACGTACGCATGCAGAACCTT"
 QUERY = "UGAGGUAGUAGGUUGUAUAGUU"
 SITE = "AAAACUAUACAACCUACUACCUCAAAA"
 #: Lines gamut may print on a first run in a fresh environment (gamut.cache), not errors.
-NOTICES = ("gamut: first run", "gamut: compiled")
+NOTICES = ("gamut: first run", "gamut: compil")  # the compiling notice (gamut.cache), which a compile may show
 BINARY = bytes(range(256)) * 4
 FILE_LIMIT = 4096  # bytes a file may grow to in the "file too large" case
 
