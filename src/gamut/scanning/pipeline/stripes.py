@@ -202,9 +202,10 @@ def _warm_scan(device: str) -> None:
         with open(sites, "xb") as handle:
             handle.write(b">site\n" + site.encode() + b"\n")
         formats = ("tsv", "miranda")  # (nothing is written: a tile is rendered in memory)
-        if device == "cpu" and not _cpu_aligner_cached(queries, read_miranda_fasta(sites)):
+        references = read_miranda_fasta(sites)
+        if device == "cpu" and not _cpu_aligner_cached(queries, references):
             return
-        job = ScanJob(queries, read_miranda_fasta(sites), ScanParams(noenergy=device == "cpu"), device=device,
+        job = ScanJob(queries, references, ScanParams(noenergy=device == "cpu"), device=device,
                       threads=None if device == "cuda" else 1, progress=False,
                       outputs=[(os.path.join(folder, f"warm.{fmt}"), fmt) for fmt in formats])
         job = job.of_references(0, 1, from_file=True)  # read again at first use, as a stripe is
