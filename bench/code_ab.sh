@@ -14,7 +14,7 @@ set -u
 KIND=${KIND:-nvidia-h200-code-ab}
 . bench/tx_setup.sh
 NEW=$PYTHONPATH
-OLD=${PYTHONPATH/$PWD\/src/$PWD/${AB_SRC:-.data/ab/src}}
+OLD=$OTHER_CODE
 [ -n "${AB_PREPEND-}" ] && OLD=$PWD/$AB_PREPEND:$NEW  # the same tree, a sitecustomize.py there changing it
 PYTHONPATH=$OLD scan $W/warm.fa --gpus 0 -o $W/warm.tsv $FAST >/dev/null 2>&1  # the other code's compiled caches
 if [ "${FASTA_READ-0}" = 1 ]; then

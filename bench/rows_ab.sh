@@ -12,7 +12,7 @@ set -u
 KIND=${KIND:-nvidia-h200-rows-ab}
 . bench/tx_setup.sh
 NEW=$PYTHONPATH
-OLD=${PYTHONPATH/$PWD\/src/$PWD/${AB_SRC:-.data/ab/src}}
+OLD=$OTHER_CODE
 PYTHONPATH=$OLD scan $W/warm.fa --gpus 0 -o $W/warm.tsv >/dev/null 2>&1  # the other code's compiled caches
 REPEAT=${REPEAT:-3}
 for k in $(seq $REPEAT); do
