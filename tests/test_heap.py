@@ -64,9 +64,12 @@ def test_the_settings_are_left_off_on_request(monkeypatch):
 
 def test_local_workers_get_the_settings_with_their_gpu(monkeypatch):
     monkeypatch.delenv("GAMUT_HEAP_REUSE", raising=False)
+    monkeypatch.delenv("GAMUT_WORKERS_PER_GPU", raising=False)
     specs = local_worker_specs(None, True, [0, 3])
     assert {name: spec["env"] for name, spec in specs.items()} == {
-        f"gamut-gpu{g}": {**heap.reuse_environ(), "CUDA_VISIBLE_DEVICES": str(g)} for g in (0, 3)}
+        f"gamut-gpu{g}-{k}": {**heap.reuse_environ(), "CUDA_VISIBLE_DEVICES": str(g)} for g in (0, 3) for k in (0, 1)}
+    monkeypatch.setenv("GAMUT_WORKERS_PER_GPU", "1")
+    assert list(local_worker_specs(1, True, [2, 3])) == ["gamut-gpu2-0"]
     assert all(spec["nthreads"] == 1 for spec in specs.values())
 
 

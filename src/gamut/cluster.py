@@ -135,22 +135,27 @@ class Connection:
 
 def local_worker_specs(n: int | None, cuda: bool, gpus: Sequence[int]) -> dict[str, dict]:
     """Nanny options of each local worker: one thread each, and the heap settings of a streaming
-    process (:func:`gamut.io.heap.reuse_environ`); with CUDA, one worker per GPU, pinned to it with
-    ``CUDA_VISIBLE_DEVICES``."""
+    process (:func:`gamut.io.heap.reuse_environ`); with CUDA, ``n`` GPUs (default: all of ``gpus``)
+    and :func:`~gamut.scanning.pipeline.lanes.workers_per_gpu` workers on each (as ``--gpus`` runs
+    them: one pipeline does not keep a GPU busy), each pinned to its GPU with ``CUDA_VISIBLE_DEVICES``
+    and named after it (``gamut-gpu0-1``: GPU 0's second worker)."""
     from gamut.io.heap import reuse_environ
+    from gamut.scanning.pipeline.lanes import workers_per_gpu
 
     heap = reuse_environ()
     if cuda:
         chosen = list(gpus) if n is None else list(gpus)[:n]
         if n is not None and len(chosen) < n:
             raise UsageError(f"--cluster local:{n} with --device cuda needs {n} GPUs ({len(gpus)} available)")
-        return {f"gamut-gpu{g}": {"nthreads": 1, "env": {**heap, "CUDA_VISIBLE_DEVICES": str(g)}} for g in chosen}
+        per = workers_per_gpu()
+        return {f"gamut-gpu{g}-{k}": {"nthreads": 1, "env": {**heap, "CUDA_VISIBLE_DEVICES": str(g)}}
+                for g in chosen for k in range(per)}
     count = n if n is not None else (os.cpu_count() or 1)
     return {f"gamut-{k}": {"nthreads": 1, "env": dict(heap)} for k in range(count)}
 
 
 def parse_local(spec: str) -> int | None:
-    """``local`` -> None (one worker per GPU or core), ``local:N`` -> N."""
+    """``local`` -> None (every GPU, or one worker per core), ``local:N`` -> N (GPUs with CUDA, else workers)."""
     if spec == "local":
         return None
     try:

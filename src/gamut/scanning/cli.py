@@ -107,7 +107,7 @@ def add_cluster_options(p: argparse.ArgumentParser) -> None:
     """--cluster, --run-dir and the partition sizes (shared by the scan's commands)."""
     c = p.add_argument_group("cluster and resumable runs")
     c.add_argument("--cluster", metavar="ADDR", default=None,
-                   help="run on Dask: local:N (N local worker processes; with --device cuda one per GPU) "
+                   help="run on Dask: local:N (N local worker processes; with --device cuda N GPUs, two workers on each) "
                    "or tcp://HOST:PORT of a running scheduler (needs pip install 'gamut-rna[dask]')")
     c.add_argument("--run-dir", metavar="DIR", default=None,
                    help="keep finished partitions in DIR; the same command with the same DIR resumes")

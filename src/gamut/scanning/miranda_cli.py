@@ -118,7 +118,7 @@ HELP = USAGE + """
   --device D     auto (GPU if present), cpu or cuda
   --threads N    CPU threads (default: all cores); --gpus LIST: e.g. 0,1 or all
   --energy-model miranda (exact miRanda 3.3a energies, default) or vienna2004 (ViennaRNA defaults)
-  --cluster C    run on Dask: local:N (N worker processes; with --device cuda one per GPU) or the
+  --cluster C    run on Dask: local:N (N worker processes; with --device cuda N GPUs, two on each) or the
                  address of a running scheduler, tcp://HOST:PORT (pip install 'gamut-rna[dask]')
   --run-dir DIR  keep finished partitions in DIR; rerunning the same command resumes
   --partition-cells N, --partition-pairs N: partition sizes; --retries N: retries of a failed partition

@@ -24,5 +24,10 @@ def worker_lanes(gpus: Sequence[int]) -> list[int]:
     gpus = [int(g) for g in gpus]
     if len(gpus) < 2 or len(set(gpus)) < len(gpus):
         return gpus
-    per = env_count("GAMUT_WORKERS_PER_GPU", WORKERS_PER_GPU)
+    per = workers_per_gpu()
     return [g for g in gpus for _ in range(per)]
+
+
+def workers_per_gpu() -> int:
+    """:data:`WORKERS_PER_GPU`, or ``GAMUT_WORKERS_PER_GPU`` where set (a measurement knob)."""
+    return env_count("GAMUT_WORKERS_PER_GPU", WORKERS_PER_GPU)

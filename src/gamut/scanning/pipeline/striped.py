@@ -1,5 +1,5 @@
 """The striped runner: a scan on several GPUs, worker processes on the GPUs (two per GPU by default:
-:func:`~gamut.scanning.pipeline.lanes.worker_lanes`; or one Dask worker per GPU), each scanning
+:func:`~gamut.scanning.pipeline.lanes.worker_lanes`; or the workers of a Dask cluster of GPUs), each scanning
 one stripe of the references (:mod:`~gamut.scanning.pipeline.stripes`), this process writing
 every output.
 
