@@ -61,8 +61,10 @@ def run(cmd: list[str], env: dict | None = None) -> float:
 
 class TcpCluster:
     """A scheduler and ``workers`` worker processes on 127.0.0.1 (each its own process group); with
-    ``gpus``, gamut's preload on the scheduler and one worker per GPU seeing it alone
-    (``CUDA_VISIBLE_DEVICES``, named ``gpuN``, with gamut's preload), as docs/cluster.md tells users to start a cluster of GPUs, with ``threads`` threads each
+    ``gpus``, gamut's preload on the scheduler and a worker for each entry of ``gpus`` seeing that GPU
+    alone (``CUDA_VISIBLE_DEVICES``, named ``gpuN``, or ``gpuN-k`` for a GPU named more than once, with
+    gamut's preload), as docs/cluster.md tells users to start a cluster of GPUs (two workers per GPU:
+    ``gpus=[0, 0, 1, 1]``), with ``threads`` threads each
     (a CPU worker takes one task at a time: the command's ``--threads`` sets its cores). ``env``: the processes' environment."""
 
     def __init__(self, workers: int, threads: int, folder: Path, gpus: list[int] | None = None,
@@ -70,6 +72,7 @@ class TcpCluster:
         self.procs: list[subprocess.Popen] = []
         self.env = dict(os.environ if env is None else env)
         sched_file = folder / "scheduler.json"
+        sched_file.unlink(missing_ok=True)  # (a file left by an earlier cluster in the folder is not this one's)
         preload = ("--preload", "gamut.dask_preload") if gpus else ()
         self._start("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                     "--scheduler-file", str(sched_file), *preload)
@@ -80,9 +83,11 @@ class TcpCluster:
             time.sleep(0.2)
         time.sleep(0.2)
         for k in range(len(gpus) if gpus else workers):
-            name = f"gpu{gpus[k]}" if gpus.count(gpus[k]) == 1 else f"gpu{gpus[k]}-{k}"  # (names are unique)
-            pinned = (({"CUDA_VISIBLE_DEVICES": str(gpus[k])}, "--name", name, "--preload", "gamut.dask_preload")
-                      if gpus else ({},))
+            if gpus:
+                name = f"gpu{gpus[k]}" if gpus.count(gpus[k]) == 1 else f"gpu{gpus[k]}-{k}"  # (names are unique)
+                pinned = ({"CUDA_VISIBLE_DEVICES": str(gpus[k])}, "--name", name, "--preload", "gamut.dask_preload")
+            else:
+                pinned = ({},)
             self._start("distributed.cli.dask_worker", "--scheduler-file", str(sched_file), "--nworkers", "1",
                         "--nthreads", str(threads) if gpus else "1", "--no-dashboard", "--host", "127.0.0.1", *pinned[1:], extra=pinned[0])
         self.address = json.loads(sched_file.read_text())["address"]

@@ -15,7 +15,7 @@ started beforehand, in one run:
   whole process tree;
 - ``--copies 1`` is timed beside the ten copies on one GPU (time after start-up against size);
 - ``--dask SET...``: a Dask cluster of each set's workers (a GPU named twice: two workers on it),
-  started beforehand, one after the other, in fast mode;
+  started beforehand, one after the other, in the modes of ``--dask-modes`` (default: fast);
 - ``--golden DIR``: each golden miRanda case (``tests/data/miranda``) on every GPU set and the first
   Dask cluster, default mode and ``-noenergy``, compared with miRanda 3.3a's own output.
 
@@ -97,8 +97,9 @@ def main() -> int:
     ap.add_argument("--gpu-sets", nargs="+", default=["0", "0,1", "0,1,2,3"])
     ap.add_argument("--modes", default="fast,default")
     ap.add_argument("--dask", nargs="*", default=None, metavar="GPUS",
-                    help="also a Dask cluster of these GPU sets' workers, one cluster after the other (fast mode; "
-                         "a GPU named twice gets two workers); no set: the largest of --gpu-sets")
+                    help="also a Dask cluster of these GPU sets' workers, one cluster after the other (the modes of "
+                         "--dask-modes; a GPU named twice gets two workers); no set: the largest of --gpu-sets")
+    ap.add_argument("--dask-modes", default="fast", help="the modes scanned on each Dask cluster (default: fast)")
     ap.add_argument("--dask-threads", type=int, default=1,
                     help="threads of each GPU worker of the Dask cluster")
     ap.add_argument("--copies", type=int, default=scan_e2e.TRANSCRIPTOME_COPIES)
@@ -144,20 +145,22 @@ def main() -> int:
         dask_sets = [] if args.dask is None or not sets else (args.dask or [max(sets, key=lambda s: len(s.split(",")))])
         dask_sets = [d for d in dask_sets if max(int(g) for g in d.split(",")) < have]
         dask_timeline = tmp / "dask_timeline.jsonl"  # where the workers' spans go (--timeline)
-        cluster = None
+        cluster, cluster_set, cluster_address = None, None, None
+        dask_modes = [m for m in args.dask_modes.split(",") if m]
         try:
-            runs = [(mode, gpus, False) for mode in modes for gpus in sets] + [("fast", d, True) for d in dask_sets]
+            runs = ([(mode, gpus, False) for mode in modes for gpus in sets]
+                    + [(mode, d, True) for d in dask_sets for mode in dask_modes])
             base: dict[str, dict] = {}
             golden_cluster: list[dict] = []
             for mode, gpus, on_dask in runs:
-                address = None
-                if on_dask:  # a cluster of this set's workers, started beforehand, as docs/cluster.md says
+                if on_dask and cluster_set != gpus:  # a cluster of this set's workers, started beforehand, as docs/cluster.md says
                     if cluster is not None:
                         cluster.close()
                     cluster = TcpCluster(0, args.dask_threads, tmp, gpus=[int(g) for g in gpus.split(",")],
                                          env={**env, "GAMUT_TIMELINE": str(dask_timeline)})
-                    address = cluster.address
-                    report.setdefault("dask", []).append({"gpus": gpus, "address": address})
+                    cluster_set, cluster_address = gpus, cluster.address
+                    report.setdefault("dask", []).append({"gpus": gpus, "address": cluster_address})
+                address = cluster_address if on_dask else None
                 out = tmp / f"hits_{mode}.tsv"
                 placement = ["--cluster", address] if address else ["--gpus", gpus]
                 cmd = gamut("scan", str(query), str(refs), *MODES[mode], "--device", "cuda", *placement, "-o", str(out))
