@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scan_host import build_scan_host, host_engine_factory
 
+from gamut.io import fd_mailbox
 from gamut.scanning.params import ScanParams
 from gamut.scanning.pipeline import ahead
 from gamut.scanning.pipeline.job import ScanJob
@@ -174,10 +175,19 @@ def test_stripes_on_a_dask_cluster_match_one_process(host_lib, tmp_path, monkeyp
     monkeypatch.setattr(ahead, "RUNS_PER_STRIPE", 3)
     outs = [(str(tmp_path / f"s.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
     job = _job("real_trim", outs, partition_cells=150_000)
+    taken = []
+    if fd_mailbox.usable():  # workers on this machine hand their tiles' pages over as they are
+        take = fd_mailbox.Mailbox.take
+        monkeypatch.setattr(fd_mailbox.Mailbox, "take", lambda box, ticket: taken.append(ticket) or take(box, ticket))
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         client.wait_for_workers(2, timeout=120)
-        striped.run_striped(job, make_sinks(job), host_engine_factory(host_lib), conn=Connection(client, "test cluster"))
+        conn = Connection(client, "test cluster")
+        striped.run_striped(job, make_sinks(job), host_engine_factory(host_lib), conn=conn)
+        folder = conn._mailbox.folder if conn._mailbox is not None else None
+        conn.close()
+    assert taken or not fd_mailbox.usable()  # (the pages came by the mailbox)
+    assert folder is None or not Path(folder).exists()
     single = [(str(tmp_path / f"one.{suffix}"), fmt) for fmt, suffix in FORMATS.items()]
     one = _job("real_trim", single)
     run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
@@ -440,6 +450,7 @@ def test_a_cluster_on_this_machine_gets_its_stripes_before_the_references_are_re
             striped.run_striped(bad, make_sinks(bad), host_engine_factory(host_lib), conn=conn)
         assert str(failed.value).startswith(str(reference)) and "\n" not in str(failed.value)
         assert not (tmp_path / "bad.tsv").exists()
+        conn.close()  # (its mailbox, where the workers' tiles came)
     single = [(str(tmp_path / f"one.{suffix}"), fmt) for fmt, suffix in FORMATS.items() if fmt not in ("jsonl", "parquet")]
     one = _job("real_trim", single)
     run_in_process(one, make_sinks(one), host_engine_factory(host_lib))
@@ -508,6 +519,7 @@ def test_orders_sent_ahead_are_taken_by_the_scan_they_match_and_let_go_otherwise
             assert conn.ahead is not None and conn.ahead.sinks == ("tsv",)
             striped.run_striped(job, make_sinks(job), factory, conn=conn)
             assert len(starts) == sends and conn.ahead is None, name
+        conn.close()
     finally:
         client.close()
         cluster.close()

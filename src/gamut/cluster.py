@@ -10,6 +10,7 @@ import ast
 import contextlib
 import os
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -113,10 +114,33 @@ class Connection:
     #: Work sent ahead on this connection, for the runner that takes it (a scan's head start:
     #: :func:`gamut.scanning.pipeline.ahead.start_ahead`).
     ahead: Any = None
+    _mailbox: Any = None
 
     @property
     def n_workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def mailbox_for(self, workers: Sequence[str]) -> Any:
+        """Where ``workers`` send their large results without a copy, when every one is on this
+        machine: this connection's :class:`~gamut.io.fd_mailbox.Mailbox` (made on first use, closed
+        with the connection); else, or where the system has none, None."""
+        from gamut.io import fd_mailbox
+
+        if not (fd_mailbox.usable() and on_this_machine(workers)):
+            return None
+        if self._mailbox is None:
+            try:
+                self._mailbox = fd_mailbox.Mailbox()
+            except OSError:
+                return None
+            self._closers.append(self._close_mailbox)
+            weakref.finalize(self, self._mailbox.close)  # (a connection never closed: at the latest at exit)
+        return self._mailbox
+
+    def _close_mailbox(self) -> None:
+        mailbox, self._mailbox = self._mailbox, None
+        if mailbox is not None:
+            mailbox.close()
 
     def close(self) -> None:
         for closer in reversed(self._closers):

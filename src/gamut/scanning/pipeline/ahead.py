@@ -76,11 +76,14 @@ def run_size(groups: int, runs: int) -> int:
     return max(1, -(-groups // runs))
 
 
-def tile_run(shared: StripeTask | StripeOrder, groups: Sequence[int] | None) -> tuple[tuple | None, list[tuple[int, Any]]]:
+def tile_run(shared: StripeTask | StripeOrder, groups: Sequence[int] | None,
+             mailbox: str | None = None) -> tuple[tuple | None, list[tuple[int, Any]]]:
     """The cluster task of a stripe's run of tiles (:func:`~gamut.scanning.pipeline.stripes.compute_tile_run`:
     the stripe's plan and its tiles of ``groups``), named here so that the client sends it without
     importing the scan code. ``shared``: the stripe's task, or the order the worker plans it from
-    (:class:`StripeOrder`: ``groups`` None is its first run; an order of no stripe gives no plan)."""
+    (:class:`StripeOrder`: ``groups`` None is its first run; an order of no stripe gives no plan).
+    ``mailbox``: the client's :class:`~gamut.io.fd_mailbox.Mailbox` address (a worker on its machine),
+    where the tiles' text goes as it is, its tickets in the result (:func:`~gamut.io.fd_mailbox.post_arrays`)."""
     from gamut.scanning.pipeline.stripes import compute_tile_run
 
     task = shared.task if isinstance(shared, StripeOrder) else shared
@@ -89,7 +92,12 @@ def tile_run(shared: StripeTask | StripeOrder, groups: Sequence[int] | None) -> 
     if groups is None:
         assert isinstance(shared, StripeOrder)
         groups = range(run_size(len(task.groups), shared.runs))
-    return compute_tile_run(task, groups)
+    plan, tiles = compute_tile_run(task, groups)
+    if mailbox is not None:
+        from gamut.io.fd_mailbox import post_arrays
+
+        tiles = post_arrays(tiles, mailbox)
+    return plan, tiles
 
 
 def worker_job(job: ScanJob, threads: int | None) -> ScanJob:
@@ -130,7 +138,9 @@ def send_orders(conn: Connection, job: ScanJob, sinks: tuple[type | str, ...], m
     order = StripeOrder(worker_job(job, job.threads), sinks, make_engine, 0, len(workers), job.partition_cells,
                         RUNS_PER_STRIPE, uuid.uuid4().hex)
     orders = [dataclasses.replace(order, index=k) for k in range(len(workers))]
-    start = PinnedStart(conn, tile_run, orders, [((k, 0), (None,)) for k in range(len(workers))], workers=workers,
+    mailbox = conn.mailbox_for(workers)
+    args = (None, None if mailbox is None else mailbox.address)
+    start = PinnedStart(conn, tile_run, orders, [((k, 0), args) for k in range(len(workers))], workers=workers,
                         retries=job.retries, key_prefix=f"gamut-stripe-{order.token}", label="stripe run")
     return SentOrders(start, sinks, make_engine)
 

@@ -180,10 +180,14 @@ def _on_cluster(tasks: list[StripeTask], conn, workers: list[str], writer: Group
     run), in runs of consecutive groups; every run's plan is checked against this process'."""
     from gamut.cluster import run_pinned as run_on_cluster
 
+    from gamut.io.fd_mailbox import take_arrays
+
     count = len(writer.groups)
     size = run_size(count, ahead.RUNS_PER_STRIPE)
     skip = size if head is not None else 0
-    runs = [[((k, a), (list(range(a, min(a + size, count))),)) for a in range(skip, count, size)]
+    mailbox = conn.mailbox_for(workers[:len(tasks)])  # (workers here hand their tiles' pages over as they are)
+    address = None if mailbox is None else mailbox.address
+    runs = [[((k, a), (list(range(a, min(a + size, count))), address)) for a in range(skip, count, size)]
             for k in range(len(tasks))]
     token = tasks[0].token if tasks else "none"
     plans = [stripe_plan(task) for task in tasks]
@@ -195,4 +199,4 @@ def _on_cluster(tasks: list[StripeTask], conn, workers: list[str], writer: Group
             raise InputError(f"{tasks[stripe].job.reference_name}: a worker planned stripe {stripe} otherwise (it "
                              "read another file there); run the scan again")
         for group, data in tiles:
-            writer.deliver(group, stripe, data)
+            writer.deliver(group, stripe, take_arrays(data, mailbox))
