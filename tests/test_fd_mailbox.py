@@ -56,10 +56,14 @@ def test_another_process_of_this_user_hands_its_pages_over():
     assert bytes(got) == b"".join(p.tobytes() for p in _text(70_000, 7))
 
 
-def test_a_mailbox_that_cannot_be_reached_leaves_the_bytes_in_the_result(tmp_path):
+def test_a_mailbox_that_cannot_be_reached_or_does_not_keep_the_pages_leaves_the_bytes_in_the_result(
+        tmp_path, monkeypatch):
     tile = joined(_text(1000, 2))
     assert fd_mailbox.post(str(tmp_path / "nobody"), tile.fd, tile.nbytes) is None
     assert fd_mailbox.post_arrays((tile,), str(tmp_path / "nobody"))[0] is tile
+    with fd_mailbox.Mailbox() as box:  # a sender of another user (as the mailbox sees it): no answer
+        monkeypatch.setattr(fd_mailbox, "_same_user", lambda conn: False)
+        assert fd_mailbox.post_arrays((tile,), box.address)[0] is tile
 
 
 def test_a_ticket_never_delivered_or_without_a_mailbox_is_an_error():

@@ -29,6 +29,7 @@ from typing import Any
 from gamut.io.descriptors import receive_fds
 
 KEY_BYTES = 32        # a ticket's key: uuid4's 32 hex digits
+KEPT = b"K"           # the mailbox's answer once it holds a descriptor
 TAKE_TIMEOUT_S = 120  # longest wait for a ticket's descriptor after its result came
 
 
@@ -77,24 +78,21 @@ class Mailbox:
                 self._receive(conn)
 
     def _receive(self, conn: socket.socket) -> None:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _, uid, _ = struct.unpack("3i", creds)
-        if uid != os.getuid():
+        if not _same_user(conn):
             return
         key, fds = receive_fds(conn, KEY_BYTES, 1)
         if len(fds) != 1 or len(key) != KEY_BYTES:
             for fd in fds:
                 os.close(fd)
             return
+        name = key.decode("ascii", "replace")
         with self._arrived:
-            if self._closed:
+            if self._closed or name in self._fds:  # (a key sent twice: the first one holds)
                 os.close(fds[0])
                 return
-            old = self._fds.pop(key.decode("ascii", "replace"), None)
-            self._fds[key.decode("ascii", "replace")] = fds[0]
+            self._fds[name] = fds[0]
             self._arrived.notify_all()
-        if old is not None:
-            os.close(old)
+        conn.sendall(KEPT)  # the sender's ticket stands for these pages now
 
     def take(self, ticket: Ticket, timeout: float = TAKE_TIMEOUT_S):
         """The pages of ``ticket`` as a read-only uint8 array (mapped here, freed with the array)."""
@@ -136,15 +134,24 @@ class Mailbox:
         self.close()
 
 
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the process at the other end of ``conn`` runs as this process' user (``SO_PEERCRED``)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1] == os.getuid()
+
+
 def post(address: str, fd: int, nbytes: int) -> Ticket | None:
-    """Send descriptor ``fd`` (``nbytes`` of pages) to the mailbox at ``address``: its ticket, or
-    None where it cannot be sent (the caller then sends the bytes themselves)."""
+    """Send descriptor ``fd`` (``nbytes`` of pages) to the mailbox at ``address``: its ticket once the
+    mailbox holds it, or None where it does not (unreachable, another user's, closed: the caller then
+    sends the bytes themselves)."""
     key = uuid.uuid4().hex
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(10)
             sock.connect(address)
             socket.send_fds(sock, [key.encode("ascii")], [fd])
+            if sock.recv(len(KEPT)) != KEPT:
+                return None
     except OSError:
         return None
     return Ticket(key, int(nbytes))
