@@ -19,7 +19,6 @@ import mmap
 import os
 import shutil
 import socket
-import struct
 import tempfile
 import threading
 import uuid
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gamut.io.descriptors import receive_fds
+from gamut.serve.trust import peer_uid
 
 KEY_BYTES = 32        # a ticket's key: uuid4's 32 hex digits
 KEPT = b"K"           # the mailbox's answer once it holds a descriptor
@@ -78,7 +78,7 @@ class Mailbox:
                 self._receive(conn)
 
     def _receive(self, conn: socket.socket) -> None:
-        if not _same_user(conn):
+        if peer_uid(conn) != os.getuid():  # (only processes of this user, as gamut serve's server)
             return
         key, fds = receive_fds(conn, KEY_BYTES, 1)
         if len(fds) != 1 or len(key) != KEY_BYTES:
@@ -132,12 +132,6 @@ class Mailbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _same_user(conn: socket.socket) -> bool:
-    """Whether the process at the other end of ``conn`` runs as this process' user (``SO_PEERCRED``)."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1] == os.getuid()
 
 
 def post(address: str, fd: int, nbytes: int) -> Ticket | None:

@@ -179,7 +179,6 @@ def _on_cluster(tasks: list[StripeTask], conn, workers: list[str], writer: Group
     :class:`~gamut.scanning.pipeline.ahead.StripeOrder` sent by ``head``, which submitted its first
     run), in runs of consecutive groups; every run's plan is checked against this process'."""
     from gamut.cluster import run_pinned as run_on_cluster
-
     from gamut.io.fd_mailbox import take_arrays
 
     count = len(writer.groups)
