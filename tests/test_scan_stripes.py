@@ -314,6 +314,27 @@ def test_the_warm_up_scan_runs(device):
     _warm_scan(device)
 
 
+def test_the_warm_up_leaves_no_file_behind_when_its_process_ends_in_it(tmp_path):
+    """A worker stopped while it warms up (the warm-up is a daemon thread: the process ends in it)
+    leaves nothing in the temporary folder: a ``gamut-warm-*`` folder was left in ``/tmp`` at each
+    such stop."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import os, threading, gamut.scanning.pipeline.stripes as s\n"
+              "def stop(records, *args, **kw):\n"
+              "    print(records.records()[0].sequence.decode(), flush=True)\n"
+              "    os._exit(0)\n"
+              "s.compute_tiles = lambda task, taken: stop(task.job.references)\n"
+              "s._warm_scan('cuda')\n")
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("AAGCUACGAU")  # (the warm-up read its reference back from the file)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_gpu_cluster_job_leaves_plain_input_files_unread(tmp_path):
     """In stripes on a cluster of GPUs, plain query and reference files are read when the runner needs
     them (after its head start); otherwise, or for a compressed file, as the job is made."""

@@ -14,6 +14,7 @@ for every GPU but the writing of a group.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from gamut.io.descriptors import write_all
 from gamut.scanning.pipeline.job import ScanJob
 from gamut.scanning.pair_run import rect_of
 from gamut.scanning.pipeline.pairs import ScanInput, even_parts, row_runs
@@ -187,8 +189,6 @@ def warm_worker() -> None:
 
 def _warm_scan(device: str) -> None:
     """The warm-up scan of :func:`warm_worker` on ``device``'s engine."""
-    import tempfile
-
     from gamut.scanning.engines import make_engine
     from gamut.scanning.fasta import SeqRecord, read_miranda_fasta
     from gamut.scanning.params import ScanParams
@@ -197,22 +197,42 @@ def _warm_scan(device: str) -> None:
     pair = str.maketrans("ACGU", "UGCA")
     site = "".join("AAGCUACGAU" + q.translate(pair)[::-1] for q in WARM_QUERIES) + "AAGCUACGAU"
     queries = [SeqRecord(f"warm{k}", "", q.encode()) for k, q in enumerate(WARM_QUERIES)]
-    with tempfile.TemporaryDirectory(prefix="gamut-warm-") as folder:  # (made for this process alone)
-        sites = os.path.join(folder, "site.fa")
-        with open(sites, "xb") as handle:
-            handle.write(b">site\n" + site.encode() + b"\n")
+    with _warm_file(b">site\n" + site.encode() + b"\n") as sites:
         formats = ("tsv", "miranda")  # (nothing is written: a tile is rendered in memory)
         references = read_miranda_fasta(sites)
         if device == "cpu" and not _cpu_aligner_cached(queries, references):
             return
         job = ScanJob(queries, references, ScanParams(noenergy=device == "cpu"), device=device,
                       threads=None if device == "cuda" else 1, progress=False,
-                      outputs=[(os.path.join(folder, f"warm.{fmt}"), fmt) for fmt in formats])
+                      outputs=[(f"warm.{fmt}", fmt) for fmt in formats])
         job = job.of_references(0, 1, from_file=True)  # read again at first use, as a stripe is
         task = StripeTask(job, tuple(sink_class(fmt) for fmt in formats), make_engine, Stripe(0, 0, 1), 1,
                           ((0, len(queries)),))
         for _ in compute_tiles(task, iter([(0, 0)])):
             pass
+
+
+@contextlib.contextmanager
+def _warm_file(data: bytes) -> Iterator[str]:
+    """The path of a file holding ``data`` while the block runs. On Linux a memfd's
+    (``/proc/self/fd/N``), so that nothing is left behind when the process ends in its warm-up (a
+    worker that its parent stops while it warms up: the warm-up runs on a daemon thread, and a
+    folder in ``/tmp`` was left at each such stop); elsewhere a fresh private folder's file."""
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("gamut-warm", os.MFD_CLOEXEC)
+        try:
+            write_all(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="gamut-warm-") as folder:  # (made for this process alone)
+        path = os.path.join(folder, "site.fa")
+        with open(path, "xb") as handle:
+            handle.write(data)
+        yield path
 
 
 def _cpu_aligner_cached(queries: Sequence[Any], references: Sequence[Any]) -> bool:
