@@ -314,6 +314,31 @@ def test_the_warm_up_scan_runs(device):
     _warm_scan(device)
 
 
+def test_the_warm_up_skips_its_cpu_pass_once_the_cuda_context_is_made(monkeypatch):
+    """The CPU pass of the warm-up overlaps the making of the CUDA context: with the context's
+    thread ended it is skipped, while it runs (or with none given) it is not."""
+    import threading
+
+    import gamut.scanning.pipeline.stripes as stripes
+
+    passes = []
+    monkeypatch.setattr(stripes, "_warm_scan", passes.append)
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    release = threading.Event()
+    running = threading.Thread(target=release.wait)
+    running.start()
+    try:
+        for context, expected in ((ended, ["cuda"]), (running, ["cpu", "cuda"]), (None, ["cpu", "cuda"])):
+            passes.clear()
+            stripes.warm_worker(context)
+            assert passes == expected
+    finally:
+        release.set()
+        running.join()
+
+
 def test_the_warm_up_leaves_no_file_behind_when_its_process_ends_in_it(tmp_path):
     """A worker stopped while it warms up (the warm-up is a daemon thread: the process ends in it)
     leaves nothing in the temporary folder: a ``gamut-warm-*`` folder was left in ``/tmp`` at each

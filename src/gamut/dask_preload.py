@@ -33,10 +33,10 @@ def dask_setup(server: Any = None) -> None:
     reuse_large_buffers()
     if visible_gpu_count() == 0:
         return
-    prewarm(0)  # (the warm-up's CPU part runs while the context is made, as in gamut's own workers)
+    context = prewarm(0)  # (the warm-up's CPU part runs while the context is made, as in gamut's own workers)
     from gamut.scanning.pipeline.stripes import warm_worker
 
-    warm_worker()
+    warm_worker(context)
 
 
 def _is_scheduler(server: Any) -> bool:

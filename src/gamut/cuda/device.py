@@ -104,16 +104,19 @@ def prewarm(device_id: int = 0) -> threading.Thread:
     main thread, which meets them again and reports them."""
 
     def warm() -> None:
+        from gamut.timeline import span
+
         try:
-            start_driver(device_id)  # the slow part, without the interpreter lock
-            if device_id in available_gpus():
-                from cupy.cuda import runtime
+            with span("CUDA context", gpu=device_id):
+                start_driver(device_id)  # the slow part, without the interpreter lock
+                if device_id in available_gpus():
+                    from cupy.cuda import runtime
 
-                runtime.setDevice(device_id)
-                runtime.free(0)  # cudaFree(NULL): creates the primary context
-                from gamut.probes import import_without_probes
+                    runtime.setDevice(device_id)
+                    runtime.free(0)  # cudaFree(NULL): creates the primary context
+                    from gamut.probes import import_without_probes
 
-                import_without_probes(["cupyx"])
+                    import_without_probes(["cupyx"])
         except Exception:  # noqa: BLE001 (reported by the main thread when it needs the GPU)
             pass
 

@@ -70,7 +70,7 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
     reuse_large_buffers()  # a streaming process of its own, as the command's (see gamut.io.heap)
     from gamut.cuda.device import prewarm
 
-    prewarm(0)
+    context = prewarm(0)
     import gamut.scanning.pipeline.partitions  # noqa: F401  (NumPy, Numba and the scan's code)
 
     mark("worker ready", gpu=gpu)
@@ -79,7 +79,7 @@ def _worker_main(conn, gpu: int, share_from: int) -> None:
 
     # The warm-up runs while this process' parent reads the inputs, and while this thread takes
     # its shared object (a stripe: its references are read meanwhile); a stream waits for its end.
-    warming = threading.Thread(target=warm_worker, name="gamut-warm-up", daemon=True)
+    warming = threading.Thread(target=warm_worker, args=(context,), name="gamut-warm-up", daemon=True)
     warming.start()
     shared = None
     while True:

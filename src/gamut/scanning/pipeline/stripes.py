@@ -162,7 +162,7 @@ def compute_tiles(task: StripeTask, taken: Iterable[tuple[Any, int]]) -> Iterato
 WARM_QUERIES = ("UGAGGUAGUAGGUUG", "UGAGGUAGUAGGUUGUAUAGUU", "UAGCAGCACGUAAAUAUUGGCGUUAA")
 
 
-def warm_worker() -> None:
+def warm_worker(context: threading.Thread | None = None) -> None:
     """Scan a few pairs through a stripe worker's whole path once (hits, energies, the TSV and miRanda
     text of a tile), before the worker's stripe comes: what a process pays on its first chunk
     (Numba's functions loaded from its cache and its target context made, the kernels' modules
@@ -177,9 +177,13 @@ def warm_worker() -> None:
     read back from a file, as a worker on this machine reads its stripe, and the GPU engine is made
     for a cluster worker's default threads (every core), so that a cluster's first scan finds it
     made (engines are kept per process): there, that scan's workers began 0.45 s after the client
-    had sent their stripes, against 0.12 s for the next scan (2x H200). Best effort: a failure here
-    (no GPU) leaves it to the scan itself, which meets it again and reports it."""
+    had sent their stripes, against 0.12 s for the next scan (2x H200). ``context``: the thread
+    making the CUDA context (:func:`gamut.cuda.device.prewarm`); where it has ended already, the CPU
+    pass is skipped (it has nothing to overlap, and the GPU pass loads what the two share). Best
+    effort: a failure here (no GPU) leaves it to the scan itself, which meets it again and reports it."""
     for device in ("cpu", "cuda"):
+        if device == "cpu" and context is not None and not context.is_alive():
+            continue
         try:
             with span("worker warms up", device=device):
                 _warm_scan(device)
