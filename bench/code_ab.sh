@@ -13,10 +13,8 @@ set -u
 . bench/gpu_cluster.sh
 KIND=${KIND:-nvidia-h200-code-ab}
 . bench/tx_setup.sh
-NEW=$PYTHONPATH
-OLD=$OTHER_CODE
 [ -n "${AB_PREPEND-}" ] && OLD=$PWD/$AB_PREPEND:$NEW  # the same tree, a sitecustomize.py there changing it
-PYTHONPATH=$OLD scan $W/warm.fa --gpus 0 -o $W/warm.tsv $FAST >/dev/null 2>&1  # the other code's compiled caches
+warm_other --gpus 0 $FAST
 if [ "${FASTA_READ-0}" = 1 ]; then
   python3 bench/fasta_read.py --file $W/tx.fa --repeat 5 --json $R/fasta_read.json > $R/fasta_read.txt 2>&1
   cat $R/fasta_read.txt

@@ -11,8 +11,6 @@ set -u
 W=/tmp/w
 python3 bench/transcriptome_inputs.py $W >/dev/null
 echo "$(nvidia-smi --query-gpu=name --format=csv,noheader | uniq -c | xargs), $(nproc) cores" | tee -a $R/runs.txt
-NEW=$PYTHONPATH
-OLD=$OTHER_CODE
 FAST="--noenergy --score-threshold 160"
 timed() {  # name, then the command line's arguments: wall time, status, $W/o.tsv's bytes against the first's
   local name=$1 same=-; shift

@@ -11,12 +11,11 @@ set -u
 . bench/gpu_cluster.sh
 KIND=${KIND:-nvidia-h200-mailbox-ab}
 . bench/tx_setup.sh
-NEW=$PYTHONPATH
 TWICE=$(for g in $(seq 0 $((N - 1))); do printf "%s,%s," $g $g; done); TWICE=${TWICE%,}
 round=0
 for v in new old new old; do
   round=$((round + 1))
-  path=$NEW; [ $v = old ] && path=$OTHER_CODE
+  path=$NEW; [ $v = old ] && path=$OLD
   start_gpu_cluster ${PER:-2} PYTHONPATH=$path GAMUT_TIMELINE=$R/tl_workers.jsonl --
   for mode in default fast; do
     rm -f $R/tl_workers.jsonl

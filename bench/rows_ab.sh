@@ -11,9 +11,7 @@ set -u
 . bench/device_env.sh
 KIND=${KIND:-nvidia-h200-rows-ab}
 . bench/tx_setup.sh
-NEW=$PYTHONPATH
-OLD=$OTHER_CODE
-PYTHONPATH=$OLD scan $W/warm.fa --gpus 0 -o $W/warm.tsv >/dev/null 2>&1  # the other code's compiled caches
+warm_other --gpus 0
 REPEAT=${REPEAT:-3}
 for k in $(seq $REPEAT); do
   for v in new old; do

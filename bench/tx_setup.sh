@@ -17,6 +17,8 @@ for k in 1 2 3; do
   s=$(date +%s.%N); scan $W/q1.fa --gpus 0 -o $W/one.tsv; e=$(date +%s.%N)
   echo "startup $(python3 -c "print(f'{$e-$s:.2f}')")" | tee -a $R/runs.txt
 done
+# warm_other FLAGS: the other code's (OLD's) on-disk caches filled by a scan of the warm-up set with FLAGS.
+warm_other() { PYTHONPATH=$OLD scan $W/warm.fa -o $W/warm.tsv "$@" >/dev/null 2>&1; }
 declare -A FIRST
 scan_run() {  # name, mode (fast|default), ENV=VALUE..., --, scan flags (one run)
   local name=$1 mode=$2 envs=(); shift 2

@@ -11,9 +11,7 @@ set -u
 . bench/device_env.sh
 KIND=${KIND:-nvidia-h200-warm-start}
 . bench/tx_setup.sh
-NEW=$PYTHONPATH
-OLD=$OTHER_CODE
-PYTHONPATH=$OLD scan $W/warm.fa --gpus 0,0 -o $W/warm.tsv $FAST >/dev/null 2>&1  # the other code's caches
+warm_other --gpus 0,0 $FAST
 for round in $(seq ${ROUNDS:-3}); do
   for v in new old; do
     path=$NEW; [ $v = old ] && path=$OLD
