@@ -191,13 +191,16 @@ def run_cli(query: Path, ref: Path, extra: list[str], args, out_file: Path,
 #: the largest of it and its waited-for children), page faults (minor, major), CPU seconds (user,
 #: system); exits with its status. A launcher process, because a child's ru_maxrss counts the
 #: memory of the process it was forked from (Linux keeps the high-water mark across exec), and
-#: the benchmark holds every workload; the launcher's is a few MB.
+#: the benchmark holds every workload; the launcher's is a few MB. (Its sampler once reaped the
+#: process with ``Popen.poll`` before ``os.wait4``, which failed with "No child processes": a
+#: finished scan reported as failed, 2026-11-29.)
 LAUNCHER = """import json, os, subprocess, sys, threading, time
 start = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:])
 own = [0]
-def sample():
-    while proc.poll() is None:
+ended = threading.Event()
+def sample():  # (never proc.poll(): it may reap the process before os.wait4 below, which then fails)
+    while not ended.is_set():
         try:
             with open(f"/proc/{proc.pid}/status") as f:
                 for line in f:
@@ -208,6 +211,7 @@ def sample():
         time.sleep(0.02)
 threading.Thread(target=sample, daemon=True).start()
 _, status, u = os.wait4(proc.pid, 0)
+ended.set()
 print(json.dumps([time.perf_counter() - start, own[0], u.ru_maxrss, u.ru_minflt, u.ru_majflt, u.ru_utime,
                   u.ru_stime]))
 sys.exit(os.waitstatus_to_exitcode(status))
