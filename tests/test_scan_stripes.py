@@ -314,46 +314,29 @@ def test_the_warm_up_scan_runs(device):
     _warm_scan(device)
 
 
-def test_the_warm_up_overlaps_the_making_of_the_cuda_context(monkeypatch):
-    """The warm-up's CPU pass overlaps the making of the CUDA context, and its GPU pass starts as soon
-    as the context is made (beside the CPU pass): with the context's thread ended, only the GPU pass
-    runs; with it running, the GPU pass waits for its end, not for the CPU pass; with none given, one
-    pass after the other."""
+def test_the_warm_up_skips_its_cpu_pass_once_the_cuda_context_is_made(monkeypatch):
+    """The CPU pass of the warm-up overlaps the making of the CUDA context: with the context's
+    thread ended it is skipped, while it runs (or with none given) it is not."""
     import threading
 
     import gamut.scanning.pipeline.stripes as stripes
 
-    passes, overlapped = [], []
-    cpu_may_end, context_ends = threading.Event(), threading.Event()
-
-    def warm(device):
-        passes.append(device)
-        if device == "cpu" and len(passes) == 1 and not context_ends.is_set():
-            context_ends.set()  # (the context is made while the CPU pass runs ...)
-            overlapped.append(cpu_may_end.wait(5))  # (... and the GPU pass begins before the CPU pass ends)
-
-    def gpu_begun(device):
-        if device == "cuda":
-            cpu_may_end.set()
-        warm(device)
-
-    monkeypatch.setattr(stripes, "_warm_scan", gpu_begun)
+    passes = []
+    monkeypatch.setattr(stripes, "_warm_scan", passes.append)
     ended = threading.Thread(target=lambda: None)
     ended.start()
     ended.join()
-    stripes.warm_worker(ended)
-    assert passes == ["cuda"]
-
-    passes.clear()
-    cpu_may_end.clear()
-    making = threading.Thread(target=context_ends.wait)
-    making.start()
-    stripes.warm_worker(making)
-    assert passes == ["cpu", "cuda"] and overlapped == [True]
-
-    passes.clear()
-    stripes.warm_worker(None)
-    assert passes == ["cpu", "cuda"]
+    release = threading.Event()
+    running = threading.Thread(target=release.wait)
+    running.start()
+    try:
+        for context, expected in ((ended, ["cuda"]), (running, ["cpu", "cuda"]), (None, ["cpu", "cuda"])):
+            passes.clear()
+            stripes.warm_worker(context)
+            assert passes == expected
+    finally:
+        release.set()
+        running.join()
 
 
 def test_the_warm_up_leaves_no_file_behind_when_its_process_ends_in_it(tmp_path):

@@ -178,33 +178,17 @@ def warm_worker(context: threading.Thread | None = None) -> None:
     for a cluster worker's default threads (every core), so that a cluster's first scan finds it
     made (engines are kept per process): there, that scan's workers began 0.45 s after the client
     had sent their stripes, against 0.12 s for the next scan (2x H200). ``context``: the thread
-    making the CUDA context (:func:`gamut.cuda.device.prewarm`). Where it has ended already, the CPU
-    pass is skipped (it has nothing to overlap, and the GPU pass loads what the two share); where it
-    runs, the GPU pass starts on a thread of its own as soon as it ends, beside the CPU pass (one
-    H200: the context was made at 0.83-0.94 s, the CPU pass ended at 1.10-1.23 s, and the GPU pass
-    then took until 1.40-1.55 s before the worker scanned). Without it, one pass after the other.
-    Best effort: a failure here (no GPU) leaves it to the scan itself, which meets it again and
-    reports it."""
-    if context is None:
-        _warm_pass("cpu")
-    elif context.is_alive():
-        gpu = threading.Thread(target=_warm_pass, args=("cuda", context), name="gamut-warm-up-gpu", daemon=True)
-        gpu.start()
-        _warm_pass("cpu")
-        gpu.join()
-        return
-    _warm_pass("cuda")
-
-
-def _warm_pass(device: str, after: threading.Thread | None = None) -> None:
-    """One pass of :func:`warm_worker` on ``device`` (once ``after`` has ended), its failure hidden."""
-    if after is not None:
-        after.join()
-    try:
-        with span("worker warms up", device=device):
-            _warm_scan(device)
-    except Exception:  # noqa: BLE001 (see warm_worker)
-        pass
+    making the CUDA context (:func:`gamut.cuda.device.prewarm`); where it has ended already, the CPU
+    pass is skipped (it has nothing to overlap, and the GPU pass loads what the two share). Best
+    effort: a failure here (no GPU) leaves it to the scan itself, which meets it again and reports it."""
+    for device in ("cpu", "cuda"):
+        if device == "cpu" and context is not None and not context.is_alive():
+            continue
+        try:
+            with span("worker warms up", device=device):
+                _warm_scan(device)
+        except Exception:  # noqa: BLE001 (see above)
+            pass
 
 
 def _warm_scan(device: str) -> None:
